@@ -16,7 +16,7 @@ TEST(HalfTest, KnownValues) {
   EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);
   EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);  // rounds to inf
   EXPECT_EQ(FloatToHalf(std::numeric_limits<float>::infinity()), 0x7c00);
-  EXPECT_EQ(FloatToHalf(5.9604645e-8f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(FloatToHalf(5.9604645e-8f), 0x0001);     // smallest subnormal
   EXPECT_EQ(FloatToHalf(6.103515625e-05f), 0x0400);  // smallest normal
   EXPECT_EQ(HalfToFloat(0x3555), 0.333251953125f);
   EXPECT_EQ(HalfToFloat(0x0001), 5.9604644775390625e-8f);

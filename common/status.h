@@ -133,9 +133,9 @@ void StatusOr<T>::AbortOnBadAccess(const Status& status) {
 #define KVMESH_CONCAT_(a, b) KVMESH_CONCAT_INNER_(a, b)
 
 // Returns from the current function when `expr` yields a non-OK Status.
-#define RETURN_IF_ERROR(expr)                      \
-  do {                                             \
-    ::kvmesh::Status kvmesh_status_ = (expr);      \
+#define RETURN_IF_ERROR(expr)                        \
+  do {                                               \
+    ::kvmesh::Status kvmesh_status_ = (expr);        \
     if (!kvmesh_status_.ok()) return kvmesh_status_; \
   } while (0)
 

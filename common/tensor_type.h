@@ -47,9 +47,9 @@ enum class TensorType : uint32_t {
 };
 
 struct TensorTypeInfo {
-  std::string_view name;    // "Q4_K"
-  uint32_t block_size;      // elements per block
-  uint32_t bytes_per_block; // bytes per block
+  std::string_view name;     // "Q4_K"
+  uint32_t block_size;       // elements per block
+  uint32_t bytes_per_block;  // bytes per block
 };
 
 // Geometry of a type id as found in a file; nullopt for ids that no known

@@ -134,14 +134,22 @@ class GgufFile::Parser {
 
   Status ReadValue(const std::string& field, ValueType type, int depth, Value* out) {
     switch (type) {
-      case ValueType::kUint8: return ReadUnsigned<uint8_t>(field, type, out);
-      case ValueType::kUint16: return ReadUnsigned<uint16_t>(field, type, out);
-      case ValueType::kUint32: return ReadUnsigned<uint32_t>(field, type, out);
-      case ValueType::kUint64: return ReadUnsigned<uint64_t>(field, type, out);
-      case ValueType::kInt8: return ReadSigned<int8_t>(field, type, out);
-      case ValueType::kInt16: return ReadSigned<int16_t>(field, type, out);
-      case ValueType::kInt32: return ReadSigned<int32_t>(field, type, out);
-      case ValueType::kInt64: return ReadSigned<int64_t>(field, type, out);
+      case ValueType::kUint8:
+        return ReadUnsigned<uint8_t>(field, type, out);
+      case ValueType::kUint16:
+        return ReadUnsigned<uint16_t>(field, type, out);
+      case ValueType::kUint32:
+        return ReadUnsigned<uint32_t>(field, type, out);
+      case ValueType::kUint64:
+        return ReadUnsigned<uint64_t>(field, type, out);
+      case ValueType::kInt8:
+        return ReadSigned<int8_t>(field, type, out);
+      case ValueType::kInt16:
+        return ReadSigned<int16_t>(field, type, out);
+      case ValueType::kInt32:
+        return ReadSigned<int32_t>(field, type, out);
+      case ValueType::kInt64:
+        return ReadSigned<int64_t>(field, type, out);
       case ValueType::kFloat32: {
         float v = 0;
         RETURN_IF_ERROR(ReadPod(field, &v));
@@ -194,17 +202,22 @@ class GgufFile::Parser {
     switch (t) {
       case ValueType::kUint8:
       case ValueType::kInt8:
-      case ValueType::kBool: return 1;
+      case ValueType::kBool:
+        return 1;
       case ValueType::kUint16:
-      case ValueType::kInt16: return 2;
+      case ValueType::kInt16:
+        return 2;
       case ValueType::kUint32:
       case ValueType::kInt32:
-      case ValueType::kFloat32: return 4;
+      case ValueType::kFloat32:
+        return 4;
       case ValueType::kUint64:
       case ValueType::kInt64:
       case ValueType::kFloat64:
-      case ValueType::kString: return 8;
-      case ValueType::kArray: return 12;
+      case ValueType::kString:
+        return 8;
+      case ValueType::kArray:
+        return 12;
     }
     return 1;
   }
@@ -278,7 +291,8 @@ class GgufFile::Parser {
     }
     const uint64_t align = *kv.value.AsUint64();
     if (align == 0 || (align & (align - 1)) != 0) {
-      return Error(kv.offset, field, "alignment " + std::to_string(align) + " is not a power of two");
+      return Error(kv.offset, field,
+                   "alignment " + std::to_string(align) + " is not a power of two");
     }
     file_.alignment_ = align;
     return Status::Ok();
@@ -295,8 +309,9 @@ class GgufFile::Parser {
     uint32_t n_dims = 0;
     RETURN_IF_ERROR(ReadPod(field + " n_dims", &n_dims));
     if (n_dims == 0 || n_dims > kMaxDims) {
-      return Error(dims_at, field,
-                   "n_dims " + std::to_string(n_dims) + " is outside 1.." + std::to_string(kMaxDims));
+      return Error(
+          dims_at, field,
+          "n_dims " + std::to_string(n_dims) + " is outside 1.." + std::to_string(kMaxDims));
     }
     uint64_t elements = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
@@ -304,8 +319,9 @@ class GgufFile::Parser {
       uint64_t dim = 0;
       RETURN_IF_ERROR(ReadPod(field + " dims", &dim));
       if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return Error(at, field, "dimension " + std::to_string(d) + " = " + std::to_string(dim) +
-                                    " is not a positive int64");
+        return Error(at, field,
+                     "dimension " + std::to_string(d) + " = " + std::to_string(dim) +
+                         " is not a positive int64");
       }
       if (elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / dim) {
         return Error(at, field, "element count overflows int64");
@@ -334,8 +350,8 @@ class GgufFile::Parser {
     RETURN_IF_ERROR(ReadPod(field + " offset", &t.offset));
     if (t.offset % file_.alignment_ != 0) {
       return Error(offset_at, field,
-                   "data offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
-                       std::to_string(file_.alignment_));
+                   "data offset " + std::to_string(t.offset) +
+                       " is not a multiple of the alignment " + std::to_string(file_.alignment_));
     }
     file_.tensor_index_.emplace(t.name, file_.tensors_.size());
     offsets_.push_back(offset_at);
@@ -351,8 +367,9 @@ class GgufFile::Parser {
     if (t.offset > size - data_offset || t.num_bytes > size - data_offset - t.offset) {
       return Error(at, field,
                    "data [" + std::to_string(data_offset) + " + " + std::to_string(t.offset) +
-                       ", " + std::to_string(t.num_bytes) + " bytes) extends past the end of the file (" +
-                       std::to_string(size) + " bytes)");
+                       ", " + std::to_string(t.num_bytes) +
+                       " bytes) extends past the end of the file (" + std::to_string(size) +
+                       " bytes)");
     }
     t.data = bytes_.data() + data_offset + t.offset;
     return Status::Ok();
@@ -378,8 +395,9 @@ StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path, cons
   return file;
 }
 
-StatusOr<std::unique_ptr<GgufFile>> GgufFile::Parse(std::string name, std::span<const uint8_t> bytes,
-                                                   const Limits& limits) {
+StatusOr<std::unique_ptr<GgufFile>> GgufFile::Parse(std::string name,
+                                                    std::span<const uint8_t> bytes,
+                                                    const Limits& limits) {
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->name_ = std::move(name);
   file->bytes_ = bytes;
@@ -404,9 +422,11 @@ namespace {
 Status Missing(const std::string& file, std::string_view key) {
   return NotFoundError(file + ": metadata key \"" + std::string(key) + "\" is missing");
 }
-Status WrongType(const std::string& file, std::string_view key, const Value& v, std::string_view want) {
+Status WrongType(const std::string& file, std::string_view key, const Value& v,
+                 std::string_view want) {
   return InvalidArgumentError(file + ": metadata key \"" + std::string(key) + "\" has type " +
-                              std::string(ValueTypeName(v.type())) + ", expected " + std::string(want));
+                              std::string(ValueTypeName(v.type())) + ", expected " +
+                              std::string(want));
 }
 }  // namespace
 
@@ -456,9 +476,9 @@ StatusOr<const Array*> GgufFile::GetArray(std::string_view key, ValueType elemen
   const Array* a = v->AsArray();
   if (!a) return WrongType(name_, key, *v, "ARRAY");
   if (a->element_type != element_type) {
-    return InvalidArgumentError(name_ + ": metadata key \"" + std::string(key) + "\" is an array of " +
-                                std::string(ValueTypeName(a->element_type)) + ", expected " +
-                                std::string(ValueTypeName(element_type)));
+    return InvalidArgumentError(name_ + ": metadata key \"" + std::string(key) +
+                                "\" is an array of " + std::string(ValueTypeName(a->element_type)) +
+                                ", expected " + std::string(ValueTypeName(element_type)));
   }
   return a;
 }

@@ -38,7 +38,7 @@ struct KeyValue {
 
 struct TensorInfo {
   std::string_view name;
-  uint32_t type_id = 0;  // raw id; see TensorTypeName()
+  uint32_t type_id = 0;       // raw id; see TensorTypeName()
   std::vector<int64_t> dims;  // ggml order: dims[0] is the contiguous (row) dimension
   uint64_t offset = 0;        // relative to the data section
   uint64_t num_elements = 0;
@@ -62,7 +62,8 @@ struct Limits {
 class GgufFile {
  public:
   // Maps and parses `path`. The file stays mapped until the object is destroyed.
-  static StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path, const Limits& limits = {});
+  static StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path,
+                                                  const Limits& limits = {});
   // Parses bytes the caller keeps alive for the lifetime of the result
   // (`name` is used in messages). Used by tests and the fuzzer.
   static StatusOr<std::unique_ptr<GgufFile>> Parse(std::string name, std::span<const uint8_t> bytes,

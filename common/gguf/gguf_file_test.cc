@@ -142,7 +142,8 @@ TEST(GgufFileTest, HostileHeadersAreRejectedBeforeAllocation) {
       {Patched<uint32_t>(good, w_name + 1, 7), "n_dims 7"},
       {Patched<uint64_t>(good, w_name + 5, 0), "not a positive int64"},
       {Patched<uint64_t>(good, w_name + 5, 1ull << 40), "extends past the end"},
-      {Patched<uint64_t>(good, w_name + 5, 15), "not a multiple"},  // 15x4 F32 fine, check offsets below
+      {Patched<uint64_t>(good, w_name + 5, 15),
+       "not a multiple"},  // 15x4 F32 fine, check offsets below
       {Patched<uint32_t>(good, w_name + 21, 4), "unknown tensor type id 4"},
       {Patched<uint64_t>(good, w_name + 25, 3), "not a multiple of the alignment"},
       {Patched<uint64_t>(good, w_name + 25, 1ull << 62), "extends past the end"},

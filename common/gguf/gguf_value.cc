@@ -7,19 +7,32 @@ namespace kvmesh::gguf {
 
 std::string_view ValueTypeName(ValueType type) {
   switch (type) {
-    case ValueType::kUint8: return "UINT8";
-    case ValueType::kInt8: return "INT8";
-    case ValueType::kUint16: return "UINT16";
-    case ValueType::kInt16: return "INT16";
-    case ValueType::kUint32: return "UINT32";
-    case ValueType::kInt32: return "INT32";
-    case ValueType::kFloat32: return "FLOAT32";
-    case ValueType::kBool: return "BOOL";
-    case ValueType::kString: return "STRING";
-    case ValueType::kArray: return "ARRAY";
-    case ValueType::kUint64: return "UINT64";
-    case ValueType::kInt64: return "INT64";
-    case ValueType::kFloat64: return "FLOAT64";
+    case ValueType::kUint8:
+      return "UINT8";
+    case ValueType::kInt8:
+      return "INT8";
+    case ValueType::kUint16:
+      return "UINT16";
+    case ValueType::kInt16:
+      return "INT16";
+    case ValueType::kUint32:
+      return "UINT32";
+    case ValueType::kInt32:
+      return "INT32";
+    case ValueType::kFloat32:
+      return "FLOAT32";
+    case ValueType::kBool:
+      return "BOOL";
+    case ValueType::kString:
+      return "STRING";
+    case ValueType::kArray:
+      return "ARRAY";
+    case ValueType::kUint64:
+      return "UINT64";
+    case ValueType::kInt64:
+      return "INT64";
+    case ValueType::kFloat64:
+      return "FLOAT64";
   }
   return "UNKNOWN";
 }

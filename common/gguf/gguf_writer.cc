@@ -100,7 +100,8 @@ Status GgufWriter::AddTensor(const std::string& name, TensorType type, std::vect
     elements *= static_cast<uint64_t>(d);
   }
   if (dims[0] % info->block_size != 0) {
-    return InvalidArgumentError("tensor " + name + ": row length is not a multiple of the block size");
+    return InvalidArgumentError("tensor " + name +
+                                ": row length is not a multiple of the block size");
   }
   const uint64_t bytes = elements / info->block_size * info->bytes_per_block;
   if (bytes != data.size()) {

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Fuzzes the GGUF reader (and the model/tokenizer metadata readers behind it)
+# with libFuzzer under ASan+UBSan for a bounded time.
+#   ./scripts/fuzz.sh [SECONDS]
+# Seeds: small generated files plus the real models in ../shared/models.
+# Exits non-zero if the fuzzer finds a crash, leak or sanitizer report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_TO_RUN=${1:-60}
+BUILD=build/fuzz
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DKVMESH_BUILD_FUZZERS=ON -DKVMESH_SANITIZE=ON -DKVMESH_BUILD_TESTS=OFF -DKVMESH_CUDA=OFF >/dev/null
+fi
+cmake --build "$BUILD" --target gguf_fuzz gguf_seed_writer --parallel "$(nproc)"
+
+corpus=$(mktemp -d)
+trap 'rm -rf "$corpus"' EXIT
+"$BUILD/fuzz/gguf_seed_writer" "$corpus"
+shared=${KVMESH_SHARED_DIR:-../shared}
+if compgen -G "$shared/models/*.gguf" >/dev/null; then
+  cp "$shared"/models/*.gguf "$corpus"/
+else
+  echo "fuzz: $shared/models not found; fuzzing from generated seeds only"
+fi
+mkdir -p "$BUILD/artifacts"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+log="$BUILD/fuzz.log"
+rc=0
+"$BUILD/fuzz/gguf_fuzz" -max_total_time="$SECONDS_TO_RUN" -max_len=1048576 -rss_limit_mb=4096 \
+  -timeout=20 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/" "$corpus" >"$log" 2>&1 || rc=$?
+grep -E "^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY)|ERROR|runtime error" "$log" || true
+if [ "$rc" -ne 0 ]; then
+  echo "fuzz: FAILED (exit $rc); full log in $log, reproducer in $BUILD/artifacts/" >&2
+  tail -n 60 "$log" >&2
+  exit 1
+fi
+echo "fuzz: no crashes, leaks or sanitizer reports in ${SECONDS_TO_RUN}s"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine: installs packages,
+# builds with warnings as errors, runs every test (ctest), checks formatting,
+# and fuzzes the GGUF reader for a bounded time under ASan+UBSan.
+#
+#   FUZZ_SECONDS=120 ./scripts/test.sh     # longer fuzzing
+#   SKIP_FUZZ=1 ./scripts/test.sh          # everything but the fuzzing run
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+stamp() { echo "== [$(( $(date +%s) - start ))s] $*"; }
+
+stamp "installing packages"
+./scripts/install-deps.sh
+
+stamp "checking formatting"
+./scripts/check-format.sh
+
+stamp "building (warnings are errors)"
+BUILD_DIR=${BUILD_DIR:-build/ci} ./scripts/build.sh -DKVMESH_WERROR=ON
+BUILD_DIR=${BUILD_DIR:-build/ci}
+
+stamp "running tests"
+ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc)" --timeout 900
+
+if [ -z "${SKIP_FUZZ:-}" ]; then
+  stamp "fuzzing the GGUF reader (${FUZZ_SECONDS:-60}s, ASan+UBSan)"
+  ./scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+fi
+stamp "all tests passed"

@@ -1,0 +1,134 @@
+// Byte layouts of the quantized blocks the CPU kernels read and write.
+//
+// Each struct is one block exactly as it sits in a GGUF tensor (ggml's layout,
+// little-endian, no padding), so a row of n elements of type T is simply
+// n / block_size consecutive structs. Half-precision fields hold raw IEEE f16
+// bits (see common/half.h). Sizes are pinned below with literals, because
+// common/tensor_type.h's table is not constexpr; type_traits_test checks the
+// structs against that table too.
+//
+// Notation used by the kernels: a "level" is the small unsigned integer stored
+// in the block (e.g. 0..15 for 4-bit types); the value it represents is
+// scale * (level - offset) or scale * level - min, per type.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/check.h"
+
+namespace kvmesh::kernels {
+
+// Elements per block of the "legacy" types (Q4_0 … Q8_1).
+inline constexpr int kLegacyBlockSize = 32;
+// Elements per super-block of the K types (Q4_K … Q8_K).
+inline constexpr int kSuperBlockSize = 256;
+// Bytes of packed 6-bit (scale, min) pairs in a Q4_K / Q5_K super-block.
+inline constexpr int kPackedScaleBytes = 12;
+
+// x = d * (level - 8), level in 0..15. qs[j] holds element j in its low
+// nibble and element j + 16 in its high nibble.
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[kLegacyBlockSize / 2];
+};
+
+// x = d * level + m, level in 0..15; nibble order as Q4_0.
+struct BlockQ4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[kLegacyBlockSize / 2];
+};
+
+// x = d * (level - 16), level in 0..31. Low nibbles as Q4_0; bit j of the
+// little-endian 32-bit word qh is the fifth bit of element j.
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kLegacyBlockSize / 2];
+};
+
+// x = d * level + m, level in 0..31; bits as Q5_0.
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kLegacyBlockSize / 2];
+};
+
+// x = d * qs[j].
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[kLegacyBlockSize];
+};
+
+// Activation block paired with Q4_1 / Q5_1: x = d * qs[j], and s caches
+// d * sum(qs) so the weight's offset m contributes m * s without a loop.
+struct BlockQ8_1 {
+  uint16_t d;
+  uint16_t s;
+  int8_t qs[kLegacyBlockSize];
+};
+
+// Eight sub-blocks of 32: x = d * scale_j * level - dmin * min_j, level in
+// 0..15, (scale_j, min_j) 6-bit pairs packed into `scales` (see
+// k_quant_common.h). qs[32 * c + l] holds element 64 * c + l in its low nibble
+// and element 64 * c + 32 + l in its high nibble.
+struct BlockQ4_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[kPackedScaleBytes];
+  uint8_t qs[kSuperBlockSize / 2];
+};
+
+// As Q4_K with a fifth bit: level in 0..31. For chunk c (64 elements), bit 2c
+// of qh[l] is the high bit of element 64c + l and bit 2c + 1 that of element
+// 64c + 32 + l.
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[kPackedScaleBytes];
+  uint8_t qh[kSuperBlockSize / 8];
+  uint8_t qs[kSuperBlockSize / 2];
+};
+
+// Sixteen sub-blocks of 16: x = d * scales[j] * (level - 32), level in 0..63.
+// For half h (128 elements) and l in 0..31: ql[64h + l] holds the low nibbles
+// of elements 128h + l (low) and 128h + 64 + l (high); ql[64h + 32 + l] those
+// of 128h + 32 + l and 128h + 96 + l; qh[32h + l] holds the top two bits of
+// those four elements at bit offsets 0, 2, 4, 6 (in the order l, l+32, l+64,
+// l+96).
+struct BlockQ6_K {
+  uint8_t ql[kSuperBlockSize / 2];
+  uint8_t qh[kSuperBlockSize / 4];
+  int8_t scales[kSuperBlockSize / 16];
+  uint16_t d;
+};
+
+// Activation block paired with the K types: x = d * qs[j], d a plain float,
+// and bsums[g] = sum of qs over elements 16g .. 16g + 15 (lets the weight's
+// per-sub-block mins be applied without touching qs).
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kSuperBlockSize];
+  int16_t bsums[kSuperBlockSize / 16];
+};
+
+// Blocks in a row of n elements; n must be a whole number of blocks.
+inline int64_t NumBlocks(int64_t n, int64_t block_size) {
+  KVMESH_CHECK(n >= 0 && n % block_size == 0);
+  return n / block_size;
+}
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+}  // namespace kvmesh::kernels

@@ -1,0 +1,37 @@
+// Scalar reference row operations of the transformer forward pass: RMS norm,
+// softmax, SiLU / SwiGLU and rotary position embeddings (RoPE).
+//
+// Each computes what ggml's CPU backend computes, in the same order of float
+// operations where that order changes the result (sums of squares and of
+// exponentials in double, RoPE angles built up by repeated multiplication in
+// float), so activations track llama.cpp's. Pure functions on caller-owned
+// buffers; safe from any thread. Outputs may alias inputs unless noted.
+#pragma once
+
+#include <cstdint>
+
+namespace kvmesh::kernels {
+
+// out[i] = (x[i] * s) * weight[i] with s = 1 / sqrtf(mean(x^2) + eps).
+void RmsNorm(const float* x, const float* weight, float* out, int64_t n, float eps);
+
+// x <- exp(x - max(x)) / sum(exp(x - max(x))), in place. At least one value
+// must be finite and not -inf.
+void Softmax(float* x, int64_t n);
+
+// out[i] = x[i] / (1 + exp(-x[i])).
+void Silu(const float* x, float* out, int64_t n);
+
+// out[i] = silu(gate[i]) * up[i]: the gated feed-forward activation.
+void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
+
+// Rotary embeddings of one head vector, in place. The first n_rot dimensions
+// (even, <= head_dim) rotate; the rest pass through. Pair i (0 <= i < n_rot/2)
+// turns by theta_i = pos * freq_scale * freq_base^(-2i / n_rot).
+//
+// RopeNorm rotates adjacent pairs (x[2i], x[2i+1]) (LLaMA-style GGUFs);
+// RopeNeox rotates (x[i], x[i + n_rot/2]) (GPT-NeoX / Qwen style).
+void RopeNorm(float* head, int head_dim, int n_rot, int64_t pos, float freq_base, float freq_scale);
+void RopeNeox(float* head, int head_dim, int n_rot, int64_t pos, float freq_base, float freq_scale);
+
+}  // namespace kvmesh::kernels

@@ -1,0 +1,181 @@
+#include "worker/kernels/cpu/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace kvmesh::kernels {
+namespace {
+
+TEST(RmsNormTest, HandValues) {
+  // mean(x^2) = 4, so the scale is exactly 1/2.
+  const float x[] = {2.0f, -2.0f, 2.0f, -2.0f};
+  const float weight[] = {1.0f, 2.0f, 0.5f, -1.0f};
+  float out[4];
+  RmsNorm(x, weight, out, 4, 0.0f);
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], -2.0f);
+  EXPECT_EQ(out[2], 0.5f);
+  EXPECT_EQ(out[3], 1.0f);
+}
+
+TEST(RmsNormTest, EpsilonJoinsTheMeanAndOutputMayAliasInput) {
+  // mean(x^2) + eps = 1 + 3 = 4.
+  float x[] = {1.0f, -1.0f, 1.0f, 1.0f};
+  const float weight[] = {1.0f, 1.0f, 4.0f, 1.0f};
+  RmsNorm(x, weight, x, 4, 3.0f);
+  EXPECT_EQ(x[0], 0.5f);
+  EXPECT_EQ(x[1], -0.5f);
+  EXPECT_EQ(x[2], 2.0f);
+  EXPECT_EQ(x[3], 0.5f);
+}
+
+TEST(RmsNormTest, MatchesFormula) {
+  const float x[] = {1.0f, 2.0f, 3.0f};
+  const float weight[] = {1.0f, 1.0f, 1.0f};
+  float out[3];
+  RmsNorm(x, weight, out, 3, 1e-5f);
+  const double scale = 1.0 / std::sqrt(14.0 / 3.0 + 1e-5);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(out[i], x[i] * scale, 1e-6) << i;
+}
+
+TEST(SoftmaxTest, EqualValuesAreUniform) {
+  float x[] = {1.0f, 1.0f, 1.0f, 1.0f};
+  Softmax(x, 4);
+  for (float v : x) EXPECT_EQ(v, 0.25f);
+}
+
+TEST(SoftmaxTest, MaskedEntriesGetZeroAndLargeValuesDoNotOverflow) {
+  const float inf = std::numeric_limits<float>::infinity();
+  float x[] = {1000.0f, -inf, 1000.0f};
+  Softmax(x, 3);
+  EXPECT_EQ(x[0], 0.5f);
+  EXPECT_EQ(x[1], 0.0f);
+  EXPECT_EQ(x[2], 0.5f);
+}
+
+TEST(SoftmaxTest, HandValues) {
+  float x[] = {0.0f, 1.0f, 2.0f};
+  Softmax(x, 3);
+  const double e1 = std::exp(1.0), e2 = std::exp(2.0), sum = 1.0 + e1 + e2;
+  EXPECT_NEAR(x[0], 1.0 / sum, 1e-7);  // 0.0900306
+  EXPECT_NEAR(x[1], e1 / sum, 1e-7);   // 0.2447285
+  EXPECT_NEAR(x[2], e2 / sum, 1e-7);   // 0.6652410
+}
+
+TEST(SiluTest, HandValues) {
+  const float x[] = {0.0f, 100.0f, 1.0f, -1.0f};
+  float out[4];
+  Silu(x, out, 4);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], 100.0f);
+  EXPECT_NEAR(out[2], 0.7310586, 1e-7);
+  EXPECT_NEAR(out[3], -0.2689414, 1e-7);
+}
+
+TEST(SwiGluTest, GatesTheUpProjection) {
+  const float gate[] = {0.0f, 100.0f, 1.0f};
+  const float up[] = {5.0f, 2.0f, 2.0f};
+  float out[3];
+  SwiGlu(gate, up, out, 3);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], 200.0f);
+  EXPECT_NEAR(out[2], 1.4621172, 1e-6);
+}
+
+TEST(RopeTest, PositionZeroIsIdentity) {
+  float a[] = {0.3f, -1.5f, 2.25f, 7.0f};
+  float b[] = {0.3f, -1.5f, 2.25f, 7.0f};
+  RopeNorm(a, 4, 4, 0, 10000.0f, 1.0f);
+  RopeNeox(b, 4, 4, 0, 10000.0f, 1.0f);
+  const float expected[] = {0.3f, -1.5f, 2.25f, 7.0f};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(a[i], expected[i]);
+    EXPECT_EQ(b[i], expected[i]);
+  }
+}
+
+// base 10000 over 4 dims: pair 0 turns by pos, pair 1 by pos / 100.
+TEST(RopeTest, NormRotatesAdjacentPairs) {
+  float x[] = {1.0f, 0.0f, 1.0f, 0.0f};
+  RopeNorm(x, 4, 4, 1, 10000.0f, 1.0f);
+  EXPECT_NEAR(x[0], std::cos(1.0), 1e-7);
+  EXPECT_NEAR(x[1], std::sin(1.0), 1e-7);
+  EXPECT_NEAR(x[2], std::cos(0.01), 1e-7);
+  EXPECT_NEAR(x[3], std::sin(0.01), 1e-7);
+}
+
+TEST(RopeTest, NeoxRotatesHalves) {
+  float x[] = {1.0f, 1.0f, 0.0f, 0.0f};
+  RopeNeox(x, 4, 4, 1, 10000.0f, 1.0f);
+  EXPECT_NEAR(x[0], std::cos(1.0), 1e-7);
+  EXPECT_NEAR(x[1], std::cos(0.01), 1e-7);
+  EXPECT_NEAR(x[2], std::sin(1.0), 1e-7);
+  EXPECT_NEAR(x[3], std::sin(0.01), 1e-7);
+}
+
+TEST(RopeTest, SecondComponentRotatesTheOtherWay) {
+  float x[] = {0.0f, 1.0f};
+  RopeNorm(x, 2, 2, 2, 10000.0f, 1.0f);
+  EXPECT_NEAR(x[0], -std::sin(2.0), 1e-7);
+  EXPECT_NEAR(x[1], std::cos(2.0), 1e-7);
+}
+
+TEST(RopeTest, DimensionsPastNRotPassThrough) {
+  float x[] = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
+  RopeNeox(x, 6, 4, 7, 10000.0f, 1.0f);
+  EXPECT_EQ(x[4], 5.0f);
+  EXPECT_EQ(x[5], 6.0f);
+  float y[] = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
+  RopeNorm(y, 6, 4, 7, 10000.0f, 1.0f);
+  EXPECT_EQ(y[4], 5.0f);
+  EXPECT_EQ(y[5], 6.0f);
+}
+
+TEST(RopeTest, FreqScaleMultipliesTheAngle) {
+  // Halving the frequency at position 2 equals full frequency at position 1,
+  // bit for bit (scaling by powers of two is exact).
+  float a[] = {0.6f, -0.8f, 1.5f, 2.5f, -1.0f, 0.25f, 3.0f, -2.0f};
+  float b[] = {0.6f, -0.8f, 1.5f, 2.5f, -1.0f, 0.25f, 3.0f, -2.0f};
+  RopeNorm(a, 8, 8, 2, 10000.0f, 0.5f);
+  RopeNorm(b, 8, 8, 1, 10000.0f, 1.0f);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(a[i], b[i]) << i;
+}
+
+TEST(RopeTest, AnglesAreBuiltUpInFloatLikeGgml) {
+  // theta_i = freq_scale * (pos * s^i) with s = powf(base, -2/n_rot) and the
+  // powers formed by repeated float multiplication, not powf(base, -2i/n_rot).
+  constexpr int kDim = 128;
+  std::vector<float> x(kDim);
+  for (int i = 0; i < kDim; ++i) x[i] = 0.5f + static_cast<float>(i);
+  std::vector<float> rotated = x;
+  RopeNeox(rotated.data(), kDim, kDim, 777, 500000.0f, 0.25f);
+  const float step = std::pow(500000.0f, -2.0f / kDim);
+  float theta = 777.0f;
+  for (int i = 0; i < kDim / 2; ++i) {
+    const float angle = 0.25f * theta;
+    const float c = std::cos(angle), s = std::sin(angle);
+    EXPECT_EQ(rotated[i], x[i] * c - x[i + kDim / 2] * s) << i;
+    EXPECT_EQ(rotated[i + kDim / 2], x[i] * s + x[i + kDim / 2] * c) << i;
+    theta *= step;
+  }
+}
+
+TEST(RopeTest, LongHeadAtLargePositionTracksExactAngles) {
+  constexpr int kDim = 128;
+  constexpr int64_t kPos = 1000;
+  std::vector<float> x(kDim, 0.0f);
+  for (int i = 0; i < kDim; i += 2) x[i] = 1.0f;
+  RopeNorm(x.data(), kDim, kDim, kPos, 10000.0f, 1.0f);
+  for (int i = 0; i < kDim / 2; ++i) {
+    const double angle = kPos * std::pow(10000.0, -2.0 * i / kDim);
+    // Float angles accumulate a little drift over the 64 multiplications.
+    EXPECT_NEAR(x[2 * i], std::cos(angle), 2e-4) << i;
+    EXPECT_NEAR(x[2 * i + 1], std::sin(angle), 2e-4) << i;
+  }
+}
+
+}  // namespace
+}  // namespace kvmesh::kernels

@@ -1,0 +1,56 @@
+// Which tensor types the engine can compute with, and the scalar reference
+// kernels for each.
+//
+// A matrix-vector product W·x over weights of type T works like ggml's CPU
+// backend: the float activations x are first converted to T's vec_dot_type
+// (e.g. Q8_K for Q4_K weights) with that type's from_float, then each weight
+// row is combined with the converted x by T's vec_dot. Following the same
+// pairing as llama.cpp makes our activations round the same way, so logits
+// track llama.cpp's closely.
+//
+// All lengths `n` are element counts and must be a whole number of blocks
+// (multiple of block_size); the kernels CHECK this. Every function is pure
+// (no state, no allocation) and safe to call from any thread. The table is
+// immutable and lives for the whole process.
+//
+// These are the scalar reference implementations; SIMD/CUDA variants are
+// tested against them with kernel_parity.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/tensor_type.h"
+
+namespace kvmesh::kernels {
+
+// Decodes n elements (a whole number of blocks) of this type into floats.
+using ToFloatFn = void (*)(const void* src, float* dst, int64_t n);
+// Encodes n floats (a whole number of blocks) into this type.
+using FromFloatFn = void (*)(const float* src, void* dst, int64_t n);
+// Dot product of n elements: `w` is a row of this type, `x` a row of its
+// vec_dot_type.
+using VecDotFn = float (*)(int64_t n, const void* w, const void* x);
+
+struct TypeTraits {
+  TensorType type;
+  // The type activations are converted to before vec_dot.
+  TensorType vec_dot_type;
+  int64_t block_size;      // elements per block
+  size_t bytes_per_block;  // bytes per block
+  ToFloatFn to_float;
+  FromFloatFn from_float;
+  // Null for the activation-only types Q8_1 and Q8_K, which never appear as
+  // weights.
+  VecDotFn vec_dot;
+};
+
+// Traits of `type`, or nullptr if the engine cannot compute with it.
+const TypeTraits* GetTypeTraits(TensorType type);
+
+// Bytes of one row of n elements of this type (n a whole number of blocks).
+inline size_t RowSizeBytes(const TypeTraits& traits, int64_t n) {
+  return static_cast<size_t>(n / traits.block_size) * traits.bytes_per_block;
+}
+
+}  // namespace kvmesh::kernels

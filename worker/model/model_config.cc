@@ -1,0 +1,196 @@
+#include "worker/model/model_config.h"
+
+#include <filesystem>
+#include <limits>
+
+namespace kvmesh {
+
+std::string_view ModelArchName(ModelArch arch) {
+  switch (arch) {
+    case ModelArch::kLlama:
+      return "llama";
+    case ModelArch::kQwen2:
+      return "qwen2";
+    case ModelArch::kQwen3:
+      return "qwen3";
+  }
+  return "?";
+}
+
+namespace {
+
+// Reads `<arch>.<suffix>` as a positive int that fits the engine's int sizes.
+class KeyReader {
+ public:
+  KeyReader(const gguf::GgufFile& file, std::string arch) : file_(file), arch_(std::move(arch)) {}
+
+  std::string Key(std::string_view suffix) const { return arch_ + "." + std::string(suffix); }
+
+  StatusOr<int> PositiveInt(std::string_view suffix) const {
+    const std::string key = Key(suffix);
+    const gguf::Value* v = file_.Find(key);
+    if (v == nullptr) {
+      return NotFoundError(file_.name() + ": metadata key \"" + key + "\" is missing");
+    }
+    if (const gguf::Array* a = v->AsArray()) {
+      // Per-layer arrays are accepted when every layer has the same value.
+      if (a->elements.empty()) return Bad(key, "is an empty array");
+      auto first = a->elements[0].AsInt64();
+      for (const gguf::Value& e : a->elements) {
+        if (!first || e.AsInt64() != first) {
+          return UnimplementedError(file_.name() + ": metadata key \"" + key +
+                                    "\" varies per layer, which is not supported");
+        }
+      }
+      return Checked(key, first);
+    }
+    return Checked(key, v->AsInt64());
+  }
+
+  StatusOr<int> OptionalPositiveInt(std::string_view suffix, int fallback) const {
+    if (file_.Find(Key(suffix)) == nullptr) return fallback;
+    return PositiveInt(suffix);
+  }
+
+  StatusOr<float> OptionalFloat(std::string_view suffix, float fallback) const {
+    const std::string key = Key(suffix);
+    const gguf::Value* v = file_.Find(key);
+    if (v == nullptr) return fallback;
+    auto d = v->AsDouble();
+    if (!d) return Bad(key, "is not a number");
+    return static_cast<float>(*d);
+  }
+
+  Status Bad(const std::string& key, const std::string& what) const {
+    return InvalidArgumentError(file_.name() + ": metadata key \"" + key + "\" " + what);
+  }
+
+ private:
+  StatusOr<int> Checked(const std::string& key, std::optional<int64_t> v) const {
+    if (!v) return Bad(key, "is not an integer");
+    if (*v <= 0 || *v > (1 << 30)) {
+      return Bad(key, "= " + std::to_string(*v) + " is outside 1..2^30");
+    }
+    return static_cast<int>(*v);
+  }
+
+  const gguf::GgufFile& file_;
+  std::string arch_;
+};
+
+}  // namespace
+
+StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
+  ModelConfig c;
+  ASSIGN_OR_RETURN(std::string_view arch, file.GetString("general.architecture"));
+  c.arch_name = std::string(arch);
+  if (arch == "llama") {
+    c.arch = ModelArch::kLlama;
+    c.rope.style = RopeStyle::kAdjacentPairs;
+  } else if (arch == "qwen2") {
+    c.arch = ModelArch::kQwen2;
+    c.rope.style = RopeStyle::kHalves;
+    c.has_qkv_bias = true;
+  } else if (arch == "qwen3") {
+    c.arch = ModelArch::kQwen3;
+    c.rope.style = RopeStyle::kHalves;
+    c.has_qk_norm = true;
+  } else {
+    return UnimplementedError(file.name() + ": architecture \"" + std::string(arch) +
+                              "\" is not supported (supported: llama, qwen2, qwen3)");
+  }
+  if (auto n = file.GetString("general.name"); n.ok()) {
+    c.name = std::string(*n);
+  } else {
+    c.name = std::filesystem::path(file.name()).stem().string();
+  }
+
+  const KeyReader r(file, c.arch_name);
+  ASSIGN_OR_RETURN(c.n_layer, r.PositiveInt("block_count"));
+  ASSIGN_OR_RETURN(c.n_embd, r.PositiveInt("embedding_length"));
+  ASSIGN_OR_RETURN(c.n_ff, r.PositiveInt("feed_forward_length"));
+  ASSIGN_OR_RETURN(c.n_head, r.PositiveInt("attention.head_count"));
+  ASSIGN_OR_RETURN(c.n_head_kv, r.OptionalPositiveInt("attention.head_count_kv", c.n_head));
+  ASSIGN_OR_RETURN(c.n_ctx_train, r.OptionalPositiveInt("context_length", 2048));
+  if (c.n_embd % c.n_head != 0 && file.Find(r.Key("attention.key_length")) == nullptr) {
+    return r.Bad(r.Key("embedding_length"), "= " + std::to_string(c.n_embd) +
+                                                " is not divisible by the head count " +
+                                                std::to_string(c.n_head));
+  }
+  ASSIGN_OR_RETURN(c.head_dim, r.OptionalPositiveInt("attention.key_length", c.n_embd / c.n_head));
+  ASSIGN_OR_RETURN(c.head_dim_v, r.OptionalPositiveInt("attention.value_length", c.head_dim));
+  if (c.head_dim_v != c.head_dim) {
+    return UnimplementedError(file.name() + ": key length " + std::to_string(c.head_dim) +
+                              " differs from value length " + std::to_string(c.head_dim_v) +
+                              ", which is not supported");
+  }
+  if (c.n_head % c.n_head_kv != 0) {
+    return r.Bad(r.Key("attention.head_count_kv"), "= " + std::to_string(c.n_head_kv) +
+                                                       " does not divide the head count " +
+                                                       std::to_string(c.n_head));
+  }
+  ASSIGN_OR_RETURN(c.rms_eps, r.OptionalFloat("attention.layer_norm_rms_epsilon", 1e-5f));
+  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f)) {
+    return r.Bad(r.Key("attention.layer_norm_rms_epsilon"), "must be in (0, 1)");
+  }
+
+  // Vocabulary size: the explicit key, else the token list, else the embedding.
+  if (auto v = file.GetUint(r.Key("vocab_size")); v.ok()) {
+    if (*v == 0 || *v > (1u << 24)) return r.Bad(r.Key("vocab_size"), "is outside 1..2^24");
+    c.n_vocab = static_cast<int>(*v);
+  } else if (auto toks = file.GetArray("tokenizer.ggml.tokens", gguf::ValueType::kString);
+             toks.ok()) {
+    c.n_vocab = static_cast<int>((*toks)->elements.size());
+  } else if (const gguf::TensorInfo* emb = file.FindTensor("token_embd.weight");
+             emb != nullptr && emb->dims.size() == 2 && emb->dims[1] <= (1 << 24)) {
+    c.n_vocab = static_cast<int>(emb->dims[1]);
+  } else {
+    return NotFoundError(file.name() + ": cannot tell the vocabulary size (no " +
+                         r.Key("vocab_size") + ", no tokenizer.ggml.tokens)");
+  }
+
+  RopeConfig& rope = c.rope;
+  ASSIGN_OR_RETURN(rope.n_rot, r.OptionalPositiveInt("rope.dimension_count", c.head_dim));
+  if (rope.n_rot > c.head_dim || rope.n_rot % 2 != 0) {
+    return r.Bad(r.Key("rope.dimension_count"), "= " + std::to_string(rope.n_rot) +
+                                                    " must be even and at most the head size " +
+                                                    std::to_string(c.head_dim));
+  }
+  ASSIGN_OR_RETURN(rope.freq_base, r.OptionalFloat("rope.freq_base", 10000.0f));
+  if (!(rope.freq_base > 1.0f)) return r.Bad(r.Key("rope.freq_base"), "must be > 1");
+
+  std::string scaling_type = "none";
+  if (const gguf::Value* v = file.Find(r.Key("rope.scaling.type"))) {
+    auto s = v->AsString();
+    if (!s) return r.Bad(r.Key("rope.scaling.type"), "is not a string");
+    scaling_type = std::string(*s);
+  }
+  // The factor comes from rope.scaling.factor, or the older rope.scale_linear.
+  ASSIGN_OR_RETURN(float factor, r.OptionalFloat("rope.scaling.factor", 0.0f));
+  if (factor == 0.0f) {
+    ASSIGN_OR_RETURN(factor, r.OptionalFloat("rope.scale_linear", 0.0f));
+    if (factor != 0.0f && scaling_type == "none") scaling_type = "linear";
+  }
+  if (factor < 0.0f) return r.Bad(r.Key("rope.scaling.factor"), "is negative");
+  if (scaling_type == "none" || factor == 0.0f || factor == 1.0f) {
+    rope.scaling = RopeScaling::kNone;
+  } else if (scaling_type == "linear") {
+    rope.scaling = RopeScaling::kLinear;
+    rope.freq_scale = 1.0f / factor;
+  } else if (scaling_type == "yarn") {
+    rope.scaling = RopeScaling::kYarn;
+    rope.freq_scale = 1.0f / factor;
+    ASSIGN_OR_RETURN(rope.original_context,
+                     r.OptionalPositiveInt("rope.scaling.original_context_length", c.n_ctx_train));
+    rope.yarn_ext_factor = 1.0f;
+    ASSIGN_OR_RETURN(rope.yarn_attn_factor, r.OptionalFloat("rope.scaling.attn_factor", 1.0f));
+    ASSIGN_OR_RETURN(rope.yarn_beta_fast, r.OptionalFloat("rope.scaling.yarn_beta_fast", 32.0f));
+    ASSIGN_OR_RETURN(rope.yarn_beta_slow, r.OptionalFloat("rope.scaling.yarn_beta_slow", 1.0f));
+  } else {
+    return UnimplementedError(file.name() + ": rope scaling type \"" + scaling_type +
+                              "\" is not supported (supported: none, linear, yarn)");
+  }
+  return c;
+}
+
+}  // namespace kvmesh

@@ -1,0 +1,66 @@
+// ModelConfig: the hyper-parameters of a llama-family model, read from GGUF
+// metadata and validated. Immutable once built.
+//
+// Supported architectures (general.architecture):
+//   llama  — Llama 2/3, TinyLlama, Mistral, stories260K: RoPE on adjacent pairs
+//   qwen2  — biases on Q, K and V; RoPE on halves (NeoX style)
+//   qwen3  — RMSNorm on each Q and K head before RoPE; RoPE on halves
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/gguf/gguf_file.h"
+#include "common/status.h"
+
+namespace kvmesh {
+
+enum class ModelArch { kLlama, kQwen2, kQwen3 };
+enum class RopeStyle {
+  kAdjacentPairs,  // rotates (x[2i], x[2i+1]); ggml's "normal" mode
+  kHalves,         // rotates (x[i], x[i + n_rot/2]); ggml's "neox" mode
+};
+enum class RopeScaling { kNone, kLinear, kYarn };
+
+std::string_view ModelArchName(ModelArch arch);
+
+struct RopeConfig {
+  RopeStyle style = RopeStyle::kAdjacentPairs;
+  int n_rot = 0;  // leading dims of each head that are rotated
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;  // 1 / scaling factor
+  RopeScaling scaling = RopeScaling::kNone;
+  int original_context = 0;      // context the model was trained at (YaRN)
+  float yarn_ext_factor = 0.0f;  // 0 disables the YaRN ramp
+  float yarn_attn_factor = 1.0f;
+  float yarn_beta_fast = 32.0f;
+  float yarn_beta_slow = 1.0f;
+};
+
+struct ModelConfig {
+  ModelArch arch = ModelArch::kLlama;
+  std::string arch_name;  // as in the file
+  std::string name;       // general.name, or the file's base name
+  int n_layer = 0;
+  int n_embd = 0;
+  int n_head = 0;
+  int n_head_kv = 0;
+  int head_dim = 0;    // key length per head
+  int head_dim_v = 0;  // value length per head
+  int n_ff = 0;
+  int n_vocab = 0;
+  int n_ctx_train = 0;
+  float rms_eps = 1e-5f;
+  RopeConfig rope;
+  bool has_qkv_bias = false;
+  bool has_qk_norm = false;
+
+  int n_embd_q() const { return n_head * head_dim; }
+  int n_embd_k() const { return n_head_kv * head_dim; }
+  int n_embd_v() const { return n_head_kv * head_dim_v; }
+
+  // Reads and validates the hyper-parameters. Errors name the file and the key.
+  static StatusOr<ModelConfig> FromGguf(const gguf::GgufFile& file);
+};
+
+}  // namespace kvmesh

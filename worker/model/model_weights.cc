@@ -1,0 +1,132 @@
+#include "worker/model/model_weights.h"
+
+#include "common/half.h"
+
+namespace kvmesh {
+namespace {
+
+std::string Shape(const std::vector<int64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(dims[i]);
+  }
+  return out + "]";
+}
+
+class Loader {
+ public:
+  explicit Loader(const gguf::GgufFile& file) : file_(file) {}
+
+  StatusOr<const gguf::TensorInfo*> Find(const std::string& name, bool required) const {
+    const gguf::TensorInfo* t = file_.FindTensor(name);
+    if (t == nullptr && required) {
+      return NotFoundError(file_.name() + ": tensor " + name + " is missing");
+    }
+    return t;
+  }
+
+  Status CheckShape(const gguf::TensorInfo& t, const std::vector<int64_t>& want) const {
+    if (t.dims != want) {
+      return InvalidArgumentError(file_.name() + ": tensor " + std::string(t.name) + " has shape " +
+                                  t.ShapeString() + ", expected " + Shape(want));
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<WeightMatrix> Matrix(const std::string& name, int64_t cols, int64_t rows) const {
+    ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(name, true));
+    return MatrixFrom(*t, cols, rows);
+  }
+
+  StatusOr<WeightMatrix> MatrixFrom(const gguf::TensorInfo& t, int64_t cols, int64_t rows) const {
+    RETURN_IF_ERROR(CheckShape(t, {cols, rows}));
+    const kernels::TypeTraits* traits = kernels::GetTypeTraits(t.type());
+    if (traits == nullptr || traits->vec_dot == nullptr) {
+      return UnimplementedError(file_.name() + ": tensor " + std::string(t.name) + " has type " +
+                                TensorTypeName(t.type_id) +
+                                ", which kvmesh cannot compute with (supported: F32, F16, BF16, "
+                                "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+    }
+    WeightMatrix m;
+    m.name = std::string(t.name);
+    m.type = t.type();
+    m.rows = rows;
+    m.cols = cols;
+    m.row_bytes = kernels::RowSizeBytes(*traits, cols);
+    m.data = t.data;
+    m.traits = traits;
+    return m;
+  }
+
+  // A 1-D tensor of `n` values decoded to float; empty when optional and absent.
+  StatusOr<std::vector<float>> Vector(const std::string& name, int64_t n, bool required) const {
+    ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(name, required));
+    if (t == nullptr) return std::vector<float>();
+    RETURN_IF_ERROR(CheckShape(*t, {n}));
+    const kernels::TypeTraits* traits = kernels::GetTypeTraits(t->type());
+    if (traits == nullptr || n % traits->block_size != 0) {
+      return UnimplementedError(file_.name() + ": tensor " + std::string(t->name) + " has type " +
+                                TensorTypeName(t->type_id) + ", which cannot be decoded here");
+    }
+    std::vector<float> out(n);
+    traits->to_float(t->data, out.data(), n);
+    return out;
+  }
+
+ private:
+  const gguf::GgufFile& file_;
+};
+
+}  // namespace
+
+uint64_t ModelWeights::BytesPerToken() const {
+  uint64_t total = output.num_bytes();
+  for (const LayerWeights& l : layers) {
+    total += l.wq.num_bytes() + l.wk.num_bytes() + l.wv.num_bytes() + l.wo.num_bytes() +
+             l.w_gate.num_bytes() + l.w_up.num_bytes() + l.w_down.num_bytes();
+  }
+  return total;
+}
+
+StatusOr<ModelWeights> ModelWeights::Load(const gguf::GgufFile& file, const ModelConfig& c) {
+  const Loader load(file);
+  ModelWeights w;
+  ASSIGN_OR_RETURN(w.token_embd, load.Matrix("token_embd.weight", c.n_embd, c.n_vocab));
+  ASSIGN_OR_RETURN(w.output_norm, load.Vector("output_norm.weight", c.n_embd, true));
+  ASSIGN_OR_RETURN(const gguf::TensorInfo* out, load.Find("output.weight", false));
+  if (out != nullptr) {
+    ASSIGN_OR_RETURN(w.output, load.MatrixFrom(*out, c.n_embd, c.n_vocab));
+  } else {
+    w.output = w.token_embd;
+    w.tied_output = true;
+  }
+  ASSIGN_OR_RETURN(w.rope_freq_factors, load.Vector("rope_freqs.weight", c.rope.n_rot / 2, false));
+
+  w.layers.resize(c.n_layer);
+  for (int i = 0; i < c.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    LayerWeights& l = w.layers[i];
+    ASSIGN_OR_RETURN(l.attn_norm, load.Vector(p + "attn_norm.weight", c.n_embd, true));
+    ASSIGN_OR_RETURN(l.wq, load.Matrix(p + "attn_q.weight", c.n_embd, c.n_embd_q()));
+    ASSIGN_OR_RETURN(l.wk, load.Matrix(p + "attn_k.weight", c.n_embd, c.n_embd_k()));
+    ASSIGN_OR_RETURN(l.wv, load.Matrix(p + "attn_v.weight", c.n_embd, c.n_embd_v()));
+    ASSIGN_OR_RETURN(l.wo, load.Matrix(p + "attn_output.weight", c.n_embd_q(), c.n_embd));
+    if (c.has_qkv_bias) {
+      ASSIGN_OR_RETURN(l.bq, load.Vector(p + "attn_q.bias", c.n_embd_q(), true));
+      ASSIGN_OR_RETURN(l.bk, load.Vector(p + "attn_k.bias", c.n_embd_k(), true));
+      ASSIGN_OR_RETURN(l.bv, load.Vector(p + "attn_v.bias", c.n_embd_v(), true));
+    }
+    if (c.has_qk_norm) {
+      ASSIGN_OR_RETURN(l.q_norm, load.Vector(p + "attn_q_norm.weight", c.head_dim, true));
+      ASSIGN_OR_RETURN(l.k_norm, load.Vector(p + "attn_k_norm.weight", c.head_dim, true));
+    }
+    ASSIGN_OR_RETURN(l.ffn_norm, load.Vector(p + "ffn_norm.weight", c.n_embd, true));
+    ASSIGN_OR_RETURN(l.w_gate, load.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));
+    ASSIGN_OR_RETURN(l.w_up, load.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff));
+    ASSIGN_OR_RETURN(l.w_down, load.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));
+  }
+  return w;
+}
+
+}  // namespace kvmesh
