@@ -1,0 +1,41 @@
+// InferenceCore: what the router's front doors (the gRPC Inference service and
+// the HTTP gateway) call to serve a request. The router implements it (route,
+// forward to a worker, relay the stream); tests implement fakes.
+//
+// Calls may come from many threads at once. A streaming call delivers every
+// message to `on_message` in order, from one thread at a time; returning
+// false from `on_message` cancels the request (the client went away). The
+// final Status is OK when the stream ended normally (the last message carries
+// the finish reason and usage) and otherwise says why:
+//   INVALID_ARGUMENT   malformed request (bad field values, prompt too long)
+//   NOT_FOUND          unknown model
+//   RESOURCE_EXHAUSTED overloaded: the client should retry later
+//   UNAVAILABLE        no healthy worker for the model
+//   CANCELLED / DEADLINE_EXCEEDED
+// A request that fails before its first message has sent nothing.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "kvmesh/v1/inference.pb.h"
+
+namespace kvmesh::router {
+
+using MessageCallback = std::function<bool(const v1::GenerateTextResponse&)>;
+
+class InferenceCore {
+ public:
+  virtual ~InferenceCore() = default;
+
+  virtual Status Generate(const v1::GenerateTextRequest& request,
+                          const MessageCallback& on_message) = 0;
+  // Renders the messages with the model's chat template, then generates.
+  virtual Status Chat(const v1::ChatRequest& request, const MessageCallback& on_message) = 0;
+  virtual StatusOr<v1::ListModelsResponse> ListModels() = 0;
+  virtual StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) = 0;
+};
+
+}  // namespace kvmesh::router

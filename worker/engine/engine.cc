@@ -1,0 +1,384 @@
+#include "worker/engine/engine.h"
+
+#include <algorithm>
+
+namespace kvmesh {
+namespace {
+
+double Ms(SteadyClock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+}  // namespace
+
+Engine::Engine(const ModelConfig& model, const Tokenizer& tokenizer,
+               std::unique_ptr<Executor> executor, EngineConfig config, EngineObserver* observer)
+    : model_(model),
+      tokenizer_(tokenizer),
+      executor_(std::move(executor)),
+      config_(std::move(config)),
+      observer_(observer),
+      max_model_len_(config_.max_model_len > 0 ? config_.max_model_len : model.n_ctx_train),
+      kv_(static_cast<int32_t>(executor_->num_blocks()), executor_->kv_layout().block_size,
+          config_.enable_prefix_caching),
+      scheduler_(&kv_, config_.limits),
+      hub_(static_cast<uint64_t>(SteadyClock::now().time_since_epoch().count()) ^
+           (static_cast<uint64_t>(std::random_device{}()) << 32)),
+      shared_limits_(config_.limits) {
+  load_.blocks_total = kv_.pool().num_blocks();
+  load_.blocks_free = kv_.pool().num_free();
+}
+
+Engine::~Engine() { Stop(); }
+
+void Engine::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (running_thread_ || stopping_) return;
+  running_thread_ = true;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Engine::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Whatever is left (also when the loop never started) ends as cancelled.
+  DrainInbox();
+  std::vector<Request*> left;
+  for (auto& [id, r] : requests_) left.push_back(r.get());
+  for (Request* r : left) Finish(r, FinishReason::kCancelled, RequestOutput());
+  hub_.CloseAll();
+  idle_cv_.notify_all();
+}
+
+Status Engine::Submit(EngineRequest request) {
+  if (request.prompt.empty()) return InvalidArgumentError("the prompt is empty");
+  for (size_t i = 0; i < request.prompt.size(); ++i) {
+    if (request.prompt[i] < 0 || request.prompt[i] >= model_.n_vocab) {
+      return InvalidArgumentError(
+          "prompt token " + std::to_string(request.prompt[i]) + " at index " + std::to_string(i) +
+          " is outside the vocabulary (0.." + std::to_string(model_.n_vocab - 1) + ")");
+    }
+  }
+  const auto n_prompt = static_cast<int32_t>(request.prompt.size());
+  if (n_prompt >= max_model_len_) {
+    return InvalidArgumentError("the prompt has " + std::to_string(n_prompt) +
+                                " tokens; this worker's context holds at most " +
+                                std::to_string(max_model_len_ - 1) + " prompt tokens");
+  }
+  const int64_t blocks_needed = n_prompt / kv_.block_size() + 1;
+  if (blocks_needed > kv_.pool().num_blocks()) {
+    return InvalidArgumentError("the prompt needs " + std::to_string(blocks_needed) +
+                                " KV blocks; the cache has " +
+                                std::to_string(kv_.pool().num_blocks()));
+  }
+  RETURN_IF_ERROR(request.sampling.Validate());
+  if (!request.on_output) return InvalidArgumentError("no output callback");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || draining_) return UnavailableError("the worker is shutting down");
+    if (active_ids_.count(request.id)) {
+      return AlreadyExistsError("request id \"" + request.id + "\" is already in use");
+    }
+    const int64_t waiting = static_cast<int64_t>(new_requests_.size()) + load_.waiting;
+    if (waiting >= shared_limits_.max_waiting) {
+      return ResourceExhaustedError("the worker is overloaded: " + std::to_string(waiting) +
+                                    " requests are waiting (limit " +
+                                    std::to_string(shared_limits_.max_waiting) + ")");
+    }
+    active_ids_.insert(request.id);
+    auto r = std::make_unique<Request>(std::move(request), model_.n_vocab, tokenizer_);
+    r->kv.root = RootHash(config_.model_identity, r->spec.cache_salt);
+    new_requests_.push_back(std::move(r));
+  }
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+void Engine::Cancel(const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!active_ids_.count(id)) return;
+    cancellations_.push_back(id);
+  }
+  cv_.notify_all();
+}
+
+void Engine::BeginDrain() {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = true;
+}
+
+bool Engine::WaitIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_cv_.wait_for(lock, timeout, [this] { return active_ids_.empty(); });
+}
+
+EngineLoad Engine::GetLoad() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineLoad load = load_;
+  load.waiting += static_cast<int32_t>(new_requests_.size());
+  return load;
+}
+
+SchedulerLimits Engine::limits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shared_limits_;
+}
+
+Status Engine::SetLimits(const SchedulerLimits& limits) {
+  if (limits.max_tokens_per_step < 1 || limits.max_tokens_per_step > (1 << 20)) {
+    return InvalidArgumentError("max_tokens_per_step must be in 1..1048576");
+  }
+  if (limits.max_running < 1) return InvalidArgumentError("max_running_requests must be >= 1");
+  if (limits.max_waiting < 0) return InvalidArgumentError("max_waiting_requests must be >= 0");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shared_limits_ = limits;
+  }
+  return RunOnLoop([this, limits] { scheduler_.set_limits(limits); });
+}
+
+int64_t Engine::ClearCache() {
+  int64_t cleared = 0;
+  (void)RunOnLoop([this, &cleared] {
+    cleared = kv_.pool().ClearCache();
+    hub_.Publish(kv_.pool().TakeEvents());
+  });
+  return cleared;
+}
+
+Status Engine::RunOnLoop(std::function<void()> fn) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> fut = done->get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!running_thread_ || stopping_) {
+      return UnavailableError("the engine is not running");
+    }
+    commands_.push_back({[fn = std::move(fn), done] {
+      fn();
+      done->set_value();
+    }});
+  }
+  cv_.notify_all();
+  fut.wait();
+  return Status::Ok();
+}
+
+void Engine::DrainInbox() {
+  std::vector<std::unique_ptr<Request>> fresh;
+  std::vector<std::string> cancels;
+  std::vector<Command> commands;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fresh.swap(new_requests_);
+    cancels.swap(cancellations_);
+    commands.swap(commands_);
+  }
+  for (auto& r : fresh) {
+    Request* raw = r.get();
+    requests_[raw->spec.id] = std::move(r);
+    scheduler_.AddWaiting(raw);
+  }
+  for (const std::string& id : cancels) {
+    auto it = requests_.find(id);
+    if (it != requests_.end()) it->second->cancel_requested = true;
+  }
+  for (Command& c : commands) c.run();
+}
+
+void Engine::ExpireRequests() {
+  const auto now = SteadyClock::now();
+  std::vector<std::pair<Request*, FinishReason>> ended;
+  for (auto& [id, r] : requests_) {
+    if (r->cancel_requested) {
+      ended.push_back({r.get(), FinishReason::kCancelled});
+    } else if (r->spec.deadline && now >= *r->spec.deadline) {
+      ended.push_back({r.get(), FinishReason::kDeadline});
+    }
+  }
+  for (auto& [r, reason] : ended) Finish(r, reason, RequestOutput());
+}
+
+void Engine::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] {
+        return stopping_ || !new_requests_.empty() || !cancellations_.empty() ||
+               !commands_.empty() || !requests_.empty();
+      });
+      if (stopping_) return;
+    }
+    DrainInbox();
+    ExpireRequests();
+    if (!Step()) {
+      // Nothing could be scheduled (e.g. all waiting for blocks that will
+      // never free): avoid spinning.
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(5));
+    }
+  }
+}
+
+bool Engine::Step() {
+  const auto t0 = SteadyClock::now();
+  ScheduleOutput out = scheduler_.Schedule();
+  for (size_t i = 0; i < out.preempted.size(); ++i) {
+    if (observer_) observer_->OnPreemption();
+  }
+  for (Request* r : out.unfittable) {
+    if (r->num_generated() > 0) {
+      Finish(r, FinishReason::kContext, RequestOutput());
+    } else {
+      Finish(r, FinishReason::kError, RequestOutput(),
+             ResourceExhaustedError("the request does not fit in the KV cache (" +
+                                    std::to_string(kv_.pool().num_blocks()) + " blocks of " +
+                                    std::to_string(kv_.block_size()) + " tokens)"));
+    }
+  }
+  if (out.chunks.empty()) {
+    hub_.Publish(kv_.pool().TakeEvents());
+    PublishLoad(0, 0, 0);
+    return !out.unfittable.empty();
+  }
+
+  ForwardBatch batch;
+  batch.tokens.reserve(out.num_tokens);
+  int32_t prefill_tokens = 0, decode_tokens = 0;
+  for (const ScheduledChunk& c : out.chunks) {
+    Request* r = c.request;
+    if (!r->first_scheduled) r->first_scheduled = t0;
+    SequenceChunk seq;
+    seq.first_token = static_cast<int64_t>(batch.tokens.size());
+    seq.num_tokens = c.num_tokens;
+    seq.start_pos = r->num_computed;
+    seq.block_table = r->kv.table;
+    seq.logits = c.sample ? LogitsMode::kLast : LogitsMode::kNone;
+    batch.tokens.insert(batch.tokens.end(), r->tokens.begin() + r->num_computed,
+                        r->tokens.begin() + r->num_computed + c.num_tokens);
+    batch.sequences.push_back(seq);
+    (r->num_computed < r->num_prompt_tokens ? prefill_tokens : decode_tokens) += c.num_tokens;
+  }
+  ForwardOutput fo;
+  const Status status = executor_->Forward(batch, &fo);
+  std::vector<Request*> finished;
+  for (size_t i = 0; i < out.chunks.size(); ++i) {
+    const ScheduledChunk& c = out.chunks[i];
+    Request* r = c.request;
+    if (!status.ok()) {
+      Finish(r, FinishReason::kError, RequestOutput(), status.WithPrefix("forward pass"));
+      continue;
+    }
+    r->num_computed += c.num_tokens;
+    kv_.CommitComputed(&r->kv, r->tokens, r->num_computed);
+    if (c.sample) SampleAndStream(r, fo.Row(fo.first_row[i]), &finished);
+  }
+  hub_.Publish(kv_.pool().TakeEvents());
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  ++steps_;
+  if (observer_) observer_->OnStep(prefill_tokens, decode_tokens, seconds);
+  PublishLoad(seconds, prefill_tokens, decode_tokens);
+  return true;
+}
+
+void Engine::SampleAndStream(Request* r, const float* logits, std::vector<Request*>* finished) {
+  const SamplingParams& sp = r->spec.sampling;
+  const auto now = SteadyClock::now();
+  if (sp.max_tokens == 0) {  // prefill only (e.g. warming the prefix cache)
+    Finish(r, FinishReason::kLength, RequestOutput());
+    return;
+  }
+  const int32_t token = r->sampler.Sample(logits, r->tokens);
+  if (!r->first_token) {
+    r->first_token = now;
+    if (observer_) observer_->OnFirstToken(Ms(now - r->arrival) / 1e3);
+  }
+  if (!sp.ignore_eos && tokenizer_.IsEndOfGeneration(token)) {
+    Finish(r, FinishReason::kStop, RequestOutput());
+    return;
+  }
+  r->tokens.push_back(token);
+  RequestOutput delta;
+  delta.tokens.push_back(token);
+  delta.text = r->stop_matcher.Push(r->detokenizer.Feed(token));
+  if (r->stop_matcher.stopped()) {
+    Finish(r, FinishReason::kStop, std::move(delta));
+  } else if (r->num_generated() >= sp.max_tokens) {
+    Finish(r, FinishReason::kLength, std::move(delta));
+  } else if (static_cast<int32_t>(r->tokens.size()) >= max_model_len_) {
+    Finish(r, FinishReason::kContext, std::move(delta));
+  } else {
+    r->spec.on_output(std::move(delta));
+  }
+  (void)finished;
+}
+
+void Engine::Finish(Request* r, FinishReason reason, RequestOutput pending, Status error) {
+  const auto now = SteadyClock::now();
+  RequestOutput out = std::move(pending);
+  if (!r->stop_matcher.stopped() && reason != FinishReason::kError) {
+    out.text += r->stop_matcher.Push(r->detokenizer.Flush());
+    if (!r->stop_matcher.stopped()) out.text += r->stop_matcher.Flush();
+  }
+  out.finished = true;
+  out.finish_reason = reason;
+  out.error = std::move(error);
+  out.prompt_tokens = r->num_prompt_tokens;
+  out.cached_tokens = std::max(0, r->num_cached_tokens);
+  out.completion_tokens = r->num_generated();
+  out.queue_ms = r->first_scheduled ? Ms(*r->first_scheduled - r->arrival) : Ms(now - r->arrival);
+  out.ttft_ms = r->first_token ? Ms(*r->first_token - r->arrival) : 0.0;
+  out.total_ms = Ms(now - r->arrival);
+  out.seed = r->sampler.seed();
+  double tpot = 0;
+  if (r->first_token && out.completion_tokens > 1) {
+    tpot = Ms(now - *r->first_token) / 1e3 / (out.completion_tokens - 1);
+  }
+  if (observer_) observer_->OnRequestFinished(out, tpot);
+  r->spec.on_output(std::move(out));
+  scheduler_.Remove(r);
+  const std::string id = r->spec.id;
+  requests_.erase(id);                          // destroys r
+  if (requests_.empty()) PublishLoad(0, 0, 0);  // idle: waiters see the final load
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_ids_.erase(id);
+    if (active_ids_.empty()) idle_cv_.notify_all();
+  }
+}
+
+void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t decode_tokens) {
+  // Moving averages of the rates seen in steps that did that kind of work.
+  constexpr double kAlpha = 0.2;
+  if (step_seconds > 0 && prefill_tokens >= 16) {
+    const double rate = prefill_tokens / step_seconds;
+    prefill_rate_ = prefill_rate_ == 0 ? rate : (1 - kAlpha) * prefill_rate_ + kAlpha * rate;
+  }
+  if (step_seconds > 0 && decode_tokens > 0) {
+    const double rate = decode_tokens / step_seconds;
+    decode_rate_ = decode_rate_ == 0 ? rate : (1 - kAlpha) * decode_rate_ + kAlpha * rate;
+  }
+  EngineLoad load;
+  load.running = static_cast<int32_t>(scheduler_.running().size());
+  load.waiting = static_cast<int32_t>(scheduler_.waiting().size());
+  load.blocks_total = kv_.pool().num_blocks();
+  load.blocks_used = kv_.pool().num_used();
+  load.blocks_free = kv_.pool().num_free();
+  load.blocks_cached = kv_.pool().num_free_cached();
+  for (const Request* r : scheduler_.waiting()) load.queued_prefill_tokens += r->num_uncomputed();
+  for (const Request* r : scheduler_.running()) {
+    if (r->num_computed < r->num_prompt_tokens) load.queued_prefill_tokens += r->num_uncomputed();
+  }
+  load.prefill_tokens_per_s = prefill_rate_;
+  load.decode_tokens_per_s = decode_rate_;
+  load.steps = steps_;
+  load.preemptions = scheduler_.num_preemptions();
+  std::lock_guard<std::mutex> lock(mu_);
+  load_ = load;
+}
+
+}  // namespace kvmesh

@@ -1,0 +1,156 @@
+// Engine: one model's continuous-batching loop.
+//
+// One thread (the loop) owns the scheduler, the KV cache manager, every
+// Request and the executor; each step it schedules, runs the whole step's
+// batch through the executor in one forward pass (so each weight matrix is
+// read once per step, not once per sequence), samples, streams outputs and
+// publishes KV events. Other threads talk to it only through thread-safe
+// calls that queue work for the loop (Submit, Cancel, SetLimits, ClearCache)
+// or read published snapshots (GetLoad, kv_events()), so callers never block
+// the loop and the loop never waits on a caller.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "common/tokenizer/tokenizer.h"
+#include "worker/engine/kv_event_hub.h"
+#include "worker/engine/request.h"
+#include "worker/engine/scheduler.h"
+#include "worker/kv/kv_cache_manager.h"
+#include "worker/model/model_config.h"
+#include "worker/runtime/executor.h"
+
+namespace kvmesh {
+
+struct EngineConfig {
+  SchedulerLimits limits;
+  int32_t max_model_len = 0;  // tokens per sequence; 0 = the model's training context
+  bool enable_prefix_caching = true;
+  std::string model_identity;  // roots the block hashes (Model::identity())
+};
+
+// A snapshot of the engine's load, refreshed every step.
+struct EngineLoad {
+  int32_t running = 0;
+  int32_t waiting = 0;
+  int64_t blocks_total = 0;
+  int64_t blocks_used = 0;
+  int64_t blocks_free = 0;
+  int64_t blocks_cached = 0;  // free blocks still holding a cached prefix
+  int64_t queued_prefill_tokens = 0;
+  double prefill_tokens_per_s = 0;  // recent rates (moving averages)
+  double decode_tokens_per_s = 0;
+  int64_t steps = 0;
+  int64_t preemptions = 0;
+};
+
+// Hooks for metrics; called on the engine loop thread, must be cheap.
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  virtual void OnRequestFinished(const RequestOutput& final_output, double tpot_seconds) {}
+  virtual void OnFirstToken(double ttft_seconds) {}
+  virtual void OnStep(int32_t prefill_tokens, int32_t decode_tokens, double seconds) {}
+  virtual void OnPreemption() {}
+};
+
+class Engine {
+ public:
+  // `tokenizer` and `executor` are used only by the loop; the tokenizer must
+  // outlive the engine.
+  Engine(const ModelConfig& model, const Tokenizer& tokenizer, std::unique_ptr<Executor> executor,
+         EngineConfig config, EngineObserver* observer = nullptr);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  void Start();
+  // Ends every request still queued or running (kCancelled) and joins.
+  void Stop();
+
+  // Queues a request. Errors (nothing is queued): INVALID_ARGUMENT for an
+  // empty or too long prompt, token ids outside the vocabulary, bad
+  // sampling values; ALREADY_EXISTS for an id in use; RESOURCE_EXHAUSTED when
+  // the waiting queue is full; UNAVAILABLE while draining or stopped.
+  Status Submit(EngineRequest request);
+  // Ends a request (kCancelled) and frees its blocks at the next step.
+  void Cancel(const std::string& id);
+
+  // Stop accepting requests (Submit → UNAVAILABLE); running ones continue.
+  void BeginDrain();
+  // Waits until no request is queued or running, or the timeout passes.
+  bool WaitIdle(std::chrono::milliseconds timeout);
+
+  EngineLoad GetLoad() const;
+  SchedulerLimits limits() const;
+  Status SetLimits(const SchedulerLimits& limits);
+  // Drops every cached prefix; returns how many hashes were dropped.
+  int64_t ClearCache();
+
+  KvEventHub& kv_events() { return hub_; }
+  uint64_t epoch() const { return hub_.epoch(); }
+  int32_t max_model_len() const { return max_model_len_; }
+  int32_t block_size() const { return kv_.block_size(); }
+  int64_t num_blocks() const { return kv_.pool().num_blocks(); }
+  BlockHash hash_root() const { return RootHash(config_.model_identity); }
+
+ private:
+  struct Command {
+    std::function<void()> run;
+  };
+
+  void Loop();
+  void DrainInbox();
+  void ExpireRequests();
+  bool Step();
+  void SampleAndStream(Request* r, const float* logits, std::vector<Request*>* finished);
+  void Finish(Request* r, FinishReason reason, RequestOutput pending, Status error = Status::Ok());
+  void PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t decode_tokens);
+  Status RunOnLoop(std::function<void()> fn);
+
+  const ModelConfig& model_;
+  const Tokenizer& tokenizer_;
+  std::unique_ptr<Executor> executor_;
+  EngineConfig config_;
+  EngineObserver* observer_;
+  int32_t max_model_len_;
+
+  // Loop-thread state.
+  KvCacheManager kv_;
+  Scheduler scheduler_;
+  std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
+  double prefill_rate_ = 0;
+  double decode_rate_ = 0;
+  int64_t steps_ = 0;
+
+  KvEventHub hub_;
+
+  // Inbox, guarded by mu_.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable idle_cv_;
+  std::vector<std::unique_ptr<Request>> new_requests_;
+  std::vector<std::string> cancellations_;
+  std::vector<Command> commands_;
+  std::unordered_set<std::string> active_ids_;
+  bool stopping_ = false;
+  bool draining_ = false;
+  bool running_thread_ = false;
+  SchedulerLimits shared_limits_;
+  EngineLoad load_;
+
+  std::thread thread_;
+};
+
+}  // namespace kvmesh

@@ -1,0 +1,85 @@
+// Request: one generation request as the engine sees it — its tokens, how far
+// the model has computed them, its KV blocks and its sampling/streaming state.
+//
+// Created by the engine from an EngineRequest, owned by the engine, and
+// touched only on the engine loop thread. The scheduler reads and updates the
+// counters and block tables; the engine samples, streams and finishes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tokenizer/streaming_detokenizer.h"
+#include "worker/kv/kv_cache_manager.h"
+#include "worker/sampling/sampler.h"
+#include "worker/sampling/stop_matcher.h"
+
+namespace kvmesh {
+
+using SteadyClock = std::chrono::steady_clock;
+
+enum class FinishReason { kNone, kLength, kStop, kCancelled, kContext, kDeadline, kError };
+std::string_view FinishReasonName(FinishReason reason);
+
+// One delivery to the request's client: new tokens and the text they
+// complete; the last one also carries the finish reason and usage.
+struct RequestOutput {
+  std::vector<int32_t> tokens;
+  std::string text;
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  Status error;  // set when finish_reason is kError
+  int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;  // prompt tokens served from the prefix cache
+  int32_t completion_tokens = 0;
+  double queue_ms = 0;
+  double ttft_ms = 0;
+  double total_ms = 0;
+  uint64_t seed = 0;
+};
+
+// Called on the engine thread for every output; must not block (hand the
+// output to another thread's queue).
+using OutputCallback = std::function<void(RequestOutput&&)>;
+
+// What a client submits.
+struct EngineRequest {
+  std::string id;
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  std::string cache_salt;
+  std::optional<SteadyClock::time_point> deadline;
+  OutputCallback on_output;
+};
+
+struct Request {
+  explicit Request(EngineRequest r, int n_vocab, const Tokenizer& tokenizer);
+
+  EngineRequest spec;
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  int32_t num_prompt_tokens = 0;
+  int32_t num_computed = 0;        // tokens whose K/V are in the cache
+  int32_t num_cached_tokens = -1;  // prefix-cache hit at first admission (-1: not yet)
+  int32_t num_preemptions = 0;
+  SequenceBlocks kv;
+
+  Sampler sampler;
+  StreamingDetokenizer detokenizer;
+  StopMatcher stop_matcher;
+
+  SteadyClock::time_point arrival;
+  std::optional<SteadyClock::time_point> first_scheduled;
+  std::optional<SteadyClock::time_point> first_token;
+  bool cancel_requested = false;
+
+  int32_t num_generated() const { return static_cast<int32_t>(tokens.size()) - num_prompt_tokens; }
+  int32_t num_uncomputed() const { return static_cast<int32_t>(tokens.size()) - num_computed; }
+};
+
+}  // namespace kvmesh

@@ -1,0 +1,95 @@
+#include "worker/engine/scheduler.h"
+
+#include <algorithm>
+
+namespace kvmesh {
+
+Scheduler::Scheduler(KvCacheManager* kv, SchedulerLimits limits) : kv_(kv), limits_(limits) {}
+
+void Scheduler::AddWaiting(Request* request) { waiting_.push_back(request); }
+
+void Scheduler::Preempt(Request* request) {
+  kv_->Release(&request->kv);
+  request->num_computed = 0;
+  ++request->num_preemptions;
+  ++num_preemptions_;
+  waiting_.push_front(request);
+}
+
+void Scheduler::Remove(Request* request) {
+  kv_->Release(&request->kv);
+  auto drop = [request](std::deque<Request*>& q) {
+    q.erase(std::remove(q.begin(), q.end(), request), q.end());
+  };
+  drop(running_);
+  drop(waiting_);
+}
+
+ScheduleOutput Scheduler::Schedule() {
+  ScheduleOutput out;
+  int32_t budget = limits_.max_tokens_per_step;
+
+  // Running requests, oldest first.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Request* r = running_[i];
+    const int32_t n = std::min(r->num_uncomputed(), budget);
+    if (n <= 0) {
+      ++i;
+      continue;
+    }
+    bool scheduled = true;
+    while (!kv_->AllocateSlots(&r->kv, r->num_computed + n)) {
+      Request* victim = running_.back();
+      if (victim == r && running_.size() == 1) {
+        // Alone and still out of blocks: it can never fit.
+        running_.pop_back();
+        kv_->Release(&r->kv);
+        out.unfittable.push_back(r);
+        scheduled = false;
+        break;
+      }
+      running_.pop_back();
+      Preempt(victim);
+      out.preempted.push_back(victim);
+      if (victim == r) {
+        scheduled = false;
+        break;
+      }
+    }
+    if (!scheduled) continue;  // r was removed; running_[i] is the next one (or end)
+    out.chunks.push_back({r, n, r->num_computed + n == static_cast<int32_t>(r->tokens.size())});
+    budget -= n;
+    ++i;
+  }
+
+  // Admit waiting requests (not in a step that had to preempt: memory is
+  // short, admitting would only thrash).
+  if (out.preempted.empty()) {
+    while (!waiting_.empty() && budget > 0 &&
+           static_cast<int32_t>(running_.size()) < limits_.max_running) {
+      Request* r = waiting_.front();
+      const CachedPrefix prefix = kv_->FindCachedPrefix(r->kv.root, r->tokens);
+      const int32_t start = prefix.num_tokens();
+      const int32_t n = std::min(static_cast<int32_t>(r->tokens.size()) - start, budget);
+      if (!kv_->AllocateSlots(&r->kv, start + n, &prefix)) {
+        if (running_.empty()) {
+          // Even an empty engine cannot hold this request's next chunk.
+          waiting_.pop_front();
+          out.unfittable.push_back(r);
+          continue;
+        }
+        break;  // first come, first served: wait for blocks to free up
+      }
+      r->num_computed = start;
+      if (r->num_cached_tokens < 0) r->num_cached_tokens = start;
+      waiting_.pop_front();
+      running_.push_back(r);
+      out.chunks.push_back({r, n, start + n == static_cast<int32_t>(r->tokens.size())});
+      budget -= n;
+    }
+  }
+  out.num_tokens = limits_.max_tokens_per_step - budget;
+  return out;
+}
+
+}  // namespace kvmesh

@@ -1,0 +1,159 @@
+#include "worker/kv/block_pool.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/check.h"
+
+namespace kvmesh {
+
+BlockPool::BlockPool(int32_t num_blocks, int block_size)
+    : block_size_(block_size),
+      blocks_(num_blocks),
+      block_tokens_(static_cast<size_t>(num_blocks) * block_size) {
+  KVMESH_CHECK(num_blocks > 0 && block_size > 0);
+  for (int32_t i = 0; i < num_blocks; ++i) PushFreeBack(i);
+}
+
+void BlockPool::PushFreeBack(int32_t id) {
+  Block& b = blocks_[id];
+  KVMESH_CHECK(!b.in_free_list && b.refs == 0);
+  b.in_free_list = true;
+  b.prev = free_tail_;
+  b.next = -1;
+  if (free_tail_ >= 0) {
+    blocks_[free_tail_].next = id;
+  } else {
+    free_head_ = id;
+  }
+  free_tail_ = id;
+  ++num_free_;
+  if (b.cached) ++num_free_cached_;
+}
+
+void BlockPool::RemoveFromFreeList(int32_t id) {
+  Block& b = blocks_[id];
+  KVMESH_CHECK(b.in_free_list);
+  if (b.prev >= 0) {
+    blocks_[b.prev].next = b.next;
+  } else {
+    free_head_ = b.next;
+  }
+  if (b.next >= 0) {
+    blocks_[b.next].prev = b.prev;
+  } else {
+    free_tail_ = b.prev;
+  }
+  b.prev = b.next = -1;
+  b.in_free_list = false;
+  --num_free_;
+  if (b.cached) --num_free_cached_;
+}
+
+void BlockPool::Uncache(int32_t id) {
+  Block& b = blocks_[id];
+  if (!b.cached) return;
+  auto it = by_hash_.find(b.hash);
+  KVMESH_CHECK(it != by_hash_.end());
+  auto& copies = it->second;
+  copies.erase(std::find(copies.begin(), copies.end(), id));
+  if (copies.empty()) {
+    by_hash_.erase(it);
+    if (!events_.empty() && events_.back().kind == KvEvent::Kind::kRemoved) {
+      events_.back().hashes.push_back(b.hash);
+    } else {
+      events_.push_back({KvEvent::Kind::kRemoved, {b.hash}, std::nullopt, CacheTier::kDevice});
+    }
+  }
+  b.cached = false;
+  if (b.in_free_list) --num_free_cached_;
+}
+
+bool BlockPool::Allocate(int32_t n, std::vector<int32_t>* out) {
+  if (n > num_free_) return false;
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t id = free_head_;
+    RemoveFromFreeList(id);
+    Uncache(id);
+    blocks_[id].refs = 1;
+    out->push_back(id);
+  }
+  return true;
+}
+
+std::optional<int32_t> BlockPool::FindCached(const BlockHash& hash,
+                                             std::span<const int32_t> tokens) const {
+  auto it = by_hash_.find(hash);
+  if (it == by_hash_.end()) return std::nullopt;
+  for (int32_t id : it->second) {
+    const auto stored = TokensOf(id);
+    if (tokens.size() == stored.size() &&
+        std::equal(tokens.begin(), tokens.end(), stored.begin())) {
+      return id;
+    }
+  }
+  return std::nullopt;  // a hash collision: never share
+}
+
+void BlockPool::Acquire(int32_t block) {
+  Block& b = blocks_[block];
+  if (b.in_free_list) RemoveFromFreeList(block);
+  ++b.refs;
+}
+
+void BlockPool::Cache(int32_t block, const BlockHash& hash, const std::optional<BlockHash>& parent,
+                      std::span<const int32_t> tokens) {
+  Block& b = blocks_[block];
+  KVMESH_CHECK(b.refs > 0 && !b.cached && static_cast<int>(tokens.size()) == block_size_);
+  b.cached = true;
+  b.hash = hash;
+  std::memcpy(block_tokens_.data() + static_cast<size_t>(block) * block_size_, tokens.data(),
+              tokens.size() * sizeof(int32_t));
+  auto& copies = by_hash_[hash];
+  copies.push_back(block);
+  if (copies.size() > 1) return;  // already announced
+  // Extend the previous Stored event when this block continues its chain.
+  if (!events_.empty() && events_.back().kind == KvEvent::Kind::kStored && parent &&
+      events_.back().hashes.back() == *parent) {
+    events_.back().hashes.push_back(hash);
+  } else {
+    events_.push_back({KvEvent::Kind::kStored, {hash}, parent, CacheTier::kDevice});
+  }
+}
+
+void BlockPool::Release(std::span<const int32_t> blocks) {
+  for (int32_t id : blocks) {
+    Block& b = blocks_[id];
+    KVMESH_CHECK(b.refs > 0);
+    if (--b.refs == 0) PushFreeBack(id);
+  }
+}
+
+int64_t BlockPool::ClearCache() {
+  const int64_t n = static_cast<int64_t>(by_hash_.size());
+  for (auto& [hash, copies] : by_hash_) {
+    for (int32_t id : copies) {
+      Block& b = blocks_[id];
+      b.cached = false;
+      if (b.in_free_list) --num_free_cached_;
+    }
+  }
+  by_hash_.clear();
+  events_.push_back({KvEvent::Kind::kAllCleared, {}, std::nullopt, CacheTier::kDevice});
+  return n;
+}
+
+std::vector<BlockHash> BlockPool::SnapshotHashes() const {
+  std::vector<BlockHash> out;
+  out.reserve(by_hash_.size());
+  for (const auto& [hash, copies] : by_hash_) out.push_back(hash);
+  return out;
+}
+
+std::vector<KvEvent> BlockPool::TakeEvents() {
+  std::vector<KvEvent> out;
+  out.swap(events_);
+  return out;
+}
+
+}  // namespace kvmesh

@@ -1,0 +1,111 @@
+// BlockPool: the fixed set of KV-cache blocks of one worker and the prefix
+// cache over them.
+//
+// Each block has a reference count (how many sequences use it). Full blocks
+// may be registered under their chained hash (common/block_hash.h) together
+// with their tokens; a later request whose prefix has the same hash and the
+// same tokens reuses the block instead of recomputing it. Blocks nobody uses
+// sit in a free list in LRU order (O(1) push/remove/pop); a free block keeps
+// its cached contents until it is actually reused (evicted lazily), so
+// "free" and "cached" overlap.
+//
+// Running out of blocks is an ordinary outcome: Allocate() returns false and
+// the caller (the scheduler) preempts or waits.
+//
+// Not thread-safe: owned by the engine loop thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "common/block_hash.h"
+#include "worker/kv/kv_events.h"
+
+namespace kvmesh {
+
+class BlockPool {
+ public:
+  BlockPool(int32_t num_blocks, int block_size);
+
+  int32_t num_blocks() const { return static_cast<int32_t>(blocks_.size()); }
+  int block_size() const { return block_size_; }
+  // Blocks with no user (including those still holding cached contents).
+  int32_t num_free() const { return num_free_; }
+  int32_t num_used() const { return num_blocks() - num_free_; }
+  // Free blocks whose cached contents could still be hit.
+  int32_t num_free_cached() const { return num_free_cached_; }
+  // Distinct hashes currently cached (in use or free).
+  size_t num_cached_hashes() const { return by_hash_.size(); }
+
+  int32_t ref_count(int32_t block) const { return blocks_[block].refs; }
+  bool is_free(int32_t block) const { return blocks_[block].in_free_list; }
+
+  // Takes `n` blocks from the least recently used end of the free list, with
+  // reference count 1, evicting any cached contents they held. Allocates
+  // nothing and returns false when fewer than `n` are free.
+  bool Allocate(int32_t n, std::vector<int32_t>* out);
+
+  // A cached block holding `hash` and exactly `tokens`, or nullopt. No
+  // reference is taken.
+  std::optional<int32_t> FindCached(const BlockHash& hash, std::span<const int32_t> tokens) const;
+
+  // Takes one more reference on a block (removing it from the free list if
+  // it was free).
+  void Acquire(int32_t block);
+
+  // Registers the full, computed block `block` under `hash` with its tokens.
+  // `parent` is the hash of the previous block of the sequence (nullopt for
+  // the first). Announces the hash if this is its first copy.
+  void Cache(int32_t block, const BlockHash& hash, const std::optional<BlockHash>& parent,
+             std::span<const int32_t> tokens);
+
+  // Drops one reference on each block, in order; blocks reaching zero join
+  // the free list's most-recently-used end in that order (so pass a
+  // sequence's blocks last-first to have its tail evicted first).
+  void Release(std::span<const int32_t> blocks);
+
+  // Forgets every cached hash (blocks in use keep their data but will not be
+  // shared any more). Returns how many hashes were dropped.
+  int64_t ClearCache();
+
+  // Every cached hash, for a subscriber's snapshot.
+  std::vector<BlockHash> SnapshotHashes() const;
+
+  // Events since the last call, in order.
+  std::vector<KvEvent> TakeEvents();
+
+ private:
+  struct Block {
+    int32_t refs = 0;
+    bool in_free_list = false;
+    bool cached = false;
+    BlockHash hash;
+    int32_t prev = -1;  // free-list links
+    int32_t next = -1;
+  };
+
+  void PushFreeBack(int32_t id);
+  void RemoveFromFreeList(int32_t id);
+  void Uncache(int32_t id);
+  std::span<const int32_t> TokensOf(int32_t id) const {
+    return {block_tokens_.data() + static_cast<size_t>(id) * block_size_,
+            static_cast<size_t>(block_size_)};
+  }
+
+  int block_size_;
+  std::vector<Block> blocks_;
+  std::vector<int32_t> block_tokens_;  // block_size tokens per cached block
+  int32_t free_head_ = -1;             // least recently used
+  int32_t free_tail_ = -1;             // most recently used
+  int32_t num_free_ = 0;
+  int32_t num_free_cached_ = 0;
+  // hash → every block holding it (duplicates arise when two sequences
+  // computed the same block concurrently).
+  std::unordered_map<BlockHash, std::vector<int32_t>, BlockHashHasher> by_hash_;
+  std::vector<KvEvent> events_;
+};
+
+}  // namespace kvmesh

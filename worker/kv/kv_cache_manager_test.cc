@@ -1,0 +1,133 @@
+#include "worker/kv/kv_cache_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace kvmesh {
+namespace {
+
+std::vector<int32_t> Prompt(int n, int first = 100) {
+  std::vector<int32_t> t(n);
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+// Admits `prompt`, computes it fully, returns the sequence.
+SequenceBlocks RunPrompt(KvCacheManager& m, const BlockHash& root,
+                         const std::vector<int32_t>& prompt, int32_t* cached_tokens) {
+  SequenceBlocks seq;
+  seq.root = root;
+  const CachedPrefix prefix = m.FindCachedPrefix(root, prompt);
+  *cached_tokens = prefix.num_tokens();
+  EXPECT_TRUE(m.AllocateSlots(&seq, static_cast<int32_t>(prompt.size()), &prefix));
+  m.CommitComputed(&seq, prompt, static_cast<int32_t>(prompt.size()));
+  return seq;
+}
+
+TEST(KvCacheManagerTest, SecondRequestReusesFullBlocksOfTheSharedPrefix) {
+  KvCacheManager m(16, 4);
+  const BlockHash root = RootHash("model");
+  int32_t cached = -1;
+  auto p1 = Prompt(10);
+  SequenceBlocks s1 = RunPrompt(m, root, p1, &cached);
+  EXPECT_EQ(cached, 0);
+  EXPECT_EQ(s1.table, (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(s1.num_cached_blocks, 2);  // only full blocks are cached
+
+  auto p2 = Prompt(9);  // same first 9 tokens
+  p2.push_back(7);
+  p2.push_back(8);
+  SequenceBlocks s2 = RunPrompt(m, root, p2, &cached);
+  EXPECT_EQ(cached, 8);
+  EXPECT_EQ(s2.table, (std::vector<int32_t>{0, 1, 3}));
+  EXPECT_EQ(m.pool().ref_count(0), 2);
+  EXPECT_EQ(m.pool().ref_count(1), 2);
+  EXPECT_EQ(m.pool().ref_count(3), 1);
+
+  m.Release(&s1);
+  m.Release(&s2);
+  EXPECT_EQ(m.pool().num_free(), 16);
+  // Only blocks 0 and 1 are cached: the third blocks of both prompts (2 and
+  // 3 tokens) never filled up.
+  EXPECT_EQ(m.pool().num_free_cached(), 2);
+}
+
+TEST(KvCacheManagerTest, AlwaysLeavesOneTokenToCompute) {
+  KvCacheManager m(8, 4);
+  const BlockHash root = RootHash("model");
+  int32_t cached = -1;
+  SequenceBlocks s1 = RunPrompt(m, root, Prompt(8), &cached);
+  m.Release(&s1);
+  // The identical prompt: 2 full blocks cached, but only 1 may be reused.
+  const CachedPrefix again = m.FindCachedPrefix(root, Prompt(8));
+  EXPECT_EQ(again.num_tokens(), 4);
+  // One more token: both blocks reused.
+  EXPECT_EQ(m.FindCachedPrefix(root, Prompt(9)).num_tokens(), 8);
+}
+
+TEST(KvCacheManagerTest, SaltsAndModelsNeverShare) {
+  KvCacheManager m(8, 4);
+  int32_t cached = -1;
+  SequenceBlocks s = RunPrompt(m, RootHash("model", "tenant-a"), Prompt(9), &cached);
+  EXPECT_EQ(m.FindCachedPrefix(RootHash("model", "tenant-a"), Prompt(9)).num_tokens(), 8);
+  EXPECT_EQ(m.FindCachedPrefix(RootHash("model", "tenant-b"), Prompt(9)).num_tokens(), 0);
+  EXPECT_EQ(m.FindCachedPrefix(RootHash("model"), Prompt(9)).num_tokens(), 0);
+  EXPECT_EQ(m.FindCachedPrefix(RootHash("other", "tenant-a"), Prompt(9)).num_tokens(), 0);
+  m.Release(&s);
+}
+
+TEST(KvCacheManagerTest, AllocationFailureChangesNothing) {
+  KvCacheManager m(3, 4);
+  SequenceBlocks a, b;
+  a.root = b.root = RootHash("m");
+  ASSERT_TRUE(m.AllocateSlots(&a, 8));
+  EXPECT_FALSE(m.AllocateSlots(&b, 8));
+  EXPECT_TRUE(b.table.empty());
+  EXPECT_EQ(m.pool().num_free(), 1);
+  // Growing one token at a time takes a new block only at block boundaries.
+  ASSERT_TRUE(m.AllocateSlots(&a, 9));
+  EXPECT_EQ(a.table.size(), 3u);
+  EXPECT_FALSE(m.AllocateSlots(&a, 13));
+  EXPECT_EQ(a.table.size(), 3u);
+}
+
+TEST(KvCacheManagerTest, CountingFreeCachedPrefixBlocksAgainstCapacity) {
+  // 4 blocks: 2 cached (free) + 2 empty. A prompt reusing the 2 cached blocks
+  // and needing 2 fresh ones fits exactly; needing 3 fresh does not.
+  KvCacheManager m(4, 4);
+  const BlockHash root = RootHash("m");
+  int32_t cached = -1;
+  SequenceBlocks s = RunPrompt(m, root, Prompt(8), &cached);
+  m.Release(&s);
+  auto longer = Prompt(17);
+  CachedPrefix prefix = m.FindCachedPrefix(root, longer);
+  ASSERT_EQ(prefix.num_tokens(), 8);
+  SequenceBlocks t;
+  t.root = root;
+  EXPECT_TRUE(m.AllocateSlots(&t, 16, &prefix));
+  EXPECT_EQ(t.table.size(), 4u);
+  m.Release(&t);
+  prefix = m.FindCachedPrefix(root, longer);
+  SequenceBlocks u;
+  u.root = root;
+  EXPECT_FALSE(m.AllocateSlots(&u, 17, &prefix));
+  EXPECT_TRUE(u.table.empty());
+  EXPECT_EQ(m.pool().num_free(), 4);
+}
+
+TEST(KvCacheManagerTest, EventsFollowTheCache) {
+  KvCacheManager m(4, 4);
+  const BlockHash root = RootHash("m");
+  int32_t cached = -1;
+  SequenceBlocks s = RunPrompt(m, root, Prompt(12), &cached);
+  auto events = m.pool().TakeEvents();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].hashes, HashFullBlocks(root, Prompt(12), 4));
+  EXPECT_EQ(m.pool().SnapshotHashes().size(), 3u);
+  m.Release(&s);
+  EXPECT_TRUE(m.pool().TakeEvents().empty());  // freeing keeps the cache
+}
+
+}  // namespace
+}  // namespace kvmesh
