@@ -10,6 +10,10 @@ std::string_view StatusCodeName(StatusCode code) {
       return "OK";
     case StatusCode::kCancelled:
       return "CANCELLED";
+    case StatusCode::kUnknown:
+      return "UNKNOWN";
+    case StatusCode::kAborted:
+      return "ABORTED";
     case StatusCode::kInvalidArgument:
       return "INVALID_ARGUMENT";
     case StatusCode::kDeadlineExceeded:

@@ -16,22 +16,26 @@
 
 namespace kvmesh {
 
+// Numbered as gRPC's status codes, so conversion at the RPC boundary is a
+// plain cast.
 enum class StatusCode {
   kOk = 0,
-  kCancelled,
-  kInvalidArgument,
-  kDeadlineExceeded,
-  kNotFound,
-  kAlreadyExists,
-  kPermissionDenied,
-  kResourceExhausted,
-  kFailedPrecondition,
-  kOutOfRange,
-  kUnimplemented,
-  kInternal,
-  kUnavailable,
-  kDataLoss,
-  kUnauthenticated,
+  kCancelled = 1,
+  kUnknown = 2,
+  kInvalidArgument = 3,
+  kDeadlineExceeded = 4,
+  kNotFound = 5,
+  kAlreadyExists = 6,
+  kPermissionDenied = 7,
+  kResourceExhausted = 8,
+  kFailedPrecondition = 9,
+  kAborted = 10,
+  kOutOfRange = 11,
+  kUnimplemented = 12,
+  kInternal = 13,
+  kUnavailable = 14,
+  kDataLoss = 15,
+  kUnauthenticated = 16,
 };
 
 std::string_view StatusCodeName(StatusCode code);

@@ -1,0 +1,147 @@
+#include "worker/service/worker_metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace kvmesh {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildHistogram;
+using prometheus::Histogram;
+
+// Latency buckets from 5 ms to 60 s.
+Histogram::BucketBoundaries LatencyBuckets() {
+  return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+}
+
+prometheus::MetricFamily Gauge(const std::string& name, const std::string& help,
+                               std::vector<std::pair<std::string, double>> by_state = {},
+                               double value = 0) {
+  prometheus::MetricFamily f;
+  f.name = name;
+  f.help = help;
+  f.type = prometheus::MetricType::Gauge;
+  if (by_state.empty()) {
+    prometheus::ClientMetric m;
+    m.gauge.value = value;
+    f.metric.push_back(m);
+  }
+  for (auto& [state, v] : by_state) {
+    prometheus::ClientMetric m;
+    m.label = {{"state", state}};
+    m.gauge.value = v;
+    f.metric.push_back(m);
+  }
+  return f;
+}
+
+}  // namespace
+
+WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  requests_ = &BuildCounter()
+                   .Name("kvmesh_worker_requests_total")
+                   .Help(
+                       "Requests by outcome (length, stop, cancelled, context, deadline, error, "
+                       "rejected_*)")
+                   .Register(*registry_);
+  ttft_ = &BuildHistogram()
+               .Name("kvmesh_worker_time_to_first_token_seconds")
+               .Help("Time from arrival to the first generated token")
+               .Register(*registry_)
+               .Add({}, LatencyBuckets());
+  tpot_ = &BuildHistogram()
+               .Name("kvmesh_worker_time_per_output_token_seconds")
+               .Help("Mean time between generated tokens of a request, after the first")
+               .Register(*registry_)
+               .Add({}, Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                    0.25, 0.5, 1});
+  step_seconds_ = &BuildHistogram()
+                       .Name("kvmesh_worker_step_seconds")
+                       .Help("Duration of one engine step (one batched forward pass)")
+                       .Register(*registry_)
+                       .Add({}, Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                            0.1, 0.25, 0.5, 1, 2.5});
+  auto counter = [&](const std::string& name, const std::string& help) {
+    return &BuildCounter().Name(name).Help(help).Register(*registry_).Add({});
+  };
+  prompt_tokens_ =
+      counter("kvmesh_worker_prompt_tokens_total", "Prompt tokens of finished requests");
+  cached_tokens_ = counter("kvmesh_worker_prefix_hit_tokens_total",
+                           "Prompt tokens served from the prefix cache instead of computed");
+  generated_tokens_ = counter("kvmesh_worker_generated_tokens_total", "Tokens generated");
+  prefill_tokens_ = counter("kvmesh_worker_prefill_tokens_total", "Prompt tokens computed");
+  preemptions_ =
+      counter("kvmesh_worker_preemptions_total",
+              "Requests preempted (blocks freed, recomputed later) for lack of KV blocks");
+  predicted_cached_ =
+      counter("kvmesh_worker_router_predicted_cached_tokens_total",
+              "Cached prompt tokens the router predicted for requests it sent here");
+  predicted_actual_cached_ =
+      counter("kvmesh_worker_router_predicted_requests_cached_tokens_total",
+              "Cached prompt tokens actually found, for the requests that carried a prediction");
+  prediction_error_ = &BuildHistogram()
+                           .Name("kvmesh_worker_router_prediction_error_tokens")
+                           .Help("|predicted - actual| cached prompt tokens per request")
+                           .Register(*registry_)
+                           .Add({}, Histogram::BucketBoundaries{0, 16, 64, 256, 1024, 4096});
+}
+
+void WorkerMetrics::OnRequestFinished(const RequestOutput& out, double tpot_seconds) {
+  requests_->Add({{"outcome", std::string(FinishReasonName(out.finish_reason))}}).Increment();
+  prompt_tokens_->Increment(out.prompt_tokens);
+  cached_tokens_->Increment(out.cached_tokens);
+  generated_tokens_->Increment(out.completion_tokens);
+  if (tpot_seconds > 0) tpot_->Observe(tpot_seconds);
+}
+
+void WorkerMetrics::OnFirstToken(double ttft_seconds) { ttft_->Observe(ttft_seconds); }
+
+void WorkerMetrics::OnStep(int32_t prefill_tokens, int32_t decode_tokens, double seconds) {
+  step_seconds_->Observe(seconds);
+  prefill_tokens_->Increment(prefill_tokens);
+}
+
+void WorkerMetrics::OnPreemption() { preemptions_->Increment(); }
+
+void WorkerMetrics::OnRejected(const std::string& code) {
+  requests_->Add({{"outcome", "rejected_" + code}}).Increment();
+}
+
+void WorkerMetrics::OnPrediction(int32_t predicted, int32_t actual) {
+  predicted_cached_->Increment(predicted);
+  predicted_actual_cached_->Increment(actual);
+  prediction_error_->Observe(std::abs(predicted - actual));
+}
+
+std::string WorkerMetrics::Render() const {
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  if (load_source_) {
+    const EngineLoad load = load_source_();
+    families.push_back(Gauge("kvmesh_worker_running_requests",
+                             "Requests being decoded or prefilled", {}, load.running));
+    families.push_back(
+        Gauge("kvmesh_worker_queue_depth", "Requests waiting to be admitted", {}, load.waiting));
+    families.push_back(Gauge("kvmesh_worker_kv_blocks", "KV blocks by state (free includes cached)",
+                             {{"used", static_cast<double>(load.blocks_used)},
+                              {"free", static_cast<double>(load.blocks_free)},
+                              {"cached", static_cast<double>(load.blocks_cached)}}));
+    families.push_back(Gauge("kvmesh_worker_kv_blocks_capacity", "KV blocks in the pool", {},
+                             static_cast<double>(load.blocks_total)));
+    families.push_back(Gauge("kvmesh_worker_queued_prefill_tokens",
+                             "Prompt tokens still to compute", {},
+                             static_cast<double>(load.queued_prefill_tokens)));
+    families.push_back(Gauge("kvmesh_worker_prefill_tokens_per_second",
+                             "Recent prefill speed (moving average)", {},
+                             load.prefill_tokens_per_s));
+    families.push_back(Gauge("kvmesh_worker_decode_tokens_per_second",
+                             "Recent decode speed (moving average)", {}, load.decode_tokens_per_s));
+  }
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
+}
+
+}  // namespace kvmesh

@@ -1,0 +1,61 @@
+// WorkerMetrics: the worker's Prometheus metrics (names kvmesh_worker_*).
+//
+// Counters and histograms are fed by the engine through EngineObserver (on
+// the engine thread; prometheus-cpp metrics are thread-safe); gauges of the
+// current load are read from a callback at scrape time, so they are never
+// stale. Render() produces the text exposition format for /metrics.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "worker/engine/engine.h"
+
+namespace kvmesh {
+
+class WorkerMetrics : public EngineObserver {
+ public:
+  // Series carry no worker label: Prometheus adds the scrape target's
+  // `instance` label, which names the worker.
+  WorkerMetrics();
+
+  // Where the load gauges come from (the engine, once it exists).
+  void SetLoadSource(std::function<EngineLoad()> source) { load_source_ = std::move(source); }
+
+  void OnRequestFinished(const RequestOutput& final_output, double tpot_seconds) override;
+  void OnFirstToken(double ttft_seconds) override;
+  void OnStep(int32_t prefill_tokens, int32_t decode_tokens, double seconds) override;
+  void OnPreemption() override;
+
+  // A request refused before it reached the engine, by gRPC status name.
+  void OnRejected(const std::string& code);
+  // The router's prediction of cached prompt tokens against the truth.
+  void OnPrediction(int32_t predicted, int32_t actual);
+
+  std::string Render() const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Histogram* ttft_;
+  prometheus::Histogram* tpot_;
+  prometheus::Histogram* step_seconds_;
+  prometheus::Counter* prompt_tokens_;
+  prometheus::Counter* cached_tokens_;
+  prometheus::Counter* generated_tokens_;
+  prometheus::Counter* prefill_tokens_;
+  prometheus::Counter* preemptions_;
+  prometheus::Counter* predicted_cached_;
+  prometheus::Counter* predicted_actual_cached_;
+  prometheus::Histogram* prediction_error_;
+  std::function<EngineLoad()> load_source_;
+};
+
+}  // namespace kvmesh

@@ -1,0 +1,184 @@
+#include "worker/service/worker_server.h"
+
+#include <grpcpp/health_check_service_interface.h>
+#include <httplib.h>
+
+#include <fstream>
+#include <thread>
+
+#include "common/log.h"
+#include "common/model_path.h"
+#include "worker/runtime/cpu/cpu_executor.h"
+
+namespace kvmesh {
+namespace {
+
+// Bytes of memory the OS reports available (MemAvailable), or 0.
+int64_t AvailableMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return 0;
+}
+
+StatusOr<int64_t> BlocksForBudget(const WorkerOptions& o, const KvLayout& layout) {
+  ASSIGN_OR_RETURN(MemoryAmount amount, ParseMemoryAmount(o.kv_memory));
+  int64_t bytes = amount.bytes;
+  if (bytes == 0) {
+    const int64_t avail = AvailableMemoryBytes();
+    if (avail <= 0)
+      return FailedPreconditionError("kv_memory is a fraction but /proc/meminfo is unreadable");
+    bytes = static_cast<int64_t>(avail * amount.fraction);
+  }
+  const int64_t blocks = bytes / static_cast<int64_t>(layout.bytes_per_block());
+  if (blocks < 1) {
+    return InvalidArgumentError("kv_memory " + o.kv_memory + " holds no KV block of " +
+                                std::to_string(layout.bytes_per_block()) + " bytes");
+  }
+  return std::min<int64_t>(blocks, (1ll << 31) - 1);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions& o) {
+  RETURN_IF_ERROR(o.Validate());
+  LogLevel level;
+  ParseLogLevel(o.log_level, &level);
+  SetLogLevel(level);
+
+  std::unique_ptr<WorkerServer> w(new WorkerServer());
+  w->options_ = o;
+  ASSIGN_OR_RETURN(std::string path, ResolveModelPath(o.model));
+  ModelLoadOptions load;
+  load.require_sha256 = o.require_sha256 || !o.model_sha256.empty();
+  load.expected_sha256 = o.model_sha256;
+  ASSIGN_OR_RETURN(w->model_, Model::Load(path, load));
+  ASSIGN_OR_RETURN(TokenizerConfig tc, TokenizerConfigFromGguf(w->model_->file()));
+  ASSIGN_OR_RETURN(w->tokenizer_, Tokenizer::Create(std::move(tc)));
+
+  const ModelConfig& c = w->model_->config();
+  const TensorType kv_type = *ParseTensorType(o.kv_type);
+  KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, static_cast<int>(o.block_size),
+                  kv_type,   kv_type};
+  RETURN_IF_ERROR(layout.Validate());
+  ASSIGN_OR_RETURN(int64_t blocks, BlocksForBudget(o, layout));
+  const int threads = o.threads > 0
+                          ? static_cast<int>(o.threads)
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutor> exec,
+                   CpuExecutor::Create(*w->model_, layout, blocks, threads));
+
+  EngineConfig ec;
+  ec.limits = {static_cast<int32_t>(o.max_tokens_per_step),
+               static_cast<int32_t>(o.max_running_requests),
+               static_cast<int32_t>(o.max_waiting_requests)};
+  ec.max_model_len = static_cast<int32_t>(o.context_length);
+  ec.enable_prefix_caching = o.prefix_caching;
+  ec.model_identity = w->model_->identity();
+
+  // Listen first, so the worker id can name the real port.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(o.host + ":" + std::to_string(o.grpc_port),
+                           grpc::InsecureServerCredentials(), &w->grpc_port_);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.SetMaxSendMessageSize(64 << 20);
+
+  w->metrics_ = std::make_unique<WorkerMetrics>();
+  w->engine_ = std::make_unique<Engine>(c, *w->tokenizer_, std::move(exec), ec, w->metrics_.get());
+  w->metrics_->SetLoadSource([e = w->engine_.get()] { return e->GetLoad(); });
+  // The worker id depends on the port, known only after BuildAndStart; the
+  // services read it from identity, so build them with a placeholder and fix
+  // the id right after (nothing is served before BuildAndStart returns).
+  WorkerIdentity identity{o.worker_id, o.kv_type};
+  w->admin_ = std::make_unique<WorkerAdminImpl>(*w->engine_, o.admin_token);
+  // Port 0 is resolved by BuildAndStart; the Info id must carry the real one.
+  if (o.grpc_port != 0 && identity.worker_id.empty()) {
+    identity.worker_id = o.host + ":" + std::to_string(o.grpc_port);
+  }
+  w->service_ = std::make_unique<WorkerServiceImpl>(*w->model_, *w->tokenizer_, *w->engine_,
+                                                    *w->metrics_, identity);
+  builder.RegisterService(w->service_.get());
+  builder.RegisterService(w->admin_.get());
+  w->engine_->Start();
+  w->grpc_server_ = builder.BuildAndStart();
+  if (!w->grpc_server_ || w->grpc_port_ == 0) {
+    w->engine_->Stop();
+    return UnavailableError("cannot listen for gRPC on " + o.host + ":" +
+                            std::to_string(o.grpc_port));
+  }
+  w->worker_id_ = !identity.worker_id.empty() ? identity.worker_id
+                                              : o.host + ":" + std::to_string(w->grpc_port_);
+
+  w->http_ = std::make_unique<httplib::Server>();
+  WorkerServer* self = w.get();
+  w->http_->Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
+    res.set_content(self->metrics_->Render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  w->http_->Get("/healthz", [self](const httplib::Request&, httplib::Response& res) {
+    if (self->draining_) {
+      res.status = 503;
+      res.set_content("draining\n", "text/plain");
+    } else {
+      res.set_content("ok\n", "text/plain");
+    }
+  });
+  if (o.http_port == 0) {
+    w->http_port_ = w->http_->bind_to_any_port(o.host);
+  } else {
+    w->http_port_ = w->http_->bind_to_port(o.host, static_cast<int>(o.http_port))
+                        ? static_cast<int>(o.http_port)
+                        : -1;
+  }
+  if (w->http_port_ <= 0) {
+    w->grpc_server_->Shutdown();
+    w->engine_->Stop();
+    return UnavailableError("cannot listen for HTTP on " + o.host + ":" +
+                            std::to_string(o.http_port));
+  }
+  w->http_thread_ = std::thread([self] { self->http_->listen_after_bind(); });
+  Log(LogLevel::kInfo, "worker",
+      "serving " + c.name + " (" + c.arch_name + ", " + std::to_string(c.n_layer) + " layers) as " +
+          w->worker_id_ + ": " + std::to_string(blocks) + " KV blocks of " +
+          std::to_string(layout.block_size) + " tokens (" + layout.ToString() + "), " +
+          std::to_string(threads) + " threads, context " +
+          std::to_string(w->engine_->max_model_len()));
+  return w;
+}
+
+void WorkerServer::Shutdown(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard<std::mutex> lock(shutdown_mu_);
+    if (shutdown_started_) return;
+    shutdown_started_ = true;
+  }
+  draining_ = true;
+  if (auto* health = grpc_server_->GetHealthCheckService()) health->SetServingStatus(false);
+  engine_->BeginDrain();
+  if (!engine_->WaitIdle(grace)) {
+    Log(LogLevel::kWarning, "worker", "grace period over; cancelling the remaining requests");
+  }
+  service_->Shutdown();
+  engine_->Stop();  // cancels whatever is left; its streams end
+  grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  http_->stop();
+  if (http_thread_.joinable()) http_thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(shutdown_mu_);
+    shutdown_done_ = true;
+  }
+  shutdown_cv_.notify_all();
+}
+
+void WorkerServer::Wait() {
+  std::unique_lock<std::mutex> lock(shutdown_mu_);
+  shutdown_cv_.wait(lock, [this] { return shutdown_done_; });
+}
+
+WorkerServer::~WorkerServer() { Shutdown(std::chrono::milliseconds(0)); }
+
+}  // namespace kvmesh

@@ -1,0 +1,340 @@
+#include "worker/service/worker_service.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+#include "common/log.h"
+#include "common/tokenizer_spec.h"
+
+namespace kvmesh {
+namespace {
+
+// Outputs of one request, handed from the engine thread to the call's thread.
+class OutputQueue {
+ public:
+  void Push(RequestOutput&& out) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(out));
+    }
+    cv_.notify_one();
+  }
+  bool Pop(RequestOutput* out, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [this] { return !queue_.empty(); })) return false;
+    *out = std::move(queue_.front());
+    queue_.pop_front();
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<RequestOutput> queue_;
+};
+
+v1::FinishReason ToProto(FinishReason r) {
+  switch (r) {
+    case FinishReason::kLength:
+      return v1::FINISH_REASON_LENGTH;
+    case FinishReason::kStop:
+      return v1::FINISH_REASON_STOP;
+    case FinishReason::kCancelled:
+    case FinishReason::kDeadline:
+      return v1::FINISH_REASON_CANCELLED;
+    case FinishReason::kContext:
+      return v1::FINISH_REASON_CONTEXT;
+    default:
+      return v1::FINISH_REASON_UNSPECIFIED;
+  }
+}
+
+grpc::StatusCode ToGrpcCode(StatusCode c) {
+  return static_cast<grpc::StatusCode>(static_cast<int>(c));
+}
+
+Status CheckNoUnknownFields(const google::protobuf::Message& m, const std::string& what) {
+  const auto& unknown = m.GetReflection()->GetUnknownFields(m);
+  if (unknown.empty()) return Status::Ok();
+  return InvalidArgumentError(what + " has an unknown field (number " +
+                              std::to_string(unknown.field(0).number()) +
+                              "); the client and worker protos disagree");
+}
+
+StatusOr<SamplingParams> ToSampling(const v1::GenerateRequest& req) {
+  SamplingParams p;
+  const v1::SamplingParams& s = req.sampling();
+  // API defaults: temperature 1 and no truncation (as OpenAI's API behaves).
+  p.temperature = s.has_temperature() ? s.temperature() : 1.0f;
+  p.top_k = s.has_top_k() ? s.top_k() : 0;
+  p.top_p = s.has_top_p() ? s.top_p() : 1.0f;
+  p.min_p = s.has_min_p() ? s.min_p() : 0.0f;
+  p.repeat_penalty = s.has_repetition_penalty() ? s.repetition_penalty() : 1.0f;
+  p.presence_penalty = s.presence_penalty();
+  p.frequency_penalty = s.frequency_penalty();
+  if (s.has_seed()) p.seed = s.seed();
+  p.max_tokens = req.max_tokens();
+  p.stop.assign(req.stop().begin(), req.stop().end());
+  p.ignore_eos = req.ignore_eos();
+  RETURN_IF_ERROR(p.Validate());
+  return p;
+}
+
+}  // namespace
+
+grpc::Status ToGrpc(const Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(ToGrpcCode(status.code()), status.message());
+}
+
+WorkerServiceImpl::WorkerServiceImpl(const Model& model, const Tokenizer& tokenizer, Engine& engine,
+                                     WorkerMetrics& metrics, WorkerIdentity identity)
+    : model_(model),
+      tokenizer_(tokenizer),
+      engine_(engine),
+      metrics_(metrics),
+      identity_(std::move(identity)) {
+  const ModelConfig& c = model.config();
+  info_.set_model_name(c.name);
+  info_.set_model_digest(model.identity());
+  info_.set_arch(c.arch_name);
+  info_.set_n_layer(c.n_layer);
+  info_.set_n_embd(c.n_embd);
+  info_.set_n_head(c.n_head);
+  info_.set_n_head_kv(c.n_head_kv);
+  info_.set_head_dim(c.head_dim);
+  info_.set_n_vocab(c.n_vocab);
+  info_.set_context_length(engine.max_model_len());
+  TokenizerConfigToSpec(tokenizer.config(), info_.mutable_tokenizer());
+  if (auto t = model.file().GetString("tokenizer.chat_template"); t.ok()) {
+    info_.set_chat_template(std::string(*t));
+  }
+  info_.set_block_size(engine.block_size());
+  const BlockHash root = engine.hash_root();
+  info_.set_hash_root(std::string(root.AsBytes()));
+  info_.set_kv_type(identity_.kv_type);
+  info_.set_kv_capacity_blocks(engine.num_blocks());
+  info_.set_worker_id(identity_.worker_id);
+}
+
+grpc::Status WorkerServiceImpl::Info(grpc::ServerContext*, const v1::InfoRequest*,
+                                     v1::InfoResponse* resp) {
+  *resp = info_;
+  resp->set_epoch(engine_.epoch());
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::Load(grpc::ServerContext*, const v1::LoadRequest*,
+                                     v1::LoadResponse* resp) {
+  const EngineLoad load = engine_.GetLoad();
+  resp->set_running(load.running);
+  resp->set_waiting(load.waiting);
+  resp->set_kv_blocks_total(load.blocks_total);
+  resp->set_kv_blocks_used(load.blocks_used);
+  resp->set_kv_blocks_cached(load.blocks_cached);
+  resp->set_kv_blocks_free(load.blocks_free);
+  resp->set_prefill_tokens_per_s(load.prefill_tokens_per_s);
+  resp->set_decode_tokens_per_s(load.decode_tokens_per_s);
+  resp->set_queued_prefill_tokens(load.queued_prefill_tokens);
+  resp->set_epoch(engine_.epoch());
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
+                                         grpc::ServerWriter<v1::GenerateResponse>* writer) {
+  auto reject = [&](const Status& s) {
+    metrics_.OnRejected(std::string(StatusCodeName(s.code())));
+    return ToGrpc(s);
+  };
+  if (Status s = CheckNoUnknownFields(*req, "GenerateRequest"); !s.ok()) return reject(s);
+  if (Status s = CheckNoUnknownFields(req->sampling(), "GenerateRequest.sampling"); !s.ok()) {
+    return reject(s);
+  }
+  if (req->max_tokens() < 0) {
+    return reject(
+        InvalidArgumentError("max_tokens must be >= 0, got " + std::to_string(req->max_tokens())));
+  }
+  auto sampling = ToSampling(*req);
+  if (!sampling.ok()) return reject(sampling.status());
+
+  EngineRequest er;
+  er.id = req->request_id().empty() ? "w" + std::to_string(next_request_id_++) : req->request_id();
+  if (req->prompt_tokens_size() > 0 && !req->prompt_text().empty()) {
+    return reject(InvalidArgumentError("give prompt_tokens or prompt_text, not both"));
+  }
+  if (req->prompt_tokens_size() > 0) {
+    er.prompt.assign(req->prompt_tokens().begin(), req->prompt_tokens().end());
+  } else {
+    er.prompt = tokenizer_.Encode(req->prompt_text(), req->add_special(), req->parse_special());
+  }
+  er.sampling = *sampling;
+  er.cache_salt = req->cache_salt();
+  if (ctx->deadline() != std::chrono::system_clock::time_point::max()) {
+    er.deadline = SteadyClock::now() + (ctx->deadline() - std::chrono::system_clock::now());
+  }
+  auto queue = std::make_shared<OutputQueue>();
+  er.on_output = [queue](RequestOutput&& out) { queue->Push(std::move(out)); };
+  const std::string id = er.id;
+  if (Status s = engine_.Submit(std::move(er)); !s.ok()) return reject(s);
+
+  bool cancelled = false;
+  for (;;) {
+    RequestOutput out;
+    if (!queue->Pop(&out, std::chrono::milliseconds(50))) {
+      if (!cancelled && ctx->IsCancelled()) {
+        engine_.Cancel(id);
+        cancelled = true;
+      }
+      continue;
+    }
+    if (out.finished && out.finish_reason == FinishReason::kError) {
+      return ToGrpc(out.error);
+    }
+    v1::GenerateResponse resp;
+    resp.mutable_tokens()->Assign(out.tokens.begin(), out.tokens.end());
+    resp.set_text(out.text);
+    if (out.finished) {
+      if (req->predicted_cached_tokens() > 0 || out.cached_tokens > 0) {
+        metrics_.OnPrediction(static_cast<int32_t>(req->predicted_cached_tokens()),
+                              out.cached_tokens);
+      }
+      if (out.finish_reason == FinishReason::kDeadline) {
+        return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "request deadline passed");
+      }
+      if (cancelled || out.finish_reason == FinishReason::kCancelled) {
+        return grpc::Status(grpc::StatusCode::CANCELLED, "request cancelled");
+      }
+      resp.set_finish_reason(ToProto(out.finish_reason));
+      v1::Usage* usage = resp.mutable_usage();
+      usage->set_prompt_tokens(out.prompt_tokens);
+      usage->set_cached_tokens(out.cached_tokens);
+      usage->set_completion_tokens(out.completion_tokens);
+      v1::Timings* t = resp.mutable_timings();
+      t->set_queue_ms(out.queue_ms);
+      t->set_ttft_ms(out.ttft_ms);
+      t->set_total_ms(out.total_ms);
+      if (out.completion_tokens > 1 && out.total_ms > out.ttft_ms) {
+        t->set_decode_tokens_per_s((out.completion_tokens - 1) * 1e3 /
+                                   (out.total_ms - out.ttft_ms));
+      }
+      resp.set_seed(out.seed);
+    }
+    if (!cancelled && !writer->Write(resp)) {
+      engine_.Cancel(id);  // the client is gone
+      cancelled = true;
+    }
+    if (out.finished) return grpc::Status::OK;
+  }
+}
+
+grpc::Status WorkerServiceImpl::SubscribeKvEvents(grpc::ServerContext* ctx,
+                                                  const v1::SubscribeKvEventsRequest*,
+                                                  grpc::ServerWriter<v1::KvEventBatch>* writer) {
+  auto sub = engine_.kv_events().Subscribe();
+  while (!ctx->IsCancelled() && !shutting_down_) {
+    KvEventBatch batch;
+    if (!sub->Next(&batch, std::chrono::milliseconds(100))) {
+      if (sub->closed()) break;
+      continue;
+    }
+    v1::KvEventBatch out;
+    out.set_epoch(batch.epoch);
+    out.set_sequence(batch.sequence);
+    out.set_snapshot(batch.snapshot);
+    for (const KvEvent& e : batch.events) {
+      v1::KvEvent* pe = out.add_events();
+      const auto tier = e.tier == CacheTier::kHost ? v1::CACHE_TIER_HOST : v1::CACHE_TIER_DEVICE;
+      switch (e.kind) {
+        case KvEvent::Kind::kStored: {
+          v1::BlockStored* s = pe->mutable_stored();
+          for (const BlockHash& h : e.hashes) s->add_block_hashes(std::string(h.AsBytes()));
+          if (e.parent) s->set_parent_hash(std::string(e.parent->AsBytes()));
+          s->set_tier(tier);
+          break;
+        }
+        case KvEvent::Kind::kRemoved: {
+          v1::BlockRemoved* r = pe->mutable_removed();
+          for (const BlockHash& h : e.hashes) r->add_block_hashes(std::string(h.AsBytes()));
+          r->set_tier(tier);
+          break;
+        }
+        case KvEvent::Kind::kAllCleared:
+          pe->mutable_cleared();
+          break;
+      }
+    }
+    if (!writer->Write(out)) break;
+  }
+  if (sub->overflowed()) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "subscriber fell too far behind; resubscribe for a fresh snapshot");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerAdminImpl::Authorize(grpc::ServerContext* ctx) const {
+  if (token_.empty()) return grpc::Status::OK;
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  const std::string want = "Bearer " + token_;
+  if (it == md.end() || std::string(it->second.data(), it->second.size()) != want) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "WorkerAdmin needs the metadata \"authorization: Bearer <admin_token>\"");
+  }
+  return grpc::Status::OK;
+}
+
+void WorkerAdminImpl::Fill(v1::RuntimeConfig* out) const {
+  const SchedulerLimits l = engine_.limits();
+  out->set_max_tokens_per_step(l.max_tokens_per_step);
+  out->set_max_running_requests(l.max_running);
+  out->set_max_waiting_requests(l.max_waiting);
+  out->set_log_level(std::string(LogLevelName(GetLogLevel())));
+}
+
+grpc::Status WorkerAdminImpl::GetRuntimeConfig(grpc::ServerContext* ctx,
+                                               const v1::GetRuntimeConfigRequest*,
+                                               v1::RuntimeConfig* resp) {
+  if (auto s = Authorize(ctx); !s.ok()) return s;
+  Fill(resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerAdminImpl::UpdateRuntimeConfig(grpc::ServerContext* ctx,
+                                                  const v1::UpdateRuntimeConfigRequest* req,
+                                                  v1::RuntimeConfig* resp) {
+  if (auto s = Authorize(ctx); !s.ok()) return s;
+  if (Status s = CheckNoUnknownFields(*req, "UpdateRuntimeConfigRequest"); !s.ok())
+    return ToGrpc(s);
+  LogLevel level = GetLogLevel();
+  if (req->has_log_level() && !ParseLogLevel(req->log_level(), &level)) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        "log_level \"" + req->log_level() + "\" is not one of debug, info, warning, error");
+  }
+  SchedulerLimits l = engine_.limits();
+  if (req->has_max_tokens_per_step())
+    l.max_tokens_per_step = static_cast<int32_t>(req->max_tokens_per_step());
+  if (req->has_max_running_requests())
+    l.max_running = static_cast<int32_t>(req->max_running_requests());
+  if (req->has_max_waiting_requests())
+    l.max_waiting = static_cast<int32_t>(req->max_waiting_requests());
+  if (Status s = engine_.SetLimits(l); !s.ok()) return ToGrpc(s);
+  SetLogLevel(level);
+  Log(LogLevel::kInfo, "admin",
+      "runtime config: max_tokens_per_step=" + std::to_string(l.max_tokens_per_step) +
+          " max_running=" + std::to_string(l.max_running) + " max_waiting=" +
+          std::to_string(l.max_waiting) + " log_level=" + std::string(LogLevelName(level)));
+  Fill(resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerAdminImpl::ClearCache(grpc::ServerContext* ctx, const v1::ClearCacheRequest*,
+                                         v1::ClearCacheResponse* resp) {
+  if (auto s = Authorize(ctx); !s.ok()) return s;
+  resp->set_blocks_cleared(engine_.ClearCache());
+  return grpc::Status::OK;
+}
+
+}  // namespace kvmesh
