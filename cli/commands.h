@@ -10,5 +10,7 @@ namespace kvmesh::cli {
 void RegisterGgufCommand(CLI::App& app, int* exit_code);
 void RegisterTokenizeCommand(CLI::App& app, int* exit_code);
 void RegisterRunCommand(CLI::App& app, int* exit_code);
+// complete, chat, models: client commands against a router.
+void RegisterClientCommands(CLI::App& app, int* exit_code);
 
 }  // namespace kvmesh::cli

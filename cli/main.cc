@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   kvmesh::cli::RegisterRunCommand(app, &exit_code);
   kvmesh::cli::RegisterTokenizeCommand(app, &exit_code);
   kvmesh::cli::RegisterGgufCommand(app, &exit_code);
+  kvmesh::cli::RegisterClientCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,8 +1,29 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages kvmesh builds and tests with. Idempotent:
-# when every package is already installed it changes nothing and needs no
-# network. Uses apt-get only.
+# Installs the Debian 12 packages kvmesh builds and tests with (apt-get), and
+# the Node packages of tools/ci (npm ci, when npm is present). Idempotent:
+# when everything is already installed it changes nothing and needs no
+# network.
 set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+
+# The Node packages CI drives the HTTP gateway with (the official OpenAI and
+# Anthropic SDKs, pinned in tools/ci/package-lock.json). Skipped without npm:
+# the gateway SDK test then prints SKIP. Re-run only when the lock changed.
+install_node_packages() {
+  local dir="$ROOT/tools/ci"
+  if ! command -v npm >/dev/null; then
+    echo "install-deps: npm not found; skipping tools/ci (the gateway SDK test will SKIP)"
+    return 0
+  fi
+  if [ -f "$dir/node_modules/.package-lock.json" ] &&
+     [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+    echo "install-deps: tools/ci node packages present"
+    return 0
+  fi
+  echo "install-deps: npm ci in tools/ci"
+  (cd "$dir" && npm ci --no-audit --no-fund)
+}
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang clang-format
@@ -22,6 +43,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
+  install_node_packages
   exit 0
 fi
 
@@ -40,3 +62,4 @@ if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}"; then
   $SUDO apt-get update
   $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+install_node_packages

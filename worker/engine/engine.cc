@@ -354,7 +354,10 @@ void Engine::Finish(Request* r, FinishReason reason, RequestOutput pending, Stat
 void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t decode_tokens) {
   // Moving averages of the rates seen in steps that did that kind of work.
   constexpr double kAlpha = 0.2;
-  if (step_seconds > 0 && prefill_tokens >= 16) {
+  // Only sizeable prefills say how fast this worker prefills: a step of a few
+  // tokens is mostly fixed per-step cost, and a worker serving cache hits
+  // (small prefills) must not look slow for it.
+  if (step_seconds > 0 && prefill_tokens >= 64) {
     const double rate = prefill_tokens / step_seconds;
     prefill_rate_ = prefill_rate_ == 0 ? rate : (1 - kAlpha) * prefill_rate_ + kAlpha * rate;
   }

@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/model_path.h"
+#include "kvmesh/v1/router.grpc.pb.h"
 #include "worker/runtime/cpu/cpu_executor.h"
 
 namespace kvmesh {
@@ -141,6 +142,8 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
                             std::to_string(o.http_port));
   }
   w->http_thread_ = std::thread([self] { self->http_->listen_after_bind(); });
+  if (!o.router.empty())
+    w->registration_thread_ = std::thread([self] { self->RegistrationLoop(); });
   Log(LogLevel::kInfo, "worker",
       "serving " + c.name + " (" + c.arch_name + ", " + std::to_string(c.n_layer) + " layers) as " +
           w->worker_id_ + ": " + std::to_string(blocks) + " KV blocks of " +
@@ -150,6 +153,47 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   return w;
 }
 
+// Renews this worker's registration with the router every few seconds (TTL
+// 15 s), so a router that restarts finds it again; deregisters on shutdown.
+void WorkerServer::RegistrationLoop() {
+  const std::string address = !options_.advertise_address.empty()
+                                  ? options_.advertise_address
+                                  : options_.host + ":" + std::to_string(grpc_port_);
+  auto stub = v1::RouterRegistry::NewStub(
+      grpc::CreateChannel(options_.router, grpc::InsecureChannelCredentials()));
+  bool registered = false;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(shutdown_mu_);
+      if (shutdown_cv_.wait_for(lock,
+                                registered ? std::chrono::seconds(5) : std::chrono::seconds(1),
+                                [this] { return shutdown_started_; })) {
+        break;
+      }
+    }
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    v1::RegisterWorkerRequest req;
+    req.set_address(address);
+    req.set_worker_id(worker_id_);
+    req.set_ttl_seconds(15);
+    v1::RegisterWorkerResponse resp;
+    const grpc::Status s = stub->Register(&ctx, req, &resp);
+    if (s.ok() != registered) {
+      Log(s.ok() ? LogLevel::kInfo : LogLevel::kWarning, "worker",
+          s.ok() ? "registered with router " + options_.router + " as " + address
+                 : "cannot register with router " + options_.router + ": " + s.error_message());
+    }
+    registered = s.ok();
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  v1::DeregisterWorkerRequest req;
+  req.set_address(address);
+  v1::DeregisterWorkerResponse resp;
+  (void)stub->Deregister(&ctx, req, &resp);
+}
+
 void WorkerServer::Shutdown(std::chrono::milliseconds grace) {
   {
     std::lock_guard<std::mutex> lock(shutdown_mu_);
@@ -157,6 +201,8 @@ void WorkerServer::Shutdown(std::chrono::milliseconds grace) {
     shutdown_started_ = true;
   }
   draining_ = true;
+  shutdown_cv_.notify_all();  // ends the registration heartbeats
+  if (registration_thread_.joinable()) registration_thread_.join();
   if (auto* health = grpc_server_->GetHealthCheckService()) health->SetServingStatus(false);
   engine_->BeginDrain();
   if (!engine_->WaitIdle(grace)) {

@@ -43,6 +43,7 @@ class WorkerServer {
 
  private:
   WorkerServer() = default;
+  void RegistrationLoop();
 
   WorkerOptions options_;
   std::unique_ptr<Model> model_;
@@ -54,6 +55,7 @@ class WorkerServer {
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<httplib::Server> http_;
   std::thread http_thread_;
+  std::thread registration_thread_;  // heartbeats to options_.router, when set
   int grpc_port_ = 0;
   int http_port_ = 0;
   std::string worker_id_;

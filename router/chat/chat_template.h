@@ -1,0 +1,125 @@
+// ChatTemplate: turns a conversation into the prompt text a model was tuned on.
+//
+// A model states its chat format as a Jinja template (GGUF key
+// `tokenizer.chat_template`). kvmesh runs no Jinja: Detect() recognises the
+// common families by markers only their templates contain and renders them
+// with fixed code that reproduces the template's output for text
+// conversations of system, user and assistant messages (the tests pin each
+// family against its template rendered by a real Jinja engine). A template
+// that matches no family is an error naming it, never a guess: the operator
+// then picks a family with `--chat-template NAME` (FromName).
+//
+// Families, by the name FromName() takes and name() returns:
+//   chatml            <|im_start|>role\n…<|im_end|>\n (Qwen, OpenHermes, …).
+//                     Also the default for a model without a template, as in
+//                     llama.cpp. Alias: "qwen".
+//   llama2            Llama-2-chat: [INST] <<SYS>>\n…\n<</SYS>>\n\n… [/INST],
+//                     contents stripped, "<s>" before every later [INST].
+//   llama3            <|start_header_id|>role<|end_header_id|>\n\n…<|eot_id|>,
+//                     contents trimmed.
+//   llama3.1          llama3 plus the system header Llama 3.1/3.2/3.3 always
+//                     write ("Cutting Knowledge Date: December 2023\nToday
+//                     Date: 26 Jul 2024\n\n" before the system text; the date
+//                     is the templates' own fallback when no clock is given).
+//   mistral-v1        Mistral's v1 format (Mistral 7B v0.1/v0.2, Mixtral
+//                     8x7B): " [INST] sys\n\nuser [/INST] answer</s>".
+//   mistral-v3        v3 (Mistral 7B v0.3, Mixtral 8x22B, Large 2407): "[INST]
+//                     user[/INST] answer</s>"; the system text goes before the
+//                     LAST user message, as Mistral's templates put it.
+//                     Alias: "mistral".
+//   mistral-v3-tekken v3 without the spaces (Mistral Nemo, Ministral 8B).
+//   mistral-v7        [SYSTEM_PROMPT] sys[/SYSTEM_PROMPT][INST] user[/INST]
+//                     answer</s> (Mistral Large 2411).
+//   mistral-v7-tekken v7 without the spaces (Mistral Small 3.1).
+//   zephyr            <|role|>\n…</s>\n (Zephyr; StableLM Zephyr's
+//                     <|endoftext|> when its template writes that literally).
+//   phi3              <|role|>\n…<|end|>\n (Phi-3, Phi-3.5).
+//
+// Deliberate differences from running the template, all documented here:
+//  * The leading BOS a template writes with `bos_token` is left out (except
+//    llama3/llama3.1, see bos_in_text()); the caller's tokenizer adds it.
+//  * phi3 keeps system messages as <|system|> turns (Phi-3.5's form) even
+//    where an early Phi-3 template drops them, and writes no trailing EOS
+//    when add_generation_prompt is false.
+//  * Qwen3's <think> rewriting of assistant turns is not reproduced: their
+//    content goes in as given. Templates' default system prompts (Mistral
+//    Small 3.1) are not added. Tools and images are out of scope.
+//  * strip/trim remove ASCII whitespace only.
+//
+// Thread-safety: a ChatTemplate is an immutable value; copy it freely and use
+// it from any thread.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace kvmesh::router {
+
+struct ChatMessage {
+  std::string role;  // "system", "user" or "assistant"
+  std::string content;
+};
+
+class ChatTemplate {
+ public:
+  // The end-of-sequence text of SentencePiece vocabularies (Llama 2, Mistral,
+  // Zephyr); pass the model's own when it differs.
+  static constexpr std::string_view kDefaultEosText = "</s>";
+
+  // Recognises the family of a GGUF `tokenizer.chat_template`. An empty
+  // template gives chatml; a template that is exactly a family name gives that
+  // family. `eos_text` is the text of the model's EOS token, written where a
+  // template writes `eos_token` (llama2, mistral-*, zephyr).
+  static StatusOr<ChatTemplate> Detect(std::string_view gguf_template,
+                                       std::string_view eos_text = kDefaultEosText);
+  // The family called `name` (see the list above; aliases "qwen", "mistral").
+  static StatusOr<ChatTemplate> FromName(std::string_view name,
+                                         std::string_view eos_text = kDefaultEosText);
+  // Every name FromName() accepts, aliases last.
+  static std::span<const std::string_view> SupportedNames();
+
+  // The prompt for `messages`; with `add_generation_prompt` it ends where the
+  // assistant's next answer begins. INVALID_ARGUMENT for an empty
+  // conversation, a role other than system/user/assistant, or an order the
+  // family's template rejects (llama2 and mistral-v1/v3: one optional leading
+  // system message, then user and assistant alternating from user).
+  StatusOr<std::string> Render(std::span<const ChatMessage> messages,
+                               bool add_generation_prompt) const;
+
+  std::string_view name() const;
+
+  // True when Render()'s text starts with the BOS token's text
+  // (<|begin_of_text|> for llama3 and llama3.1): tokenize it with
+  // add_special=false. Otherwise tokenize with add_special=true so the
+  // tokenizer adds BOS when the model asks for it. Always tokenize rendered
+  // prompts with parse_special=true: the markers are special tokens.
+  bool bos_in_text() const;
+
+  enum class Family {
+    kChatml,
+    kLlama2,
+    kLlama3,
+    kLlama31,
+    kMistralV1,
+    kMistralV3,
+    kMistralV3Tekken,
+    kMistralV7,
+    kMistralV7Tekken,
+    kZephyr,
+    kPhi3,
+  };
+  Family family() const { return family_; }
+
+ private:
+  ChatTemplate(Family family, std::string eos_text)
+      : family_(family), eos_text_(std::move(eos_text)) {}
+
+  Family family_;
+  std::string eos_text_;
+};
+
+}  // namespace kvmesh::router

@@ -1,0 +1,199 @@
+#include "router/gateway/anthropic_api.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "router/gateway/json_fields.h"
+
+namespace kvmesh::router::gateway {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+
+std::string IndexedPath(std::string_view base, size_t index) {
+  std::string path(base);
+  path += '[';
+  path += std::to_string(index);
+  path += ']';
+  return path;
+}
+
+Status NotAnObject(const std::string& path, const json& value) {
+  std::string message = "field \"";
+  message += path;
+  message += "\" must be an object, got ";
+  message += JsonTypeName(value);
+  return InvalidArgumentError(std::move(message));
+}
+
+// `content` of a message, or `system`: a string or an array of text blocks,
+// joined with "\n".
+Status ParseTextBlocks(const JsonObjectReader& parent, std::string_view key, std::string* text) {
+  const json* value = parent.Find(key);
+  if (value == nullptr) return Status::Ok();
+  if (value->is_string()) {
+    *text = value->get<std::string>();
+    return Status::Ok();
+  }
+  if (!value->is_array()) return parent.TypeError(key, "a string or an array of content blocks");
+  for (size_t i = 0; i < value->size(); ++i) {
+    const json& block = (*value)[i];
+    std::string path = IndexedPath(parent.FieldName(key), i);
+    if (!block.is_object()) return NotAnObject(path, block);
+    JsonObjectReader reader(block, path);
+    std::string type;
+    RETURN_IF_ERROR(reader.String("type", &type));
+    if (type != "text") {
+      return reader.ValueError("type", "must be \"text\" (kvmesh serves text only)",
+                               block.contains("type") ? block["type"] : json(nullptr));
+    }
+    std::string block_text;
+    RETURN_IF_ERROR(reader.String("text", &block_text));
+    if (i > 0) *text += '\n';
+    *text += block_text;
+  }
+  return Status::Ok();
+}
+
+Status ParseMessages(const JsonObjectReader& body, v1::ChatRequest* request) {
+  const json* messages = body.Find("messages");
+  if (messages == nullptr) return body.Missing("messages");
+  if (!messages->is_array()) return body.TypeError("messages", "an array of messages");
+  if (messages->empty()) return body.ValueError("messages", "must not be empty", *messages);
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& item = (*messages)[i];
+    std::string path = IndexedPath("messages", i);
+    if (!item.is_object()) return NotAnObject(path, item);
+    JsonObjectReader message(item, path);
+    std::string role;
+    RETURN_IF_ERROR(message.String("role", &role));
+    if (role.empty()) return message.Missing("role");
+    if (role != "user" && role != "assistant") {
+      return message.ValueError("role",
+                                "must be user or assistant (the system prompt goes in the "
+                                "top-level \"system\" field)",
+                                item["role"]);
+    }
+    if (message.Find("content") == nullptr) return message.Missing("content");
+    v1::ChatMessage* out = request->add_messages();
+    out->set_role(std::move(role));
+    RETURN_IF_ERROR(ParseTextBlocks(message, "content", out->mutable_content()));
+  }
+  return Status::Ok();
+}
+
+Status ParseSampling(const JsonObjectReader& body, v1::GenerationOptions* options) {
+  v1::SamplingParams* sampling = options->mutable_sampling();
+  std::optional<double> number;
+  RETURN_IF_ERROR(body.NumberInRange("temperature", 0, 1, &number));
+  if (number.has_value()) sampling->set_temperature(static_cast<float>(*number));
+  number.reset();
+  RETURN_IF_ERROR(body.NumberInRange("top_p", 0, 1, &number));
+  if (number.has_value()) sampling->set_top_p(static_cast<float>(*number));
+  std::optional<int64_t> top_k;
+  RETURN_IF_ERROR(body.IntegerInRange("top_k", 0, kMaxInt32, &top_k));
+  if (top_k.has_value()) sampling->set_top_k(static_cast<int32_t>(*top_k));
+
+  const json* stops = body.Find("stop_sequences");
+  if (stops != nullptr) {
+    if (!stops->is_array()) return body.TypeError("stop_sequences", "an array of strings");
+    for (const json& stop : *stops) {
+      if (!stop.is_string()) return body.TypeError("stop_sequences", "an array of strings");
+      if (stop.get_ref<const std::string&>().empty()) {
+        return body.ValueError("stop_sequences", "must not contain empty strings", *stops);
+      }
+      options->add_stop(stop.get<std::string>());
+    }
+  }
+  return Status::Ok();
+}
+
+Status RejectUnsupportedFeatures(const JsonObjectReader& body) {
+  if (const json* tools = body.Find("tools"); tools != nullptr && !tools->empty()) {
+    return InvalidArgumentError("\"tools\" (tool use) is not supported by kvmesh");
+  }
+  if (const json* thinking = body.Find("thinking"); thinking != nullptr) {
+    if (!thinking->is_object()) return body.TypeError("thinking", "an object");
+    JsonObjectReader reader(*thinking, "thinking");
+    std::string type;
+    RETURN_IF_ERROR(reader.String("type", &type));
+    if (type != "disabled") {
+      return InvalidArgumentError("extended \"thinking\" is not supported by kvmesh");
+    }
+  }
+  if (const json* metadata = body.Find("metadata"); metadata != nullptr && !metadata->is_object()) {
+    return body.TypeError("metadata", "an object");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<AnthropicMessagesRequest> ParseAnthropicMessagesRequest(const json& body) {
+  JsonObjectReader reader(body, "");
+  AnthropicMessagesRequest parsed;
+  v1::ChatRequest& request = parsed.request;
+  RETURN_IF_ERROR(reader.String("model", request.mutable_model()));
+
+  std::optional<int64_t> max_tokens;
+  RETURN_IF_ERROR(reader.IntegerInRange("max_tokens", 1, kMaxInt32, &max_tokens));
+  if (!max_tokens.has_value()) return reader.Missing("max_tokens");
+  request.mutable_options()->set_max_tokens(static_cast<int32_t>(*max_tokens));
+
+  std::string system;
+  RETURN_IF_ERROR(ParseTextBlocks(reader, "system", &system));
+  if (!system.empty()) {
+    v1::ChatMessage* message = request.add_messages();
+    message->set_role("system");
+    message->set_content(std::move(system));
+  }
+  RETURN_IF_ERROR(ParseMessages(reader, &request));
+  RETURN_IF_ERROR(RejectUnsupportedFeatures(reader));
+  RETURN_IF_ERROR(ParseSampling(reader, request.mutable_options()));
+  RETURN_IF_ERROR(reader.Bool("stream", &parsed.stream));
+  return parsed;
+}
+
+std::string_view AnthropicStopReason(v1::FinishReason reason) {
+  switch (reason) {
+    case v1::FINISH_REASON_LENGTH:
+    case v1::FINISH_REASON_CONTEXT:
+      return "max_tokens";
+    default:
+      return "end_turn";
+  }
+}
+
+ordered_json AnthropicUsageJson(const v1::Usage& usage) {
+  uint32_t cached = std::min(usage.cached_tokens(), usage.prompt_tokens());
+  ordered_json out;
+  out["input_tokens"] = usage.prompt_tokens() - cached;
+  out["cache_creation_input_tokens"] = 0;
+  out["cache_read_input_tokens"] = cached;
+  out["output_tokens"] = usage.completion_tokens();
+  return out;
+}
+
+ordered_json AnthropicMessageJson(const ResponseMeta& meta, const GenerationResult& result) {
+  ordered_json block;
+  block["type"] = "text";
+  block["text"] = result.text;
+  ordered_json out;
+  out["id"] = meta.id;
+  out["type"] = "message";
+  out["role"] = "assistant";
+  out["model"] = meta.model;
+  out["content"] = ordered_json::array({std::move(block)});
+  out["stop_reason"] = AnthropicStopReason(result.finish_reason);
+  out["stop_sequence"] = nullptr;
+  out["usage"] = AnthropicUsageJson(result.usage);
+  return out;
+}
+
+}  // namespace kvmesh::router::gateway

@@ -1,0 +1,107 @@
+#include "router/gateway/anthropic_api.h"
+
+#include <gtest/gtest.h>
+
+#include "router/gateway/http_errors.h"
+#include "router/gateway/proto_matchers.h"
+
+namespace kvmesh::router::gateway {
+namespace {
+
+using nlohmann::json;
+
+std::string ParseError(const char* body) {
+  StatusOr<AnthropicMessagesRequest> parsed = ParseAnthropicMessagesRequest(json::parse(body));
+  EXPECT_FALSE(parsed.ok()) << body;
+  return parsed.ok() ? "" : parsed.status().message();
+}
+
+TEST(AnthropicApiTest, MessagesRequest) {
+  StatusOr<AnthropicMessagesRequest> parsed = ParseAnthropicMessagesRequest(json::parse(R"({
+      "model": "tiny", "max_tokens": 64,
+      "system": [{"type": "text", "text": "Be brief."}, {"type": "text", "text": "Be kind."}],
+      "messages": [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Hello"}]},
+        {"role": "user", "content": [{"type": "text", "text": "Bye", "cache_control": {}}]}],
+      "stop_sequences": ["\n\nHuman:"], "temperature": 0.7, "top_p": 0.95, "top_k": 5,
+      "stream": true, "metadata": {"user_id": "u-1"}, "thinking": {"type": "disabled"}})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(ProtoEquals(parsed->request, R"pb(
+    model: "tiny"
+    messages { role: "system" content: "Be brief.\nBe kind." }
+    messages { role: "user" content: "Hi" }
+    messages { role: "assistant" content: "Hello" }
+    messages { role: "user" content: "Bye" }
+    options {
+      sampling { temperature: 0.7 top_k: 5 top_p: 0.95 }
+      max_tokens: 64
+      stop: "\n\nHuman:"
+    })pb"));
+  EXPECT_TRUE(parsed->stream);
+}
+
+TEST(AnthropicApiTest, SystemString) {
+  StatusOr<AnthropicMessagesRequest> parsed = ParseAnthropicMessagesRequest(json::parse(
+      R"({"max_tokens": 1, "system": "S", "messages": [{"role": "user", "content": "U"}]})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(ProtoEquals(parsed->request, R"pb(
+    messages { role: "system" content: "S" }
+    messages { role: "user" content: "U" }
+    options {
+      sampling {}
+      max_tokens: 1
+    })pb"));
+  EXPECT_FALSE(parsed->stream);
+}
+
+TEST(AnthropicApiTest, ErrorsNameTheField) {
+  EXPECT_EQ(ParseError(R"({"messages": [{"role": "user", "content": "x"}]})"),
+            "field \"max_tokens\" is required");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8})"), "field \"messages\" is required");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "system", "content": "x"}]})"),
+            "field \"messages[0].role\" must be user or assistant (the system prompt goes in the "
+            "top-level \"system\" field), got \"system\"");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user"}]})"),
+            "field \"messages[0].content\" is required");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user",
+                           "content": [{"type": "image", "source": {}}]}]})"),
+            "field \"messages[0].content[0].type\" must be \"text\" (kvmesh serves text only), "
+            "got \"image\"");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+                           "temperature": 1.5})"),
+            "field \"temperature\" must be between 0 and 1, got 1.5");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+                           "stop_sequences": "END"})"),
+            "field \"stop_sequences\" must be an array of strings, got string");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+                           "tools": [{"name": "f"}]})"),
+            "\"tools\" (tool use) is not supported by kvmesh");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+                           "thinking": {"type": "enabled", "budget_tokens": 1024}})"),
+            "extended \"thinking\" is not supported by kvmesh");
+}
+
+TEST(AnthropicApiTest, MessageJson) {
+  GenerationResult result;
+  result.text = "Hello!";
+  result.finish_reason = v1::FINISH_REASON_STOP;
+  result.usage.set_prompt_tokens(20);
+  result.usage.set_cached_tokens(16);
+  result.usage.set_completion_tokens(3);
+  EXPECT_EQ(ToJsonText(AnthropicMessageJson(ResponseMeta{"msg_1", 0, "tiny"}, result)),
+            R"({"id":"msg_1","type":"message","role":"assistant","model":"tiny",)"
+            R"("content":[{"type":"text","text":"Hello!"}],"stop_reason":"end_turn",)"
+            R"("stop_sequence":null,"usage":{"input_tokens":4,"cache_creation_input_tokens":0,)"
+            R"("cache_read_input_tokens":16,"output_tokens":3}})");
+}
+
+TEST(AnthropicApiTest, StopReasons) {
+  EXPECT_EQ(AnthropicStopReason(v1::FINISH_REASON_STOP), "end_turn");
+  EXPECT_EQ(AnthropicStopReason(v1::FINISH_REASON_LENGTH), "max_tokens");
+  EXPECT_EQ(AnthropicStopReason(v1::FINISH_REASON_CONTEXT), "max_tokens");
+  EXPECT_EQ(AnthropicStopReason(v1::FINISH_REASON_UNSPECIFIED), "end_turn");
+}
+
+}  // namespace
+}  // namespace kvmesh::router::gateway

@@ -1,0 +1,38 @@
+// What a finished generation produced, gathered from the core's messages, and
+// the identity of the response that reports it. Plain values; one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kvmesh/v1/inference.pb.h"
+
+namespace kvmesh::router::gateway {
+
+// Names a response: its id ("chatcmpl-…", "cmpl-…", "msg_…"), creation time
+// (Unix seconds) and model.
+struct ResponseMeta {
+  std::string id;
+  int64_t created = 0;
+  std::string model;
+};
+
+struct GenerationResult {
+  std::string text;
+  v1::FinishReason finish_reason = v1::FINISH_REASON_UNSPECIFIED;
+  v1::Usage usage;
+  std::string worker;  // the first worker named by a message
+
+  // Folds in one message of the core's stream (text deltas append; the last
+  // message's finish reason and usage win).
+  void Add(const v1::GenerateTextResponse& message) {
+    text += message.text();
+    if (message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
+      finish_reason = message.finish_reason();
+    }
+    if (message.has_usage()) usage = message.usage();
+    if (worker.empty()) worker = message.worker();
+  }
+};
+
+}  // namespace kvmesh::router::gateway

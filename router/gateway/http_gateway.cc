@@ -1,0 +1,456 @@
+#include "router/gateway/http_gateway.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cctype>
+#include <csignal>
+#include <cstdio>
+#include <random>
+#include <utility>
+
+#include "common/log.h"
+#include "router/gateway/anthropic_api.h"
+#include "router/gateway/anthropic_stream.h"
+#include "router/gateway/generation_stream.h"
+#include "router/gateway/json_fields.h"
+#include "router/gateway/openai_api.h"
+#include "router/gateway/openai_stream.h"
+#include "router/gateway/sse_stream_writer.h"
+
+namespace kvmesh::router::gateway {
+namespace {
+
+constexpr std::string_view kJsonType = "application/json";
+constexpr std::string_view kWorkerHeader = "x-kvmesh-worker";
+constexpr std::string_view kRequestIdHeader = "x-request-id";
+
+// 96 random bits as hex: unique enough to name a request in logs and ids.
+std::string NewRequestId() {
+  thread_local std::mt19937_64 random_bits{std::random_device{}()};
+  char text[32];
+  std::snprintf(text, sizeof(text), "%016llx%08llx", static_cast<unsigned long long>(random_bits()),
+                static_cast<unsigned long long>(random_bits() & 0xffffffffull));
+  return text;
+}
+
+int64_t UnixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Compares every byte, so the time taken does not reveal how much of a
+// guessed key was right.
+bool KeysEqual(std::string_view a, std::string_view b) {
+  size_t length = std::max(a.size(), b.size());
+  unsigned diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < length; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+// The token of "Authorization: Bearer <token>" (scheme case-insensitive).
+std::string BearerToken(const httplib::Request& req) {
+  std::string header = req.get_header_value("Authorization");
+  constexpr std::string_view kScheme = "bearer ";
+  if (header.size() <= kScheme.size()) return "";
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return "";
+  }
+  std::string_view token(header);
+  token.remove_prefix(kScheme.size());
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+  return std::string(token);
+}
+
+ApiFormat FormatForPath(std::string_view path) {
+  return path.rfind("/v1/messages", 0) == 0 ? ApiFormat::kAnthropic : ApiFormat::kOpenAi;
+}
+
+std::string_view RouteLabel(std::string_view path) {
+  for (std::string_view route : {"/v1/completions", "/v1/chat/completions", "/v1/messages",
+                                 "/v1/models", "/healthz", "/metrics"}) {
+    if (path == route) return route;
+  }
+  if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
+  return "unmatched";
+}
+
+void SetWorkerHeader(httplib::Response& res, const std::string& worker) {
+  if (!worker.empty()) res.set_header(std::string(kWorkerHeader), worker);
+}
+
+}  // namespace
+
+HttpGateway::HttpGateway(InferenceCore& core, GatewayOptions options)
+    : core_(core), options_(std::move(options)) {}
+
+HttpGateway::~HttpGateway() { Stop(); }
+
+Status HttpGateway::Start() {
+  if (server_ != nullptr) return FailedPreconditionError("the HTTP gateway is already started");
+  const std::string& cert = options_.tls_cert_file;
+  const std::string& key = options_.tls_key_file;
+  if (cert.empty() != key.empty()) {
+    std::string message = "TLS needs both a certificate file and a private key file; only the ";
+    message += cert.empty() ? "key" : "certificate";
+    message += " was given";
+    return InvalidArgumentError(std::move(message));
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  if (cert.empty()) {
+    server_ = std::make_unique<httplib::Server>();
+  } else {
+    server_ = std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str());
+    if (!server_->is_valid()) {
+      server_.reset();
+      std::string message = "cannot load the TLS certificate \"";
+      message += cert;
+      message += "\" with the key \"";
+      message += key;
+      message += "\": both must be readable PEM files, and the key must match the certificate";
+      return InvalidArgumentError(std::move(message));
+    }
+  }
+  size_t num_threads = static_cast<size_t>(std::max(1, options_.num_threads));
+  server_->new_task_queue = [num_threads] { return new httplib::ThreadPool(num_threads); };
+  server_->set_payload_max_length(options_.max_body_bytes);
+  // cpp-httplib's default sets SO_REUSEPORT, which would let a second router
+  // bind the same port and silently take half its connections. SO_REUSEADDR
+  // alone still allows a quick restart over connections in TIME_WAIT.
+  server_->set_socket_options([](auto sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  RegisterRoutes();
+
+  if (options_.port == 0) {
+    port_ = server_->bind_to_any_port(options_.host);
+  } else {
+    port_ = server_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
+  }
+  if (port_ < 0) {
+    server_.reset();
+    port_ = 0;
+    std::string message = "cannot listen on ";
+    message += options_.host;
+    message += ':';
+    message += std::to_string(options_.port);
+    message += ": the address is in use, not local, or needs privileges";
+    return UnavailableError(std::move(message));
+  }
+  listen_ended_.store(false);
+  serve_thread_ = std::thread([this] {
+    server_->listen_after_bind();
+    listen_ended_.store(true);
+  });
+  // cpp-httplib 0.11 has no "ready" signal: wait until it runs or gives up.
+  while (!server_->is_running() && !listen_ended_.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!server_->is_running()) {
+    serve_thread_.join();
+    server_.reset();
+    port_ = 0;
+    return UnavailableError("the HTTP server bound its port but could not serve on it");
+  }
+  std::string message = tls() ? "serving HTTPS on " : "serving HTTP on ";
+  message += options_.host;
+  message += ':';
+  message += std::to_string(port_);
+  Log(LogLevel::kInfo, "gateway", message);
+  return Status::Ok();
+}
+
+void HttpGateway::Stop() {
+  if (server_ == nullptr) return;
+  server_->stop();
+  if (serve_thread_.joinable()) serve_thread_.join();
+  server_.reset();
+}
+
+void HttpGateway::RegisterRoutes() {
+  httplib::Server& server = *server_;
+  server.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleCompletions(req, res);
+  });
+  server.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleChatCompletions(req, res);
+  });
+  server.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleMessages(req, res);
+  });
+  server.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleModels(req, res);
+  });
+  server.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleModel(req, res);
+  });
+  server.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
+    Status health = options_.health ? options_.health() : Status::Ok();
+    res.status = health.ok() ? 200 : 503;
+    res.set_content(health.ok() ? "ok\n" : health.message() + "\n", "text/plain");
+  });
+  server.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!options_.metrics_text) {
+      SendError(res, FormatForPath(req.path), NotFoundError("this server exports no metrics"));
+      return;
+    }
+    res.set_content(options_.metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  // cpp-httplib answers unknown routes (404) and oversized bodies (413) with
+  // an empty body; give them one in the API's format.
+  httplib::Server::HandlerWithResponse error_handler = [this](const httplib::Request& req,
+                                                              httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string message;
+    if (res.status == 404) {
+      message = "no route for ";
+      message += req.method;
+      message += ' ';
+      message += req.path;
+    } else if (res.status == 413) {
+      message = "the request body exceeds the limit of ";
+      message += std::to_string(options_.max_body_bytes);
+      message += " bytes";
+    } else {
+      message = "HTTP status ";
+      message += std::to_string(res.status);
+    }
+    res.set_content(ToJsonText(ErrorBody(FormatForPath(req.path), res.status, message)),
+                    std::string(kJsonType));
+    return httplib::Server::HandlerResponse::Handled;
+  };
+  server.set_error_handler(std::move(error_handler));
+  server.set_exception_handler([](const httplib::Request& req, httplib::Response& res,
+                                  std::exception_ptr error) {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    std::string message = req.method;
+    message += ' ';
+    message += req.path;
+    message += " failed: ";
+    message += what;
+    Log(LogLevel::kError, "gateway", message);
+    res.status = 500;
+    res.set_content(
+        ToJsonText(ErrorBody(FormatForPath(req.path), 500, "internal error in the HTTP gateway")),
+        std::string(kJsonType));
+  });
+  if (options_.on_response) {
+    server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      options_.on_response(RouteLabel(req.path), res.status);
+    });
+  }
+}
+
+bool HttpGateway::Authorize(const httplib::Request& req, httplib::Response& res,
+                            ApiFormat format) const {
+  if (options_.api_keys.empty()) return true;
+  std::string x_api_key = req.get_header_value("x-api-key");
+  std::string bearer = BearerToken(req);
+  if (x_api_key.empty() && bearer.empty()) {
+    SendError(res, format,
+              UnauthenticatedError("missing API key: send \"Authorization: Bearer KEY\" or "
+                                   "\"x-api-key: KEY\""));
+    return false;
+  }
+  bool accepted = false;
+  for (const std::string& key : options_.api_keys) {
+    // Check both headers against every key: no early exit on a match.
+    accepted |= !x_api_key.empty() && KeysEqual(x_api_key, key);
+    accepted |= !bearer.empty() && KeysEqual(bearer, key);
+  }
+  if (!accepted) {
+    SendError(res, format, UnauthenticatedError("invalid API key"));
+    return false;
+  }
+  return true;
+}
+
+void HttpGateway::SendError(httplib::Response& res, ApiFormat format, const Status& status) const {
+  int http_status = HttpStatusFor(status.code());
+  res.status = http_status;
+  if (http_status == 429) {
+    res.set_header("Retry-After", std::to_string(options_.retry_after_seconds));
+  }
+  if (http_status == 401) res.set_header("WWW-Authenticate", "Bearer");
+  res.set_content(ToJsonText(ErrorBody(format, http_status, status.message())),
+                  std::string(kJsonType));
+}
+
+void HttpGateway::ServeWhole(httplib::Response& res, ApiFormat format, const CoreCall& call,
+                             const ResponseBuilder& build) const {
+  GenerationResult result;
+  Status status = call([&result](const v1::GenerateTextResponse& message) {
+    result.Add(message);
+    return true;
+  });
+  SetWorkerHeader(res, result.worker);
+  if (!status.ok()) {
+    SendError(res, format, status);
+    return;
+  }
+  res.status = 200;
+  res.set_content(build(result), std::string(kJsonType));
+}
+
+void HttpGateway::ServeStream(httplib::Response& res, ApiFormat format, CoreCall call,
+                              std::unique_ptr<StreamEncoder> encoder) const {
+  auto stream = std::make_shared<GenerationStream>(std::move(call));
+  // Hold the response until the first message, so a request that fails
+  // before producing anything still gets its own HTTP status.
+  GenerationStream::Batch first;
+  while (first.messages.empty() && !first.finished) {
+    first = stream->Next(std::chrono::seconds(1));
+  }
+  if (first.messages.empty() && !first.status.ok()) {
+    SendError(res, format, first.status);
+    return;
+  }
+  if (!first.messages.empty()) SetWorkerHeader(res, first.messages.front().worker());
+  res.set_header("Cache-Control", "no-cache");
+  auto writer = std::make_shared<SseStreamWriter>(stream, std::move(encoder), std::move(first),
+                                                  options_.keepalive_interval);
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [writer](size_t /*offset*/, httplib::DataSink& sink) {
+        SseStreamWriter::Step step = writer->WriteNext(
+            [&sink](std::string_view text) { return sink.write(text.data(), text.size()); });
+        if (step == SseStreamWriter::Step::kClientGone) return false;
+        if (step == SseStreamWriter::Step::kDone) sink.done();
+        return true;
+      },
+      // Also reached when the connection ends before the stream does.
+      [writer](bool success) {
+        if (!success) writer->Cancel();
+      });
+}
+
+std::string HttpGateway::ModelName(const std::string& requested) const {
+  if (!requested.empty()) return requested;
+  StatusOr<v1::ListModelsResponse> models = core_.ListModels();
+  if (models.ok() && models->models_size() == 1) return models->models(0).name();
+  return "";
+}
+
+void HttpGateway::HandleCompletions(const httplib::Request& req, httplib::Response& res) {
+  constexpr ApiFormat kFormat = ApiFormat::kOpenAi;
+  if (!Authorize(req, res, kFormat)) return;
+  StatusOr<nlohmann::json> body = ParseJsonObject(req.body);
+  if (!body.ok()) return SendError(res, kFormat, body.status());
+  StatusOr<OpenAiCompletionRequest> parsed = ParseOpenAiCompletionRequest(*body);
+  if (!parsed.ok()) return SendError(res, kFormat, parsed.status());
+
+  std::string request_id = NewRequestId();
+  res.set_header(std::string(kRequestIdHeader), request_id);
+  auto request = std::make_shared<v1::GenerateTextRequest>(std::move(parsed->request));
+  request->set_request_id(request_id);
+  ResponseMeta meta{"cmpl-" + request_id, UnixSeconds(), ModelName(request->model())};
+  CoreCall call = [this, request](const MessageCallback& on_message) {
+    return core_.Generate(*request, on_message);
+  };
+  if (parsed->stream.stream) {
+    ServeStream(
+        res, kFormat, std::move(call),
+        std::make_unique<OpenAiStreamEncoder>(OpenAiStreamEncoder::Kind::kCompletion,
+                                              std::move(meta), parsed->stream.include_usage));
+    return;
+  }
+  ServeWhole(res, kFormat, call, [&meta](const GenerationResult& result) {
+    return ToJsonText(OpenAiCompletionJson(meta, result));
+  });
+}
+
+void HttpGateway::HandleChatCompletions(const httplib::Request& req, httplib::Response& res) {
+  constexpr ApiFormat kFormat = ApiFormat::kOpenAi;
+  if (!Authorize(req, res, kFormat)) return;
+  StatusOr<nlohmann::json> body = ParseJsonObject(req.body);
+  if (!body.ok()) return SendError(res, kFormat, body.status());
+  StatusOr<OpenAiChatRequest> parsed = ParseOpenAiChatRequest(*body);
+  if (!parsed.ok()) return SendError(res, kFormat, parsed.status());
+
+  std::string request_id = NewRequestId();
+  res.set_header(std::string(kRequestIdHeader), request_id);
+  auto request = std::make_shared<v1::ChatRequest>(std::move(parsed->request));
+  request->set_request_id(request_id);
+  ResponseMeta meta{"chatcmpl-" + request_id, UnixSeconds(), ModelName(request->model())};
+  CoreCall call = [this, request](const MessageCallback& on_message) {
+    return core_.Chat(*request, on_message);
+  };
+  if (parsed->stream.stream) {
+    ServeStream(
+        res, kFormat, std::move(call),
+        std::make_unique<OpenAiStreamEncoder>(OpenAiStreamEncoder::Kind::kChat, std::move(meta),
+                                              parsed->stream.include_usage));
+    return;
+  }
+  ServeWhole(res, kFormat, call, [&meta](const GenerationResult& result) {
+    return ToJsonText(OpenAiChatCompletionJson(meta, result));
+  });
+}
+
+void HttpGateway::HandleMessages(const httplib::Request& req, httplib::Response& res) {
+  constexpr ApiFormat kFormat = ApiFormat::kAnthropic;
+  if (!Authorize(req, res, kFormat)) return;
+  StatusOr<nlohmann::json> body = ParseJsonObject(req.body);
+  if (!body.ok()) return SendError(res, kFormat, body.status());
+  StatusOr<AnthropicMessagesRequest> parsed = ParseAnthropicMessagesRequest(*body);
+  if (!parsed.ok()) return SendError(res, kFormat, parsed.status());
+
+  std::string request_id = NewRequestId();
+  res.set_header(std::string(kRequestIdHeader), request_id);
+  auto request = std::make_shared<v1::ChatRequest>(std::move(parsed->request));
+  request->set_request_id(request_id);
+  ResponseMeta meta{"msg_" + request_id, UnixSeconds(), ModelName(request->model())};
+  CoreCall call = [this, request](const MessageCallback& on_message) {
+    return core_.Chat(*request, on_message);
+  };
+  if (parsed->stream) {
+    ServeStream(res, kFormat, std::move(call),
+                std::make_unique<AnthropicStreamEncoder>(std::move(meta)));
+    return;
+  }
+  ServeWhole(res, kFormat, call, [&meta](const GenerationResult& result) {
+    return ToJsonText(AnthropicMessageJson(meta, result));
+  });
+}
+
+void HttpGateway::HandleModels(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorize(req, res, ApiFormat::kOpenAi)) return;
+  StatusOr<v1::ListModelsResponse> models = core_.ListModels();
+  if (!models.ok()) return SendError(res, ApiFormat::kOpenAi, models.status());
+  res.set_content(ToJsonText(OpenAiModelsJson(*models)), std::string(kJsonType));
+}
+
+void HttpGateway::HandleModel(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorize(req, res, ApiFormat::kOpenAi)) return;
+  StatusOr<v1::ListModelsResponse> models = core_.ListModels();
+  if (!models.ok()) return SendError(res, ApiFormat::kOpenAi, models.status());
+  std::string name = req.matches[1];
+  for (const v1::ModelInfo& model : models->models()) {
+    if (model.name() != name) continue;
+    v1::ListModelsResponse one;
+    *one.add_models() = model;
+    res.set_content(ToJsonText(OpenAiModelsJson(one)["data"][0]), std::string(kJsonType));
+    return;
+  }
+  std::string message = "unknown model \"";
+  message += name;
+  message += '"';
+  SendError(res, ApiFormat::kOpenAi, NotFoundError(std::move(message)));
+}
+
+}  // namespace kvmesh::router::gateway

@@ -1,0 +1,134 @@
+// HttpGateway: the router's HTTP front door. It speaks the OpenAI and
+// Anthropic HTTP APIs, translates them to the client protos, and serves them
+// through an InferenceCore (the routing core, or a fake in tests).
+//
+// Routes:
+//   POST /v1/completions, /v1/chat/completions   OpenAI (streaming or not)
+//   POST /v1/messages                            Anthropic (streaming or not)
+//   GET  /v1/models, /v1/models/{id}             OpenAI model list/object
+//   GET  /healthz                                200 "ok", or 503 + reason
+//   GET  /metrics                                text from options.metrics_text
+// With api_keys configured, every /v1/ route needs one, given as
+// "Authorization: Bearer KEY" or "x-api-key: KEY" (OpenAI's and Anthropic's
+// SDKs send one or the other); /healthz and /metrics stay open for probes and
+// scrapers. Errors carry the route's API format and the status mapping of
+// http_errors.h; 429 adds Retry-After. Responses a worker served carry
+// "x-kvmesh-worker: <worker>", and every generation "x-request-id".
+//
+// Streaming: the handler waits for the core's first message, so a request
+// that fails before producing anything still gets its HTTP error status;
+// after that, errors become an error event in the API's format. A write that
+// fails (the client went away) cancels the generation. An idle stream gets
+// an SSE comment every keepalive_interval, which also detects a client that
+// left while nothing was being generated. A non-streamed generation runs to
+// its end even if the client leaves.
+//
+// Threads: Start() serves on a background thread with a pool of
+// `num_threads` connection threads; each streamed response also runs its
+// core call on a thread of its own (generation_stream.h). A stream holds its
+// connection thread until it ends, so size num_threads for the concurrent
+// streams expected. The InferenceCore and callbacks must be safe to call from
+// many threads at once and must outlive the gateway. Start() and Stop() are
+// for the owning thread; Stop() (also run by the destructor) cancels open
+// streams and returns once every connection thread has finished.
+//
+// Start() ignores SIGPIPE for the whole process: a write to a client that
+// went away (over TLS, or through a cpp-httplib built without MSG_NOSIGNAL)
+// would otherwise kill the router.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "router/gateway/generation_result.h"
+#include "router/gateway/http_errors.h"
+#include "router/inference_core.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace kvmesh::router::gateway {
+
+class StreamEncoder;
+
+struct GatewayOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: the system picks a free port; port() reports it
+  // Accepted API keys; empty: no authentication.
+  std::vector<std::string> api_keys;
+  size_t max_body_bytes = 16u << 20;  // larger bodies get 413
+  int num_threads = 64;
+  // Both set: serve HTTPS with this PEM certificate (chain) and key.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  int retry_after_seconds = 1;  // Retry-After on 429
+  std::chrono::milliseconds keepalive_interval{5000};
+  // Text for GET /metrics (Prometheus exposition format); unset: 404.
+  std::function<std::string()> metrics_text;
+  // Readiness for GET /healthz; unset: always healthy.
+  std::function<Status()> health;
+  // Called after each response with its route pattern ("/v1/messages", or
+  // "unmatched") and HTTP status, e.g. to count requests by route and outcome.
+  std::function<void(std::string_view route, int http_status)> on_response;
+};
+
+class HttpGateway {
+ public:
+  HttpGateway(InferenceCore& core, GatewayOptions options);
+  ~HttpGateway();
+
+  HttpGateway(const HttpGateway&) = delete;
+  HttpGateway& operator=(const HttpGateway&) = delete;
+
+  // Binds and starts serving; returns once the server accepts connections.
+  // Errors: INVALID_ARGUMENT for half a TLS configuration or certificate
+  // files that do not load, UNAVAILABLE when the address cannot be bound.
+  Status Start();
+  void Stop();
+
+  int port() const { return port_; }
+  bool tls() const { return !options_.tls_cert_file.empty(); }
+
+ private:
+  using CoreCall = std::function<Status(const MessageCallback&)>;
+  // Builds the non-streamed response body from a finished generation.
+  using ResponseBuilder = std::function<std::string(const GenerationResult&)>;
+
+  void RegisterRoutes();
+  void HandleCompletions(const httplib::Request& req, httplib::Response& res);
+  void HandleChatCompletions(const httplib::Request& req, httplib::Response& res);
+  void HandleMessages(const httplib::Request& req, httplib::Response& res);
+  void HandleModels(const httplib::Request& req, httplib::Response& res);
+  void HandleModel(const httplib::Request& req, httplib::Response& res);
+
+  // Sends 401 and returns false unless the request carries an accepted key.
+  bool Authorize(const httplib::Request& req, httplib::Response& res, ApiFormat format) const;
+  void SendError(httplib::Response& res, ApiFormat format, const Status& status) const;
+  // Runs `call` to its end and answers with `build(result)`.
+  void ServeWhole(httplib::Response& res, ApiFormat format, const CoreCall& call,
+                  const ResponseBuilder& build) const;
+  // Streams `call` through `encoder`.
+  void ServeStream(httplib::Response& res, ApiFormat format, CoreCall call,
+                   std::unique_ptr<StreamEncoder> encoder) const;
+  // The model to name in responses: `requested`, or the only model served.
+  std::string ModelName(const std::string& requested) const;
+
+  InferenceCore& core_;
+  GatewayOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread serve_thread_;
+  std::atomic<bool> listen_ended_{false};  // set by serve_thread_
+  int port_ = 0;
+};
+
+}  // namespace kvmesh::router::gateway

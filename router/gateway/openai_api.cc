@@ -1,0 +1,379 @@
+#include "router/gateway/openai_api.h"
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "router/gateway/json_fields.h"
+
+namespace kvmesh::router::gateway {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+Status Unsupported(std::string_view what) {
+  std::string message(what);
+  message += " is not supported by kvmesh";
+  return InvalidArgumentError(std::move(message));
+}
+
+// Rejects request features whose silent omission would change the answer.
+Status RejectUnsupportedFeatures(const JsonObjectReader& body) {
+  std::optional<int64_t> count;
+  RETURN_IF_ERROR(body.Integer("n", &count));
+  if (count.has_value() && *count != 1) {
+    return body.ValueError("n", "must be 1 (kvmesh returns one choice per request)",
+                           *body.Find("n"));
+  }
+  std::optional<int64_t> best_of;
+  RETURN_IF_ERROR(body.Integer("best_of", &best_of));
+  if (best_of.has_value() && *best_of != 1) return Unsupported("\"best_of\" above 1");
+  bool echo = false;
+  RETURN_IF_ERROR(body.Bool("echo", &echo));
+  if (echo) return Unsupported("\"echo\"");
+  std::string suffix;
+  RETURN_IF_ERROR(body.String("suffix", &suffix));
+  if (!suffix.empty()) return Unsupported("\"suffix\"");
+  // logprobs is a boolean for chat and an integer for completions.
+  if (const json* logprobs = body.Find("logprobs");
+      logprobs != nullptr && !(logprobs->is_boolean() && !logprobs->get<bool>()) &&
+      !(logprobs->is_number_integer() && logprobs->get<int64_t>() == 0)) {
+    return Unsupported("\"logprobs\"");
+  }
+  if (body.Find("top_logprobs") != nullptr) return Unsupported("\"top_logprobs\"");
+  if (const json* bias = body.Find("logit_bias"); bias != nullptr && !bias->empty()) {
+    return Unsupported("\"logit_bias\"");
+  }
+  if (const json* tools = body.Find("tools"); tools != nullptr && !tools->empty()) {
+    return Unsupported("\"tools\" (function calling)");
+  }
+  if (const json* format = body.Find("response_format"); format != nullptr) {
+    if (!format->is_object()) return body.TypeError("response_format", "an object");
+    JsonObjectReader format_reader(*format, "response_format");
+    std::string type = "text";
+    RETURN_IF_ERROR(format_reader.String("type", &type));
+    if (type != "text") return Unsupported("a \"response_format\" other than text");
+  }
+  return Status::Ok();
+}
+
+Status ParseStop(const JsonObjectReader& body, v1::GenerationOptions* options) {
+  const json* stop = body.Find("stop");
+  if (stop == nullptr) return Status::Ok();
+  std::vector<std::string> stops;
+  if (stop->is_string()) {
+    stops.push_back(stop->get<std::string>());
+  } else if (stop->is_array()) {
+    for (const json& item : *stop) {
+      if (!item.is_string()) return body.TypeError("stop", "a string or an array of strings");
+      stops.push_back(item.get<std::string>());
+    }
+  } else {
+    return body.TypeError("stop", "a string or an array of strings");
+  }
+  for (std::string& text : stops) {
+    if (text.empty()) return body.ValueError("stop", "must not contain empty strings", *stop);
+    options->add_stop(std::move(text));
+  }
+  return Status::Ok();
+}
+
+// Everything both endpoints share: sampling, limits, stop strings, streaming.
+Status ParseCommonFields(const JsonObjectReader& body, bool chat, v1::GenerationOptions* options,
+                         StreamOptions* stream) {
+  RETURN_IF_ERROR(RejectUnsupportedFeatures(body));
+
+  std::optional<int64_t> max_tokens;
+  RETURN_IF_ERROR(body.IntegerInRange("max_tokens", 1, kMaxInt32, &max_tokens));
+  if (chat) {
+    RETURN_IF_ERROR(body.IntegerInRange("max_completion_tokens", 1, kMaxInt32, &max_tokens));
+  }
+  if (max_tokens.has_value()) options->set_max_tokens(static_cast<int32_t>(*max_tokens));
+
+  v1::SamplingParams* sampling = options->mutable_sampling();
+  std::optional<double> number;
+  RETURN_IF_ERROR(body.NumberInRange("temperature", 0, 2, &number));
+  if (number.has_value()) sampling->set_temperature(static_cast<float>(*number));
+  number.reset();
+  RETURN_IF_ERROR(body.NumberInRange("top_p", 0, 1, &number));
+  if (number.has_value()) sampling->set_top_p(static_cast<float>(*number));
+  number.reset();
+  RETURN_IF_ERROR(body.NumberInRange("min_p", 0, 1, &number));
+  if (number.has_value()) sampling->set_min_p(static_cast<float>(*number));
+  number.reset();
+  RETURN_IF_ERROR(body.NumberInRange("presence_penalty", -2, 2, &number));
+  if (number.has_value()) sampling->set_presence_penalty(static_cast<float>(*number));
+  number.reset();
+  RETURN_IF_ERROR(body.NumberInRange("frequency_penalty", -2, 2, &number));
+  if (number.has_value()) sampling->set_frequency_penalty(static_cast<float>(*number));
+  number.reset();
+  RETURN_IF_ERROR(body.NumberInRange("repetition_penalty", 0, kInfinity, &number));
+  if (number.has_value()) {
+    if (*number == 0) {
+      return body.ValueError("repetition_penalty", "must be above 0",
+                             *body.Find("repetition_penalty"));
+    }
+    sampling->set_repetition_penalty(static_cast<float>(*number));
+  }
+
+  std::optional<int64_t> integer;
+  // -1 is vLLM's spelling of "off"; kvmesh's is 0.
+  RETURN_IF_ERROR(body.IntegerInRange("top_k", -1, kMaxInt32, &integer));
+  if (integer.has_value()) sampling->set_top_k(static_cast<int32_t>(*integer < 0 ? 0 : *integer));
+  integer.reset();
+  RETURN_IF_ERROR(body.Integer("seed", &integer));
+  if (integer.has_value()) sampling->set_seed(static_cast<uint64_t>(*integer));
+
+  RETURN_IF_ERROR(ParseStop(body, options));
+
+  std::string ignored_user;
+  RETURN_IF_ERROR(body.String("user", &ignored_user));
+  std::string cache_salt;
+  RETURN_IF_ERROR(body.String("cache_salt", &cache_salt));
+  options->set_cache_salt(std::move(cache_salt));
+  bool ignore_eos = false;
+  RETURN_IF_ERROR(body.Bool("ignore_eos", &ignore_eos));
+  options->set_ignore_eos(ignore_eos);
+
+  RETURN_IF_ERROR(body.Bool("stream", &stream->stream));
+  if (const json* stream_options = body.Find("stream_options"); stream_options != nullptr) {
+    if (!stream_options->is_object()) return body.TypeError("stream_options", "an object");
+    JsonObjectReader reader(*stream_options, "stream_options");
+    RETURN_IF_ERROR(reader.Bool("include_usage", &stream->include_usage));
+  }
+  return Status::Ok();
+}
+
+// A prompt given as token ids; false when `value` is not an array of integers.
+bool IsTokenIdArray(const json& value) {
+  if (!value.is_array()) return false;
+  for (const json& id : value) {
+    if (!id.is_number_integer()) return false;
+  }
+  return true;
+}
+
+Status ReadTokenIds(const JsonObjectReader& body, const json& ids,
+                    v1::GenerateTextRequest* request) {
+  for (const json& id : ids) {
+    // Unsigned values above INT64_MAX fail the range check too: get<int64_t>
+    // wraps them negative.
+    int64_t value = id.get<int64_t>();
+    if (value < 0 || value > kMaxInt32) {
+      return body.ValueError("prompt", "must hold token ids between 0 and 2147483647", id);
+    }
+    request->add_prompt_tokens(static_cast<int32_t>(value));
+  }
+  return Status::Ok();
+}
+
+Status ParsePrompt(const JsonObjectReader& body, v1::GenerateTextRequest* request) {
+  const json* prompt = body.Find("prompt");
+  if (prompt == nullptr) return body.Missing("prompt");
+  if (prompt->is_string()) {
+    request->set_prompt(prompt->get<std::string>());
+    return Status::Ok();
+  }
+  constexpr std::string_view kExpected =
+      "a string, an array of token ids, or an array holding one of those";
+  if (!prompt->is_array()) return body.TypeError("prompt", kExpected);
+  if (prompt->empty()) return body.ValueError("prompt", "must not be empty", *prompt);
+  const json& first = prompt->front();
+  if (first.is_number_integer()) {
+    if (!IsTokenIdArray(*prompt)) return body.TypeError("prompt", kExpected);
+    return ReadTokenIds(body, *prompt, request);
+  }
+  if (prompt->size() > 1) {
+    return InvalidArgumentError(
+        "field \"prompt\" holds several prompts; kvmesh takes one prompt per request");
+  }
+  if (first.is_string()) {
+    request->set_prompt(first.get<std::string>());
+    return Status::Ok();
+  }
+  if (!IsTokenIdArray(first) || first.empty()) return body.TypeError("prompt", kExpected);
+  return ReadTokenIds(body, first, request);
+}
+
+// A message's content: a string, or text parts joined with "\n".
+Status ParseContent(const JsonObjectReader& message, std::string* content) {
+  const json* value = message.Find("content");
+  if (value == nullptr) return Status::Ok();  // assistant turns may carry none
+  if (value->is_string()) {
+    *content = value->get<std::string>();
+    return Status::Ok();
+  }
+  if (!value->is_array()) {
+    return message.TypeError("content", "a string or an array of content parts");
+  }
+  for (size_t i = 0; i < value->size(); ++i) {
+    const json& part = (*value)[i];
+    std::string part_path = message.FieldName("content");
+    part_path += '[';
+    part_path += std::to_string(i);
+    part_path += ']';
+    if (!part.is_object()) {
+      std::string text = "field \"";
+      text += part_path;
+      text += "\" must be an object, got ";
+      text += JsonTypeName(part);
+      return InvalidArgumentError(std::move(text));
+    }
+    JsonObjectReader part_reader(part, part_path);
+    std::string type;
+    RETURN_IF_ERROR(part_reader.String("type", &type));
+    if (type != "text") {
+      return part_reader.ValueError("type", "must be \"text\" (kvmesh serves text only)",
+                                    part.contains("type") ? part["type"] : json(nullptr));
+    }
+    std::string text;
+    RETURN_IF_ERROR(part_reader.String("text", &text));
+    if (i > 0) *content += '\n';
+    *content += text;
+  }
+  return Status::Ok();
+}
+
+Status ParseMessages(const JsonObjectReader& body, v1::ChatRequest* request) {
+  const json* messages = body.Find("messages");
+  if (messages == nullptr) return body.Missing("messages");
+  if (!messages->is_array()) return body.TypeError("messages", "an array of messages");
+  if (messages->empty()) return body.ValueError("messages", "must not be empty", *messages);
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& item = (*messages)[i];
+    std::string path = "messages[";
+    path += std::to_string(i);
+    path += ']';
+    if (!item.is_object()) {
+      std::string text = "field \"";
+      text += path;
+      text += "\" must be an object, got ";
+      text += JsonTypeName(item);
+      return InvalidArgumentError(std::move(text));
+    }
+    JsonObjectReader message(item, path);
+    std::string role;
+    RETURN_IF_ERROR(message.String("role", &role));
+    if (role.empty()) return message.Missing("role");
+    // "developer" is OpenAI's newer name for the system role.
+    if (role == "developer") role = "system";
+    if (role != "system" && role != "user" && role != "assistant") {
+      return message.ValueError("role",
+                                "must be system, developer, user or assistant (kvmesh serves "
+                                "text conversations without tools)",
+                                item["role"]);
+    }
+    v1::ChatMessage* out = request->add_messages();
+    out->set_role(std::move(role));
+    RETURN_IF_ERROR(ParseContent(message, out->mutable_content()));
+  }
+  return Status::Ok();
+}
+
+ordered_json NullableFinishReason(v1::FinishReason reason) {
+  return ordered_json(OpenAiFinishReason(reason));
+}
+
+}  // namespace
+
+StatusOr<OpenAiCompletionRequest> ParseOpenAiCompletionRequest(const json& body) {
+  JsonObjectReader reader(body, "");
+  OpenAiCompletionRequest parsed;
+  RETURN_IF_ERROR(reader.String("model", parsed.request.mutable_model()));
+  RETURN_IF_ERROR(ParsePrompt(reader, &parsed.request));
+  RETURN_IF_ERROR(
+      ParseCommonFields(reader, /*chat=*/false, parsed.request.mutable_options(), &parsed.stream));
+  return parsed;
+}
+
+StatusOr<OpenAiChatRequest> ParseOpenAiChatRequest(const json& body) {
+  JsonObjectReader reader(body, "");
+  OpenAiChatRequest parsed;
+  RETURN_IF_ERROR(reader.String("model", parsed.request.mutable_model()));
+  RETURN_IF_ERROR(ParseMessages(reader, &parsed.request));
+  RETURN_IF_ERROR(
+      ParseCommonFields(reader, /*chat=*/true, parsed.request.mutable_options(), &parsed.stream));
+  return parsed;
+}
+
+std::string_view OpenAiFinishReason(v1::FinishReason reason) {
+  switch (reason) {
+    case v1::FINISH_REASON_LENGTH:
+    case v1::FINISH_REASON_CONTEXT:
+      return "length";
+    case v1::FINISH_REASON_CANCELLED:
+      return "cancelled";
+    default:
+      return "stop";
+  }
+}
+
+ordered_json OpenAiUsageJson(const v1::Usage& usage) {
+  ordered_json out;
+  out["prompt_tokens"] = usage.prompt_tokens();
+  out["completion_tokens"] = usage.completion_tokens();
+  out["total_tokens"] = usage.prompt_tokens() + usage.completion_tokens();
+  out["prompt_tokens_details"] = {{"cached_tokens", usage.cached_tokens()}};
+  return out;
+}
+
+ordered_json OpenAiCompletionJson(const ResponseMeta& meta, const GenerationResult& result) {
+  ordered_json choice;
+  choice["text"] = result.text;
+  choice["index"] = 0;
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = NullableFinishReason(result.finish_reason);
+  ordered_json out;
+  out["id"] = meta.id;
+  out["object"] = "text_completion";
+  out["created"] = meta.created;
+  out["model"] = meta.model;
+  out["choices"] = ordered_json::array({std::move(choice)});
+  out["usage"] = OpenAiUsageJson(result.usage);
+  return out;
+}
+
+ordered_json OpenAiChatCompletionJson(const ResponseMeta& meta, const GenerationResult& result) {
+  ordered_json message;
+  message["role"] = "assistant";
+  message["content"] = result.text;
+  ordered_json choice;
+  choice["index"] = 0;
+  choice["message"] = std::move(message);
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = NullableFinishReason(result.finish_reason);
+  ordered_json out;
+  out["id"] = meta.id;
+  out["object"] = "chat.completion";
+  out["created"] = meta.created;
+  out["model"] = meta.model;
+  out["choices"] = ordered_json::array({std::move(choice)});
+  out["usage"] = OpenAiUsageJson(result.usage);
+  return out;
+}
+
+ordered_json OpenAiModelsJson(const v1::ListModelsResponse& models) {
+  ordered_json data = ordered_json::array();
+  for (const v1::ModelInfo& model : models.models()) {
+    ordered_json entry;
+    entry["id"] = model.name();
+    entry["object"] = "model";
+    entry["created"] = 0;
+    entry["owned_by"] = "kvmesh";
+    entry["context_length"] = model.context_length();
+    entry["workers"] = model.workers();
+    data.push_back(std::move(entry));
+  }
+  ordered_json out;
+  out["object"] = "list";
+  out["data"] = std::move(data);
+  return out;
+}
+
+}  // namespace kvmesh::router::gateway

@@ -1,0 +1,70 @@
+// The OpenAI-compatible HTTP API, as JSON ↔ proto translation: requests of
+// POST /v1/completions and /v1/chat/completions become GenerateTextRequest and
+// ChatRequest, and finished generations become OpenAI's response objects.
+// (Streaming chunks: openai_stream.h.)
+//
+// Accepted request fields (unknown fields are ignored, as OpenAI's SDKs send
+// ones kvmesh has no use for):
+//   model; prompt (string, array of token ids, or a one-element array of
+//   either) | messages (role system/developer/user/assistant; content a string
+//   or an array of {"type":"text"} parts, joined with "\n"); max_tokens (chat:
+//   max_completion_tokens wins); temperature; top_p; top_k, min_p,
+//   repetition_penalty (extensions); seed; stop (string or array);
+//   presence_penalty; frequency_penalty; stream; stream_options.include_usage;
+//   n (1 only); user; cache_salt and ignore_eos (extensions).
+// Features that would change the answer if ignored are rejected with 400:
+// n > 1, best_of > 1, echo, suffix, logprobs, logit_bias, tools, and a
+// response_format other than text.
+//
+// Pure functions; safe from any thread.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "common/status.h"
+#include "kvmesh/v1/inference.pb.h"
+#include "router/gateway/generation_result.h"
+
+namespace kvmesh::router::gateway {
+
+struct StreamOptions {
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+struct OpenAiCompletionRequest {
+  v1::GenerateTextRequest request;
+  StreamOptions stream;
+};
+
+struct OpenAiChatRequest {
+  v1::ChatRequest request;
+  StreamOptions stream;
+};
+
+StatusOr<OpenAiCompletionRequest> ParseOpenAiCompletionRequest(const nlohmann::json& body);
+StatusOr<OpenAiChatRequest> ParseOpenAiChatRequest(const nlohmann::json& body);
+
+// "stop" for STOP (and for a stream that ended without a reason), "length"
+// for LENGTH and CONTEXT, "cancelled" for CANCELLED.
+std::string_view OpenAiFinishReason(v1::FinishReason reason);
+
+// {"prompt_tokens","completion_tokens","total_tokens",
+//  "prompt_tokens_details":{"cached_tokens"}}
+nlohmann::ordered_json OpenAiUsageJson(const v1::Usage& usage);
+
+// The "text_completion" object for POST /v1/completions.
+nlohmann::ordered_json OpenAiCompletionJson(const ResponseMeta& meta,
+                                            const GenerationResult& result);
+
+// The "chat.completion" object for POST /v1/chat/completions.
+nlohmann::ordered_json OpenAiChatCompletionJson(const ResponseMeta& meta,
+                                                const GenerationResult& result);
+
+// The list for GET /v1/models: {"object":"list","data":[{"id","object":"model",
+// "created":0,"owned_by":"kvmesh","context_length","workers"}]}, the last two
+// being kvmesh extensions.
+nlohmann::ordered_json OpenAiModelsJson(const v1::ListModelsResponse& models);
+
+}  // namespace kvmesh::router::gateway

@@ -1,0 +1,204 @@
+#include "router/gateway/openai_api.h"
+
+#include <gtest/gtest.h>
+
+#include "router/gateway/http_errors.h"
+#include "router/gateway/proto_matchers.h"
+
+namespace kvmesh::router::gateway {
+namespace {
+
+using nlohmann::json;
+
+std::string CompletionError(const char* body) {
+  StatusOr<OpenAiCompletionRequest> parsed = ParseOpenAiCompletionRequest(json::parse(body));
+  EXPECT_FALSE(parsed.ok()) << body;
+  return parsed.ok() ? "" : parsed.status().message();
+}
+
+std::string ChatError(const char* body) {
+  StatusOr<OpenAiChatRequest> parsed = ParseOpenAiChatRequest(json::parse(body));
+  EXPECT_FALSE(parsed.ok()) << body;
+  return parsed.ok() ? "" : parsed.status().message();
+}
+
+TEST(OpenAiApiTest, CompletionRequestWithEveryField) {
+  StatusOr<OpenAiCompletionRequest> parsed = ParseOpenAiCompletionRequest(json::parse(R"({
+      "model": "tiny", "prompt": "Once upon", "max_tokens": 32, "temperature": 0.5,
+      "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": 1234, "stop": "\n",
+      "presence_penalty": 0.25, "frequency_penalty": -0.5, "repetition_penalty": 1.1,
+      "stream": true, "stream_options": {"include_usage": true}, "n": 1, "user": "u-1",
+      "cache_salt": "tenant-a", "ignore_eos": true, "logprobs": null, "echo": false})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(ProtoEquals(parsed->request, R"pb(
+    model: "tiny"
+    prompt: "Once upon"
+    options {
+      sampling {
+        temperature: 0.5
+        top_k: 40
+        top_p: 0.9
+        min_p: 0.05
+        repetition_penalty: 1.1
+        presence_penalty: 0.25
+        frequency_penalty: -0.5
+        seed: 1234
+      }
+      max_tokens: 32
+      stop: "\n"
+      ignore_eos: true
+      cache_salt: "tenant-a"
+    })pb"));
+  EXPECT_TRUE(parsed->stream.stream);
+  EXPECT_TRUE(parsed->stream.include_usage);
+}
+
+TEST(OpenAiApiTest, CompletionPromptForms) {
+  StatusOr<OpenAiCompletionRequest> parsed =
+      ParseOpenAiCompletionRequest(json::parse(R"({"prompt": [1, 15043, 29892]})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(ProtoEquals(
+      parsed->request,
+      "prompt_tokens: 1 prompt_tokens: 15043 prompt_tokens: 29892 options { sampling {} }"));
+  parsed = ParseOpenAiCompletionRequest(json::parse(R"({"prompt": ["hello"]})"));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->request.prompt(), "hello");
+  parsed = ParseOpenAiCompletionRequest(json::parse(R"({"prompt": [[5, 6]]})"));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->request.prompt_tokens_size(), 2);
+  EXPECT_FALSE(parsed->stream.stream);
+}
+
+TEST(OpenAiApiTest, CompletionRequestErrorsNameTheField) {
+  EXPECT_EQ(CompletionError(R"({"model": "tiny"})"), "field \"prompt\" is required");
+  EXPECT_EQ(CompletionError(R"({"prompt": {"text": "hi"}})"),
+            "field \"prompt\" must be a string, an array of token ids, or an array holding one "
+            "of those, got object");
+  EXPECT_EQ(CompletionError(R"({"prompt": ["a", "b"]})"),
+            "field \"prompt\" holds several prompts; kvmesh takes one prompt per request");
+  EXPECT_EQ(CompletionError(R"({"prompt": [1, -2]})"),
+            "field \"prompt\" must hold token ids between 0 and 2147483647, got -2");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "max_tokens": "16"})"),
+            "field \"max_tokens\" must be an integer, got string");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "max_tokens": 0})"),
+            "field \"max_tokens\" must be between 1 and 2147483647, got 0");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "temperature": 3})"),
+            "field \"temperature\" must be between 0 and 2, got 3");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "stop": ["a", 1]})"),
+            "field \"stop\" must be a string or an array of strings, got array");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "stop": ""})"),
+            "field \"stop\" must not contain empty strings, got \"\"");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "n": 2})"),
+            "field \"n\" must be 1 (kvmesh returns one choice per request), got 2");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "echo": true})"),
+            "\"echo\" is not supported by kvmesh");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logprobs": 3})"),
+            "\"logprobs\" is not supported by kvmesh");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "stream_options": true})"),
+            "field \"stream_options\" must be an object, got boolean");
+}
+
+TEST(OpenAiApiTest, ChatRequest) {
+  StatusOr<OpenAiChatRequest> parsed = ParseOpenAiChatRequest(json::parse(R"({
+      "model": "tiny",
+      "messages": [
+        {"role": "developer", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "Hi"},
+                                     {"type": "text", "text": "there"}]},
+        {"role": "assistant", "content": null},
+        {"role": "user", "content": "Again", "name": "bob"}],
+      "max_tokens": 8, "max_completion_tokens": 12, "top_k": -1,
+      "stop": ["END", "STOP"], "response_format": {"type": "text"}})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(ProtoEquals(parsed->request, R"pb(
+    model: "tiny"
+    messages { role: "system" content: "Be brief." }
+    messages { role: "user" content: "Hi\nthere" }
+    messages { role: "assistant" content: "" }
+    messages { role: "user" content: "Again" }
+    options {
+      sampling { top_k: 0 }
+      max_tokens: 12
+      stop: "END"
+      stop: "STOP"
+    })pb"));
+}
+
+TEST(OpenAiApiTest, ChatRequestErrorsNameTheField) {
+  EXPECT_EQ(ChatError(R"({"model": "tiny"})"), "field \"messages\" is required");
+  EXPECT_EQ(ChatError(R"({"messages": []})"), "field \"messages\" must not be empty, got array");
+  EXPECT_EQ(ChatError(R"({"messages": ["hi"]})"),
+            "field \"messages[0]\" must be an object, got string");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "tool", "content": "42"}]})"),
+            "field \"messages[0].role\" must be system, developer, user or assistant (kvmesh "
+            "serves text conversations without tools), got \"tool\"");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": 5}]})"),
+            "field \"messages[0].content\" must be a string or an array of content parts, got "
+            "number");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})"),
+            "field \"messages[0].content[0].type\" must be \"text\" (kvmesh serves text only), "
+            "got \"image_url\"");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
+                          "tools": [{"type": "function"}]})"),
+            "\"tools\" (function calling) is not supported by kvmesh");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
+                          "response_format": {"type": "json_object"}})"),
+            "a \"response_format\" other than text is not supported by kvmesh");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
+                          "repetition_penalty": 0})"),
+            "field \"repetition_penalty\" must be above 0, got 0");
+}
+
+GenerationResult SampleResult() {
+  GenerationResult result;
+  result.text = "Hello, world!";
+  result.finish_reason = v1::FINISH_REASON_STOP;
+  result.usage.set_prompt_tokens(12);
+  result.usage.set_cached_tokens(8);
+  result.usage.set_completion_tokens(4);
+  result.worker = "worker-a";
+  return result;
+}
+
+TEST(OpenAiApiTest, ChatCompletionJson) {
+  ResponseMeta meta{"chatcmpl-abc", 1700000000, "tiny"};
+  EXPECT_EQ(ToJsonText(OpenAiChatCompletionJson(meta, SampleResult())),
+            R"({"id":"chatcmpl-abc","object":"chat.completion","created":1700000000,)"
+            R"("model":"tiny","choices":[{"index":0,"message":{"role":"assistant",)"
+            R"("content":"Hello, world!"},"logprobs":null,"finish_reason":"stop"}],)"
+            R"("usage":{"prompt_tokens":12,"completion_tokens":4,"total_tokens":16,)"
+            R"("prompt_tokens_details":{"cached_tokens":8}}})");
+}
+
+TEST(OpenAiApiTest, CompletionJson) {
+  ResponseMeta meta{"cmpl-abc", 1700000000, "tiny"};
+  GenerationResult result = SampleResult();
+  result.finish_reason = v1::FINISH_REASON_LENGTH;
+  EXPECT_EQ(ToJsonText(OpenAiCompletionJson(meta, result)),
+            R"({"id":"cmpl-abc","object":"text_completion","created":1700000000,)"
+            R"("model":"tiny","choices":[{"text":"Hello, world!","index":0,"logprobs":null,)"
+            R"("finish_reason":"length"}],"usage":{"prompt_tokens":12,"completion_tokens":4,)"
+            R"("total_tokens":16,"prompt_tokens_details":{"cached_tokens":8}}})");
+}
+
+TEST(OpenAiApiTest, FinishReasons) {
+  EXPECT_EQ(OpenAiFinishReason(v1::FINISH_REASON_STOP), "stop");
+  EXPECT_EQ(OpenAiFinishReason(v1::FINISH_REASON_LENGTH), "length");
+  EXPECT_EQ(OpenAiFinishReason(v1::FINISH_REASON_CONTEXT), "length");
+  EXPECT_EQ(OpenAiFinishReason(v1::FINISH_REASON_CANCELLED), "cancelled");
+  EXPECT_EQ(OpenAiFinishReason(v1::FINISH_REASON_UNSPECIFIED), "stop");
+}
+
+TEST(OpenAiApiTest, ModelsJson) {
+  v1::ListModelsResponse models;
+  v1::ModelInfo* model = models.add_models();
+  model->set_name("tiny");
+  model->set_context_length(512);
+  model->set_workers(2);
+  EXPECT_EQ(ToJsonText(OpenAiModelsJson(models)),
+            R"({"object":"list","data":[{"id":"tiny","object":"model","created":0,)"
+            R"("owned_by":"kvmesh","context_length":512,"workers":2}]})");
+}
+
+}  // namespace
+}  // namespace kvmesh::router::gateway

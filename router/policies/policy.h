@@ -1,0 +1,75 @@
+// Routing policies: given an immutable view of the candidate workers and of
+// what each holds of the request's prefix, choose one. Policies are chosen by
+// name (MakePolicy) and hold no references to the router; a policy may keep
+// small state of its own (a round-robin cursor) and must be thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace kvmesh::router {
+
+// One candidate worker as the policy sees it.
+struct WorkerView {
+  int slot = 0;  // index in the model's worker table
+  std::string id;
+  int32_t running = 0;  // requests running on it (its last report)
+  int32_t waiting = 0;  // requests queued on it
+  int64_t queued_prefill_tokens = 0;
+  int32_t inflight = 0;             // requests this router has in flight to it now
+  double prefill_tokens_per_s = 0;  // measured; 0 when unknown
+  int64_t blocks_free = 0;
+  int64_t blocks_total = 0;
+  int64_t blocks_cached = 0;  // free blocks holding cached prefixes (cache pressure)
+  int32_t cached_tokens = 0;  // prompt tokens it holds (prefix match × block size)
+
+  // Requests on the worker as best known: its report or this router's own
+  // count, whichever is larger (the report lags; other routers add load).
+  int32_t load() const { return std::max(running + waiting, inflight); }
+};
+
+struct RoutingInput {
+  int32_t prompt_tokens = 0;
+  std::span<const WorkerView> workers;  // non-empty, healthy candidates
+};
+
+struct Decision {
+  int index = 0;       // into RoutingInput::workers
+  std::string reason;  // metric label: prefix_hit, min_cost, load_guard, round_robin, least_load…
+};
+
+// Weights of the prefix policy (config keys prefix_*).
+struct PrefixPolicyWeights {
+  // Load expressed in prompt tokens per request already on the worker.
+  double tokens_per_running_request = 256;
+  // Prefill speed assumed for a worker that has not reported one yet.
+  double default_prefill_tokens_per_s = 2000;
+  // Go to the least-loaded worker when the chosen one has more than
+  // `guard_ratio` × (least load + 1) + `guard_slack` requests.
+  double guard_ratio = 2.0;
+  int32_t guard_slack = 4;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+  virtual Decision Choose(const RoutingInput& input) = 0;
+};
+
+std::unique_ptr<Policy> MakeRoundRobinPolicy();
+std::unique_ptr<Policy> MakeLeastLoadPolicy();
+std::unique_ptr<Policy> MakePrefixPolicy(const PrefixPolicyWeights& weights);
+
+// "round_robin", "least_load" or "prefix"; InvalidArgument listing them otherwise.
+StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name,
+                                             const PrefixPolicyWeights& weights = {});
+std::vector<std::string> PolicyNames();
+
+}  // namespace kvmesh::router

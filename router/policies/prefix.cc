@@ -1,0 +1,74 @@
+// prefix: price each worker by the time the request would take to start
+// there, and take the cheapest — unless load is too uneven.
+//
+//   cost(w) = (prompt tokens not cached on w
+//              + prefill tokens already queued on w
+//              + tokens_per_running_request × requests on w) / prefill speed of w
+//
+// A worker that holds the prefix saves its prefill; a busy one costs its
+// queue; a fast one divides both. Costs within 10% of the cheapest count as a
+// tie (speeds are measured, so never exactly equal); ties go to the least
+// loaded, then to the worker holding the fewest cached blocks (so new
+// prefixes spread over the workers' caches instead of piling onto one), then
+// in turn. The guard: if the cheapest worker carries
+// more than guard_ratio × (least load + 1) + guard_slack requests, one hot
+// prefix is about to melt it, so the request goes to the least-loaded worker
+// instead (which then starts caching that prefix too).
+#include <atomic>
+#include <limits>
+#include <vector>
+
+#include "router/policies/policy.h"
+
+namespace kvmesh::router {
+namespace {
+
+class PrefixPolicy final : public Policy {
+ public:
+  explicit PrefixPolicy(const PrefixPolicyWeights& w) : w_(w) {}
+  std::string_view name() const override { return "prefix"; }
+
+  Decision Choose(const RoutingInput& input) override {
+    const auto& ws = input.workers;
+    const int n = static_cast<int>(ws.size());
+    std::vector<double> cost(n);
+    double best_cost = std::numeric_limits<double>::infinity();
+    int least = 0;
+    for (int i = 0; i < n; ++i) {
+      const WorkerView& v = ws[i];
+      const double rate =
+          v.prefill_tokens_per_s > 0 ? v.prefill_tokens_per_s : w_.default_prefill_tokens_per_s;
+      const double uncached = std::max(0, input.prompt_tokens - v.cached_tokens);
+      cost[i] = (uncached + static_cast<double>(v.queued_prefill_tokens) +
+                 w_.tokens_per_running_request * v.load()) /
+                rate;
+      best_cost = std::min(best_cost, cost[i]);
+      if (v.load() < ws[least].load()) least = i;
+    }
+    const int start = static_cast<int>(turn_.fetch_add(1, std::memory_order_relaxed) % n);
+    int best = -1;
+    for (int k = 0; k < n; ++k) {
+      const int i = (start + k) % n;
+      if (cost[i] > best_cost * 1.1 + 1e-9) continue;
+      if (best < 0 || ws[i].load() < ws[best].load() ||
+          (ws[i].load() == ws[best].load() && ws[i].blocks_cached < ws[best].blocks_cached)) {
+        best = i;
+      }
+    }
+    const double limit = w_.guard_ratio * (ws[least].load() + 1) + w_.guard_slack;
+    if (best != least && ws[best].load() > limit) return {least, "load_guard"};
+    return {best, ws[best].cached_tokens > 0 ? "prefix_hit" : "min_cost"};
+  }
+
+ private:
+  PrefixPolicyWeights w_;
+  std::atomic<uint64_t> turn_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> MakePrefixPolicy(const PrefixPolicyWeights& weights) {
+  return std::make_unique<PrefixPolicy>(weights);
+}
+
+}  // namespace kvmesh::router

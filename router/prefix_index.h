@@ -1,0 +1,81 @@
+// PrefixIndex: which workers hold which KV blocks, for one model.
+//
+// Fed by every worker's KV events (exact: a hash is present from its
+// BlockStored until its BlockRemoved) and by the router's own routing
+// decisions (optimistic: when a request is sent to a worker, its block hashes
+// are expected there shortly, before the worker's events say so; such
+// entries expire after a TTL unless confirmed). The optimistic entries make a
+// burst of same-prefix requests land together.
+//
+// Match() walks a request's chained block hashes from the first and reports,
+// per worker, how many leading blocks it holds; because hashes chain, a
+// worker holding block i holds the whole prefix up to i.
+//
+// Thread-safe: sharded by hash, each shard behind its own mutex, so event
+// streams of many workers and many routing threads proceed in parallel.
+#pragma once
+
+#include <absl/container/flat_hash_map.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "common/block_hash.h"
+#include "router/worker_set.h"
+
+namespace kvmesh::router {
+
+struct PrefixMatch {
+  // blocks[slot] = leading blocks of the request that worker `slot` holds
+  // (exact or optimistic), for slots in `candidates`.
+  std::array<int32_t, kMaxWorkersPerModel> blocks{};
+  // Leading blocks confirmed by the worker's own events, per slot.
+  std::array<int32_t, kMaxWorkersPerModel> exact_blocks{};
+};
+
+class PrefixIndex {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit PrefixIndex(std::chrono::milliseconds optimistic_ttl = std::chrono::seconds(20));
+
+  // Exact updates from a worker's event stream.
+  void AddExact(int slot, std::span<const BlockHash> hashes);
+  void RemoveExact(int slot, std::span<const BlockHash> hashes);
+  // Forgets everything about a worker (failure, AllCleared, resubscribe).
+  void RemoveWorker(int slot);
+
+  // Records that `hashes` were routed to `slot`.
+  void AddOptimistic(int slot, std::span<const BlockHash> hashes);
+
+  // Leading-block matches of `hashes` for the slots in `candidates`.
+  PrefixMatch Match(std::span<const BlockHash> hashes, const WorkerSet& candidates) const;
+
+  size_t size() const;  // hashes with any holder
+  // Hashes the worker's own events put in the index (kept as a counter).
+  size_t exact_count(int slot) const;
+
+ private:
+  struct Entry {
+    WorkerSet exact;
+    WorkerSet optimistic;
+    Clock::time_point optimistic_until{};
+  };
+  static constexpr int kShards = 16;
+  struct Shard {
+    mutable std::mutex mu;
+    absl::flat_hash_map<BlockHash, Entry, BlockHashHasher> map;  // guarded by mu
+  };
+  Shard& ShardOf(const BlockHash& h) { return shards_[h.bytes[8] % kShards]; }
+  const Shard& ShardOf(const BlockHash& h) const { return shards_[h.bytes[8] % kShards]; }
+
+  std::chrono::milliseconds ttl_;
+  std::array<Shard, kShards> shards_;
+  std::array<std::atomic<int64_t>, kMaxWorkersPerModel> exact_counts_{};
+};
+
+}  // namespace kvmesh::router

@@ -1,0 +1,82 @@
+#include "router/prefix_index.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <thread>
+
+namespace kvmesh::router {
+namespace {
+
+std::vector<BlockHash> Chain(int n, int first = 0) {
+  std::vector<int32_t> tokens(n * 4);
+  std::iota(tokens.begin(), tokens.end(), first);
+  return HashFullBlocks(RootHash("m"), tokens, 4);
+}
+
+WorkerSet Slots(std::initializer_list<int> s) {
+  WorkerSet w;
+  for (int i : s) w.Add(i);
+  return w;
+}
+
+TEST(PrefixIndexTest, LeadingBlocksPerWorker) {
+  PrefixIndex index;
+  const auto h = Chain(5);
+  index.AddExact(0, std::span(h).subspan(0, 5));
+  index.AddExact(1, std::span(h).subspan(0, 2));
+  index.AddExact(2, std::span(h).subspan(1, 4));  // holds later blocks but not the first
+  const PrefixMatch m = index.Match(h, Slots({0, 1, 2, 3}));
+  EXPECT_EQ(m.blocks[0], 5);
+  EXPECT_EQ(m.blocks[1], 2);
+  EXPECT_EQ(m.blocks[2], 0);
+  EXPECT_EQ(m.blocks[3], 0);
+  // Only candidates are considered.
+  EXPECT_EQ(index.Match(h, Slots({1})).blocks[0], 0);
+}
+
+TEST(PrefixIndexTest, RemovalsAndWorkerLoss) {
+  PrefixIndex index;
+  const auto h = Chain(3);
+  index.AddExact(0, h);
+  index.AddExact(1, h);
+  index.RemoveExact(0, std::span(h).subspan(1, 1));
+  EXPECT_EQ(index.Match(h, Slots({0, 1})).blocks[0], 1);
+  index.RemoveWorker(1);
+  EXPECT_EQ(index.Match(h, Slots({0, 1})).blocks[1], 0);
+  EXPECT_EQ(index.exact_count(1), 0u);
+  index.RemoveWorker(0);
+  EXPECT_EQ(index.size(), 0u);
+}
+
+TEST(PrefixIndexTest, OptimisticEntriesCountUntilTheyExpire) {
+  PrefixIndex index(std::chrono::milliseconds(50));
+  const auto h = Chain(4);
+  index.AddOptimistic(3, h);
+  PrefixMatch m = index.Match(h, Slots({3}));
+  EXPECT_EQ(m.blocks[3], 4);
+  EXPECT_EQ(m.exact_blocks[3], 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  EXPECT_EQ(index.Match(h, Slots({3})).blocks[3], 0);
+  // Confirmed by an event: no longer expires.
+  index.AddOptimistic(3, h);
+  index.AddExact(3, std::span(h).subspan(0, 2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  m = index.Match(h, Slots({3}));
+  EXPECT_EQ(m.blocks[3], 2);
+  EXPECT_EQ(m.exact_blocks[3], 2);
+}
+
+TEST(PrefixIndexTest, ManyWorkersBeyondSixtyFour) {
+  PrefixIndex index;
+  const auto h = Chain(2);
+  index.AddExact(100, h);
+  index.AddExact(127, std::span(h).subspan(0, 1));
+  const PrefixMatch m = index.Match(h, Slots({5, 100, 127}));
+  EXPECT_EQ(m.blocks[100], 2);
+  EXPECT_EQ(m.blocks[127], 1);
+  EXPECT_EQ(m.blocks[5], 0);
+}
+
+}  // namespace
+}  // namespace kvmesh::router

@@ -1,0 +1,128 @@
+// Registry: which workers exist, which model each serves, and which of them
+// are healthy — plus each model's tokenizer, chat template and prefix index.
+//
+// Membership comes from three sources, all feeding SetMembers-style calls:
+// a static list (flags/config), DNS (every address behind a name, e.g. a
+// Kubernetes headless service, re-resolved periodically) and
+// self-registration (RouterRegistry.Register heartbeats with a TTL). Each
+// member gets a WorkerConnection; once its Info arrives, it joins the group
+// of its model (a slot in that model's table). A worker that turns unhealthy
+// leaves the routing set and its index entries are dropped; it rejoins when
+// healthy again, and its entries come back from a fresh snapshot.
+//
+// Thread-safe. Routing threads take a ModelSnapshot (a consistent copy of a
+// model's candidates) and never hold the registry lock while forwarding.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/block_hash.h"
+#include "common/tokenizer/tokenizer.h"
+#include "router/chat/chat_template.h"
+#include "router/prefix_index.h"
+#include "router/worker_connection.h"
+
+namespace kvmesh::router {
+
+struct ModelGroup {
+  std::string name;
+  std::string digest;  // model identity; roots the block hashes
+  int block_size = 16;
+  int32_t context_length = 0;
+  int32_t n_vocab = 0;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::optional<ChatTemplate> chat_template;  // nullopt: template not recognised
+  Status chat_template_error;                 // why, when nullopt
+  PrefixIndex index;
+  std::array<WorkerConnection*, kMaxWorkersPerModel> slots{};
+};
+
+struct Candidate {
+  int slot = 0;
+  WorkerConnection* worker = nullptr;
+};
+
+// What a routing decision needs, copied out under the lock.
+struct ModelSnapshot {
+  ModelGroup* group = nullptr;  // stable for the registry's lifetime
+  std::vector<Candidate> healthy;
+};
+
+struct RegistryOptions {
+  ConnectionOptions connection;
+  std::chrono::milliseconds dns_refresh{std::chrono::seconds(10)};
+  std::string chat_template_override;  // family name; empty: from the model
+  std::chrono::milliseconds optimistic_ttl{std::chrono::seconds(20)};
+};
+
+class Registry : public WorkerListener {
+ public:
+  explicit Registry(RegistryOptions options);
+  ~Registry() override;
+
+  // Static members (replaces the previous static list).
+  void SetStaticWorkers(const std::vector<std::string>& addresses);
+  // Resolves "name:port" now and every dns_refresh; all addresses are members.
+  Status StartDns(const std::string& name_and_port);
+  // Self-registration heartbeat; the member expires `ttl` after the last one.
+  void Heartbeat(const std::string& address, std::chrono::seconds ttl);
+  void Deregister(const std::string& address);
+
+  // The model called `name`, or the only model when `name` is empty.
+  StatusOr<ModelSnapshot> Snapshot(const std::string& name);
+  std::vector<std::string> ModelNames();
+  // Healthy workers and their model, for /v1/models and metrics.
+  std::map<std::string, int> HealthyCounts();
+  std::vector<WorkerConnection*> AllConnections();
+  // Blocks the prefix index holds for each worker (from its events), by worker id.
+  std::map<std::string, int64_t> IndexedBlocks();
+  // True once at least one worker is healthy.
+  bool AnyHealthy();
+
+  void Stop();
+
+  // WorkerListener
+  void OnWorkerInfo(WorkerConnection* w, const v1::InfoResponse& info) override;
+  void OnHealthChanged(WorkerConnection* w, bool healthy) override;
+  void OnIndexReset(WorkerConnection* w) override;
+  void OnKvEvents(WorkerConnection* w, const v1::KvEventBatch& batch) override;
+
+ private:
+  struct Member {
+    std::unique_ptr<WorkerConnection> connection;
+    bool from_static = false;
+    bool from_dns = false;
+    std::optional<std::chrono::steady_clock::time_point> registered_until;
+    ModelGroup* group = nullptr;
+    int slot = -1;
+  };
+
+  void Reconcile();  // starts/stops connections to match the member sources; needs mu_
+  void MaintenanceLoop();
+  Member* FindMember(WorkerConnection* w);  // needs mu_
+
+  RegistryOptions options_;
+  std::shared_mutex mu_;
+  std::map<std::string, Member> members_;                      // by address; guarded by mu_
+  std::map<std::string, std::unique_ptr<ModelGroup>> groups_;  // guarded by mu_
+  std::vector<std::unique_ptr<WorkerConnection>> retired_;     // stopped; guarded by mu_
+  bool stopping_ = false;
+  std::mutex dns_mu_;
+  std::condition_variable dns_cv_;
+  bool stop_ = false;     // guarded by dns_mu_
+  bool dns_due_ = false;  // guarded by dns_mu_
+  std::string dns_host_;  // guarded by dns_mu_
+  std::string dns_port_;  // guarded by dns_mu_
+  std::thread maintenance_;
+};
+
+}  // namespace kvmesh::router

@@ -1,0 +1,254 @@
+#include "router/router_core.h"
+
+#include <random>
+
+#include "common/log.h"
+
+namespace kvmesh::router {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+Status FromGrpc(const grpc::Status& s) {
+  return Status(static_cast<StatusCode>(s.error_code()), s.error_message());
+}
+
+// Failures after which another worker may well succeed.
+bool Retryable(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+         code == grpc::StatusCode::UNKNOWN || code == grpc::StatusCode::INTERNAL ||
+         code == grpc::StatusCode::ABORTED;
+}
+
+std::string RetryReason(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::UNAVAILABLE:
+      return "unavailable";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "overloaded";
+    default:
+      return "error";
+  }
+}
+
+Status ValidateOptions(const v1::GenerationOptions& o) {
+  if (o.max_tokens() < 0) {
+    return InvalidArgumentError("max_tokens must be >= 0, got " + std::to_string(o.max_tokens()));
+  }
+  if (o.stop_size() > 16) return InvalidArgumentError("at most 16 stop strings");
+  return Status::Ok();
+}
+
+}  // namespace
+
+RouterCore::RouterCore(Registry* registry, std::unique_ptr<Policy> policy, RouterMetrics* metrics,
+                       RouterCoreOptions options)
+    : registry_(registry), policy_(std::move(policy)), metrics_(metrics), options_(options) {}
+
+Status RouterCore::Generate(const v1::GenerateTextRequest& request,
+                            const MessageCallback& on_message) {
+  RETURN_IF_ERROR(ValidateOptions(request.options()));
+  ASSIGN_OR_RETURN(ModelSnapshot snap, registry_->Snapshot(request.model()));
+  std::vector<int32_t> tokens;
+  if (request.prompt_tokens_size() > 0) {
+    if (!request.prompt().empty())
+      return InvalidArgumentError("give prompt or prompt_tokens, not both");
+    for (int i = 0; i < request.prompt_tokens_size(); ++i) {
+      const int32_t t = request.prompt_tokens(i);
+      if (t < 0 || t >= snap.group->n_vocab) {
+        return InvalidArgumentError("prompt token " + std::to_string(t) + " at index " +
+                                    std::to_string(i) + " is outside the vocabulary (0.." +
+                                    std::to_string(snap.group->n_vocab - 1) + ")");
+      }
+      tokens.push_back(t);
+    }
+  } else {
+    tokens = snap.group->tokenizer->Encode(request.prompt(), /*add_special=*/true,
+                                           /*parse_special=*/false);
+  }
+  return Route(snap, std::move(tokens), request.options(), request.request_id(), on_message);
+}
+
+Status RouterCore::Chat(const v1::ChatRequest& request, const MessageCallback& on_message) {
+  RETURN_IF_ERROR(ValidateOptions(request.options()));
+  ASSIGN_OR_RETURN(ModelSnapshot snap, registry_->Snapshot(request.model()));
+  const ModelGroup& g = *snap.group;
+  if (!g.chat_template) {
+    return FailedPreconditionError("model " + g.name + " has no usable chat template (" +
+                                   g.chat_template_error.message() +
+                                   "); start the router with --chat-template NAME");
+  }
+  std::vector<ChatMessage> messages;
+  for (const v1::ChatMessage& m : request.messages()) messages.push_back({m.role(), m.content()});
+  ASSIGN_OR_RETURN(std::string text, g.chat_template->Render(messages, true));
+  std::vector<int32_t> tokens =
+      g.tokenizer->Encode(text, !g.chat_template->bos_in_text(), /*parse_special=*/true);
+  return Route(snap, std::move(tokens), request.options(), request.request_id(), on_message);
+}
+
+StatusOr<v1::ListModelsResponse> RouterCore::ListModels() {
+  v1::ListModelsResponse resp;
+  const auto healthy = registry_->HealthyCounts();
+  for (const std::string& name : registry_->ModelNames()) {
+    auto snap = registry_->Snapshot(name);
+    if (!snap.ok()) continue;
+    v1::ModelInfo* m = resp.add_models();
+    m->set_name(name);
+    m->set_context_length(snap->group->context_length);
+    auto it = healthy.find(name);
+    m->set_workers(it == healthy.end() ? 0 : it->second);
+  }
+  return resp;
+}
+
+StatusOr<v1::TokenizeResponse> RouterCore::Tokenize(const v1::TokenizeRequest& request) {
+  ASSIGN_OR_RETURN(ModelSnapshot snap, registry_->Snapshot(request.model()));
+  v1::TokenizeResponse resp;
+  const auto ids =
+      snap.group->tokenizer->Encode(request.text(), request.add_special(), request.parse_special());
+  resp.mutable_tokens()->Assign(ids.begin(), ids.end());
+  return resp;
+}
+
+Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_t> tokens,
+                         const v1::GenerationOptions& options, std::string request_id,
+                         const MessageCallback& on_message) {
+  const Clock::time_point arrival = Clock::now();
+  ModelGroup& group = *first_snapshot.group;
+  const auto n_prompt = static_cast<int32_t>(tokens.size());
+  if (n_prompt == 0) return InvalidArgumentError("the prompt is empty");
+  if (group.context_length > 0 && n_prompt >= group.context_length) {
+    return InvalidArgumentError("the prompt has " + std::to_string(n_prompt) + " tokens; model " +
+                                group.name + " takes at most " +
+                                std::to_string(group.context_length - 1));
+  }
+  if (request_id.empty()) {
+    static const uint64_t kSalt = std::random_device{}();
+    request_id = "r" + std::to_string(kSalt % 100000) + "-" + std::to_string(next_id_++);
+  }
+  int32_t max_tokens =
+      options.max_tokens() > 0 ? options.max_tokens() : options_.default_max_tokens;
+  if (group.context_length > 0) max_tokens = std::min(max_tokens, group.context_length - n_prompt);
+
+  const std::vector<BlockHash> hashes =
+      HashFullBlocks(RootHash(group.digest, options.cache_salt()), tokens, group.block_size);
+  // The worker always recomputes at least the last prompt token.
+  const int32_t max_cacheable_blocks = (n_prompt - 1) / group.block_size;
+
+  v1::GenerateRequest forward;
+  forward.set_request_id(request_id);
+  forward.mutable_prompt_tokens()->Assign(tokens.begin(), tokens.end());
+  *forward.mutable_sampling() = options.sampling();
+  forward.set_max_tokens(max_tokens);
+  for (const std::string& s : options.stop()) forward.add_stop(s);
+  forward.set_ignore_eos(options.ignore_eos());
+  forward.set_cache_salt(options.cache_salt());
+
+  WorkerSet tried;
+  Status last_error = UnavailableError("no healthy worker serves model " + group.name);
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    ModelSnapshot snap = first_snapshot;
+    if (attempt > 0) {
+      auto fresh = registry_->Snapshot(group.name);
+      if (!fresh.ok()) return fresh.status();
+      snap = std::move(fresh).value();
+    }
+    std::vector<WorkerView> views;
+    std::vector<WorkerConnection*> conns;
+    WorkerSet candidates;
+    for (const Candidate& c : snap.healthy) {
+      if (!tried.Contains(c.slot)) candidates.Add(c.slot);
+    }
+    if (candidates.empty()) break;
+
+    const Clock::time_point t0 = Clock::now();
+    const PrefixMatch match = group.index.Match(hashes, candidates);
+    for (const Candidate& c : snap.healthy) {
+      if (!candidates.Contains(c.slot)) continue;
+      const v1::LoadResponse load = c.worker->load();
+      WorkerView v;
+      v.slot = c.slot;
+      v.id = c.worker->worker_id();
+      // The report lags: drop this router's requests that finished since.
+      const int32_t stale = c.worker->finished_since_poll.load();
+      v.running = std::max<int32_t>(0, static_cast<int32_t>(load.running()) - stale);
+      v.waiting = static_cast<int32_t>(load.waiting());
+      v.queued_prefill_tokens = static_cast<int64_t>(load.queued_prefill_tokens());
+      v.inflight = c.worker->inflight.load();
+      v.prefill_tokens_per_s = load.prefill_tokens_per_s();
+      v.blocks_free = static_cast<int64_t>(load.kv_blocks_free());
+      v.blocks_total = static_cast<int64_t>(load.kv_blocks_total());
+      v.blocks_cached = static_cast<int64_t>(load.kv_blocks_cached());
+      v.cached_tokens = std::min(match.blocks[c.slot], max_cacheable_blocks) * group.block_size;
+      views.push_back(v);
+      conns.push_back(c.worker);
+    }
+    const Decision d = policy_->Choose({n_prompt, views});
+    if (metrics_)
+      metrics_->OnDecision(std::string(policy_->name()), d.reason, Seconds(Clock::now() - t0));
+    WorkerConnection* worker = conns[d.index];
+    const int slot = views[d.index].slot;
+    const int32_t predicted = views[d.index].cached_tokens;
+    group.index.AddOptimistic(slot, hashes);
+    forward.set_predicted_cached_tokens(predicted);
+    const std::string worker_id = worker->worker_id();
+
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + options_.request_timeout);
+    ++worker->inflight;
+    auto reader = worker->stub().Generate(&ctx, forward);
+    v1::GenerateResponse resp;
+    bool relayed = false, cancelled = false;
+    int64_t relayed_tokens = 0;
+    while (reader->Read(&resp)) {
+      if (cancelled) continue;  // drain until the worker confirms the cancel
+      v1::GenerateTextResponse out;
+      out.set_text(resp.text());
+      out.mutable_tokens()->CopyFrom(resp.tokens());
+      out.set_worker(worker_id);
+      out.set_request_id(request_id);
+      const bool last = resp.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+      if (last) {
+        out.set_finish_reason(resp.finish_reason());
+        *out.mutable_usage() = resp.usage();
+        *out.mutable_timings() = resp.timings();
+        out.mutable_timings()->set_ttft_ms(resp.timings().ttft_ms());
+        if (metrics_) {
+          metrics_->OnCachedTokens(predicted, static_cast<int32_t>(resp.usage().cached_tokens()),
+                                   n_prompt);
+        }
+      }
+      if (!relayed && resp.tokens_size() > 0 && metrics_)
+        metrics_->OnFirstToken(Seconds(Clock::now() - arrival));
+      relayed = relayed || resp.tokens_size() > 0 || last;
+      relayed_tokens += resp.tokens_size();
+      if (!on_message(out)) {
+        ctx.TryCancel();
+        cancelled = true;
+      }
+    }
+    const grpc::Status status = reader->Finish();
+    --worker->inflight;
+    ++worker->finished_since_poll;
+    if (cancelled) return CancelledError("the client cancelled the request");
+    if (status.ok()) return Status::Ok();
+    if (relayed) {
+      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) worker->ReportFailure();
+      return UnavailableError("worker " + worker_id + " failed after " +
+                              std::to_string(relayed_tokens) +
+                              " tokens: " + status.error_message());
+    }
+    if (!Retryable(status.error_code())) return FromGrpc(status);
+    last_error = FromGrpc(status).WithPrefix("worker " + worker_id);
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) worker->ReportFailure();
+    tried.Add(slot);
+    if (metrics_) metrics_->OnRetry(RetryReason(status.error_code()));
+    Log(LogLevel::kInfo, "router",
+        "request " + request_id + ": " + last_error.message() + "; retrying");
+  }
+  return last_error;
+}
+
+}  // namespace kvmesh::router

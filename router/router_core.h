@@ -1,0 +1,56 @@
+// RouterCore: the InferenceCore of kvmesh-router — resolve the model,
+// tokenize (the model's own tokenizer, from its workers), hash the prompt's
+// blocks, ask the prefix index what each healthy worker holds, let the policy
+// choose, forward to that worker and relay its stream.
+//
+// A request that fails before its first token (worker unreachable, worker
+// overloaded, worker died) is re-sent to another worker, at most
+// `max_attempts` times in all; once tokens have been relayed a failure ends
+// the stream with a clear error instead (the client has already seen text).
+// Thread-safe: each call runs on its caller's thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "router/inference_core.h"
+#include "router/policies/policy.h"
+#include "router/registry.h"
+#include "router/router_metrics.h"
+
+namespace kvmesh::router {
+
+struct RouterCoreOptions {
+  int max_attempts = 3;
+  int32_t default_max_tokens = 256;
+  std::chrono::milliseconds request_timeout{std::chrono::minutes(10)};
+};
+
+class RouterCore final : public InferenceCore {
+ public:
+  RouterCore(Registry* registry, std::unique_ptr<Policy> policy, RouterMetrics* metrics,
+             RouterCoreOptions options);
+
+  Status Generate(const v1::GenerateTextRequest& request,
+                  const MessageCallback& on_message) override;
+  Status Chat(const v1::ChatRequest& request, const MessageCallback& on_message) override;
+  StatusOr<v1::ListModelsResponse> ListModels() override;
+  StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) override;
+
+  const Policy& policy() const { return *policy_; }
+
+ private:
+  Status Route(const ModelSnapshot& snapshot, std::vector<int32_t> tokens,
+               const v1::GenerationOptions& options, std::string request_id,
+               const MessageCallback& on_message);
+
+  Registry* registry_;
+  std::unique_ptr<Policy> policy_;
+  RouterMetrics* metrics_;
+  RouterCoreOptions options_;
+  std::atomic<uint64_t> next_id_{1};
+};
+
+}  // namespace kvmesh::router

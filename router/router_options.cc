@@ -1,0 +1,87 @@
+#include "router/router_options.h"
+
+#include "common/log.h"
+#include "router/chat/chat_template.h"
+
+namespace kvmesh::router {
+
+void RouterOptions::Register(ConfigSchema* s) {
+  s->AddStringList("workers", &workers, "workers to route to, HOST:PORT[,HOST:PORT…]");
+  s->AddString("workers_dns", &workers_dns,
+               "DNS name whose every address is a worker, NAME:PORT (a headless service)");
+  s->AddDouble("dns_refresh_seconds", &dns_refresh_seconds, 0.5, 3600,
+               "how often workers_dns is re-resolved");
+  s->AddString("host", &host, "address to listen on (127.0.0.1: loopback only; 0.0.0.0: all)");
+  s->AddInt("grpc_port", &grpc_port, 0, 65535,
+            "gRPC port: Inference and RouterRegistry (0: any free port)");
+  s->AddInt("http_port", &http_port, 0, 65535,
+            "HTTP port: OpenAI/Anthropic APIs, /metrics, /healthz (0: any)");
+  s->AddString("policy", &policy, "routing policy: prefix, least_load, round_robin");
+  s->AddDouble("prefix_tokens_per_running_request", &prefix_tokens_per_running_request, 0, 1e7,
+               "prefix policy: load of one request on a worker, in prompt tokens");
+  s->AddDouble("prefix_default_prefill_tokens_per_s", &prefix_default_prefill_tokens_per_s, 1, 1e9,
+               "prefix policy: prefill speed assumed before a worker reports one");
+  s->AddDouble("prefix_guard_ratio", &prefix_guard_ratio, 1, 1000,
+               "prefix policy: load imbalance (× least load + 1) that sends a request to the "
+               "least-loaded worker");
+  s->AddInt("prefix_guard_slack", &prefix_guard_slack, 0, 1 << 20,
+            "prefix policy: requests added to the guard limit");
+  s->AddStringList("api_keys", &api_keys, "accepted API keys (empty: none needed)");
+  s->MarkSecret("api_keys");
+  s->AddString("chat_template", &chat_template,
+               "chat template family for every model (default: from each model)");
+  s->AddInt("max_attempts", &max_attempts, 1, 10,
+            "workers tried for a request that fails before its first token");
+  s->AddInt("default_max_tokens", &default_max_tokens, 1, 1 << 20,
+            "max_tokens when a request gives none");
+  s->AddDouble("request_timeout_seconds", &request_timeout_seconds, 1, 86400,
+               "longest a request may run");
+  s->AddDouble("poll_interval_seconds", &poll_interval_seconds, 0.01, 60,
+               "how often each worker's load is polled");
+  s->AddDouble("optimistic_ttl_seconds", &optimistic_ttl_seconds, 0.1, 3600,
+               "how long a routed prefix counts as cached before the worker's events confirm it");
+  s->AddString("tls_cert", &tls_cert,
+               "PEM certificate: serve HTTPS and gRPC over TLS (with tls_key)");
+  s->AddString("tls_key", &tls_key, "PEM private key for tls_cert");
+  s->AddInt("http_threads", &http_threads, 4, 4096, "HTTP connection threads (concurrent streams)");
+  s->AddString("log_level", &log_level, "debug, info, warning, error");
+  s->AddString("router_id", &router_id, "name in logs (default host:grpc_port)");
+}
+
+Status RouterOptions::Validate() const {
+  auto policy_or = MakePolicy(policy, weights());
+  if (!policy_or.ok()) return policy_or.status().WithPrefix("option policy");
+  LogLevel level;
+  if (!ParseLogLevel(log_level, &level)) {
+    return InvalidArgumentError("option log_level: \"" + log_level +
+                                "\" is not one of debug, info, warning, error");
+  }
+  if (!chat_template.empty()) {
+    auto t = ChatTemplate::FromName(chat_template);
+    if (!t.ok()) return t.status().WithPrefix("option chat_template");
+  }
+  if (tls_cert.empty() != tls_key.empty()) {
+    return InvalidArgumentError("options tls_cert and tls_key must be given together");
+  }
+  for (const std::string& w : workers) {
+    if (w.rfind(':') == std::string::npos) {
+      return InvalidArgumentError("option workers: \"" + w + "\" is not HOST:PORT");
+    }
+  }
+  if (grpc_port != 0 && grpc_port == http_port) {
+    return InvalidArgumentError("options grpc_port and http_port are both " +
+                                std::to_string(grpc_port));
+  }
+  return Status::Ok();
+}
+
+PrefixPolicyWeights RouterOptions::weights() const {
+  PrefixPolicyWeights w;
+  w.tokens_per_running_request = prefix_tokens_per_running_request;
+  w.default_prefill_tokens_per_s = prefix_default_prefill_tokens_per_s;
+  w.guard_ratio = prefix_guard_ratio;
+  w.guard_slack = static_cast<int32_t>(prefix_guard_slack);
+  return w;
+}
+
+}  // namespace kvmesh::router

@@ -1,0 +1,45 @@
+// RouterOptions: every setting of kvmesh-router, with its flag, YAML key and
+// environment variable (KVMESH_ROUTER_*) declared in one place.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/config_schema.h"
+#include "common/status.h"
+#include "router/policies/policy.h"
+
+namespace kvmesh::router {
+
+struct RouterOptions {
+  std::vector<std::string> workers;  // static members, HOST:PORT
+  std::string workers_dns;           // NAME:PORT, re-resolved every dns_refresh_seconds
+  double dns_refresh_seconds = 10;
+  std::string host = "127.0.0.1";
+  int64_t grpc_port = 50050;  // 0: any free port
+  int64_t http_port = 8080;   // OpenAI/Anthropic gateway, /metrics, /healthz; 0: any free port
+  std::string policy = "prefix";
+  double prefix_tokens_per_running_request = 256;
+  double prefix_default_prefill_tokens_per_s = 2000;
+  double prefix_guard_ratio = 2.0;
+  int64_t prefix_guard_slack = 4;
+  std::vector<std::string> api_keys;
+  std::string chat_template;  // family name overriding the models' templates
+  int64_t max_attempts = 3;
+  int64_t default_max_tokens = 256;
+  double request_timeout_seconds = 600;
+  double poll_interval_seconds = 0.2;
+  double optimistic_ttl_seconds = 20;
+  std::string tls_cert;
+  std::string tls_key;
+  int64_t http_threads = 64;
+  std::string log_level = "info";
+  std::string router_id;
+
+  void Register(ConfigSchema* schema);
+  Status Validate() const;
+  PrefixPolicyWeights weights() const;
+};
+
+}  // namespace kvmesh::router

@@ -1,0 +1,110 @@
+#include "router/router_server.h"
+
+#include <grpcpp/health_check_service_interface.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "common/log.h"
+
+namespace kvmesh::router {
+namespace {
+
+StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(path + ": cannot read");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions& o) {
+  RETURN_IF_ERROR(o.Validate());
+  LogLevel level;
+  ParseLogLevel(o.log_level, &level);
+  SetLogLevel(level);
+  std::unique_ptr<RouterServer> r(new RouterServer());
+  r->options_ = o;
+
+  RegistryOptions ro;
+  ro.connection.poll_interval =
+      std::chrono::milliseconds(static_cast<int64_t>(o.poll_interval_seconds * 1000));
+  ro.dns_refresh = std::chrono::milliseconds(static_cast<int64_t>(o.dns_refresh_seconds * 1000));
+  ro.chat_template_override = o.chat_template;
+  ro.optimistic_ttl =
+      std::chrono::milliseconds(static_cast<int64_t>(o.optimistic_ttl_seconds * 1000));
+  r->registry_ = std::make_unique<Registry>(ro);
+  r->metrics_ = std::make_unique<RouterMetrics>(r->registry_.get());
+  ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy, MakePolicy(o.policy, o.weights()));
+  RouterCoreOptions co;
+  co.max_attempts = static_cast<int>(o.max_attempts);
+  co.default_max_tokens = static_cast<int32_t>(o.default_max_tokens);
+  co.request_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_seconds * 1000));
+  r->core_ =
+      std::make_unique<RouterCore>(r->registry_.get(), std::move(policy), r->metrics_.get(), co);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!o.tls_cert.empty()) {
+    ASSIGN_OR_RETURN(std::string cert, ReadFile(o.tls_cert));
+    ASSIGN_OR_RETURN(std::string key, ReadFile(o.tls_key));
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({key, cert});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  builder.AddListeningPort(o.host + ":" + std::to_string(o.grpc_port), creds, &r->grpc_port_);
+  const std::string router_id =
+      o.router_id.empty() ? o.host + ":" + std::to_string(o.grpc_port) : o.router_id;
+  r->inference_ = std::make_unique<InferenceServiceImpl>(*r->core_, r->metrics_.get(), o.api_keys);
+  r->registry_service_ = std::make_unique<RegistryServiceImpl>(*r->registry_, router_id);
+  builder.RegisterService(r->inference_.get());
+  builder.RegisterService(r->registry_service_.get());
+  r->grpc_server_ = builder.BuildAndStart();
+  if (!r->grpc_server_ || r->grpc_port_ == 0) {
+    return UnavailableError("cannot listen for gRPC on " + o.host + ":" +
+                            std::to_string(o.grpc_port));
+  }
+
+  gateway::GatewayOptions go;
+  go.host = o.host;
+  go.port = static_cast<int>(o.http_port);
+  go.api_keys = o.api_keys;
+  go.num_threads = static_cast<int>(o.http_threads);
+  go.tls_cert_file = o.tls_cert;
+  go.tls_key_file = o.tls_key;
+  RouterMetrics* metrics = r->metrics_.get();
+  Registry* registry = r->registry_.get();
+  go.metrics_text = [metrics] { return metrics->Render(); };
+  go.health = [registry]() -> Status {
+    if (registry->AnyHealthy()) return Status::Ok();
+    return UnavailableError("no healthy worker yet");
+  };
+  go.on_response = [metrics](std::string_view route, int http_status) {
+    metrics->OnRequest(std::string(route), std::to_string(http_status));
+  };
+  r->gateway_ = std::make_unique<gateway::HttpGateway>(*r->core_, go);
+  RETURN_IF_ERROR(r->gateway_->Start());
+
+  r->registry_->SetStaticWorkers(o.workers);
+  if (!o.workers_dns.empty()) RETURN_IF_ERROR(r->registry_->StartDns(o.workers_dns));
+  Log(LogLevel::kInfo, "router",
+      "routing with policy " + o.policy + " to " + std::to_string(o.workers.size()) +
+          " static workers" + (o.workers_dns.empty() ? "" : " and DNS " + o.workers_dns));
+  return r;
+}
+
+void RouterServer::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  gateway_->Stop();
+  grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  registry_->Stop();
+}
+
+RouterServer::~RouterServer() { Shutdown(); }
+
+}  // namespace kvmesh::router

@@ -1,0 +1,96 @@
+#include "router/router_services.h"
+
+#include <algorithm>
+
+namespace kvmesh::router {
+namespace {
+
+grpc::Status ToGrpc(const Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(static_cast<int>(s.code())), s.message());
+}
+
+}  // namespace
+
+grpc::Status InferenceServiceImpl::Authorize(grpc::ServerContext* ctx) const {
+  if (api_keys_.empty()) return grpc::Status::OK;
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  if (it != md.end()) {
+    const std::string value(it->second.data(), it->second.size());
+    for (const std::string& key : api_keys_) {
+      if (value == "Bearer " + key) return grpc::Status::OK;
+    }
+  }
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      "missing or wrong API key (send metadata \"authorization: Bearer KEY\")");
+}
+
+grpc::Status InferenceServiceImpl::Finish(const std::string& route, const Status& status) {
+  if (metrics_) metrics_->OnRequest(route, std::string(StatusCodeName(status.code())));
+  return ToGrpc(status);
+}
+
+grpc::Status InferenceServiceImpl::Generate(grpc::ServerContext* ctx,
+                                            const v1::GenerateTextRequest* req,
+                                            grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
+  if (auto a = Authorize(ctx); !a.ok())
+    return Finish("grpc.Generate", UnauthenticatedError(a.error_message()));
+  Status s = core_.Generate(*req, [&](const v1::GenerateTextResponse& m) {
+    return !ctx->IsCancelled() && writer->Write(m);
+  });
+  return Finish("grpc.Generate", s);
+}
+
+grpc::Status InferenceServiceImpl::Chat(grpc::ServerContext* ctx, const v1::ChatRequest* req,
+                                        grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
+  if (auto a = Authorize(ctx); !a.ok())
+    return Finish("grpc.Chat", UnauthenticatedError(a.error_message()));
+  Status s = core_.Chat(*req, [&](const v1::GenerateTextResponse& m) {
+    return !ctx->IsCancelled() && writer->Write(m);
+  });
+  return Finish("grpc.Chat", s);
+}
+
+grpc::Status InferenceServiceImpl::ListModels(grpc::ServerContext* ctx,
+                                              const v1::ListModelsRequest*,
+                                              v1::ListModelsResponse* resp) {
+  if (auto a = Authorize(ctx); !a.ok()) return a;
+  auto r = core_.ListModels();
+  if (!r.ok()) return Finish("grpc.ListModels", r.status());
+  *resp = std::move(r).value();
+  return Finish("grpc.ListModels", Status::Ok());
+}
+
+grpc::Status InferenceServiceImpl::Tokenize(grpc::ServerContext* ctx,
+                                            const v1::TokenizeRequest* req,
+                                            v1::TokenizeResponse* resp) {
+  if (auto a = Authorize(ctx); !a.ok()) return a;
+  auto r = core_.Tokenize(*req);
+  if (!r.ok()) return Finish("grpc.Tokenize", r.status());
+  *resp = std::move(r).value();
+  return Finish("grpc.Tokenize", Status::Ok());
+}
+
+grpc::Status RegistryServiceImpl::Register(grpc::ServerContext*,
+                                           const v1::RegisterWorkerRequest* req,
+                                           v1::RegisterWorkerResponse* resp) {
+  if (req->address().empty() || req->address().find(':') == std::string::npos) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "address \"" + req->address() + "\" must be HOST:PORT");
+  }
+  const uint32_t ttl =
+      std::clamp<uint32_t>(req->ttl_seconds() == 0 ? 15 : req->ttl_seconds(), 2, 3600);
+  registry_.Heartbeat(req->address(), std::chrono::seconds(ttl));
+  resp->set_router_id(router_id_);
+  return grpc::Status::OK;
+}
+
+grpc::Status RegistryServiceImpl::Deregister(grpc::ServerContext*,
+                                             const v1::DeregisterWorkerRequest* req,
+                                             v1::DeregisterWorkerResponse*) {
+  registry_.Deregister(req->address());
+  return grpc::Status::OK;
+}
+
+}  // namespace kvmesh::router

@@ -1,0 +1,156 @@
+#include "router/worker_connection.h"
+
+#include "common/log.h"
+
+namespace kvmesh::router {
+
+WorkerConnection::WorkerConnection(std::string address, WorkerListener* listener,
+                                   ConnectionOptions options)
+    : address_(std::move(address)), listener_(listener), options_(options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  // Reconnect quickly after a worker restart.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  channel_ = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::Worker::NewStub(channel_);
+}
+
+WorkerConnection::~WorkerConnection() { Stop(); }
+
+void WorkerConnection::Start() {
+  poller_ = std::thread([this] { PollLoop(); });
+  subscriber_ = std::thread([this] { SubscribeLoop(); });
+}
+
+void WorkerConnection::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    if (subscription_ != nullptr) subscription_->TryCancel();
+  }
+  cv_.notify_all();
+  if (poller_.joinable()) poller_.join();
+  if (subscriber_.joinable()) subscriber_.join();
+}
+
+bool WorkerConnection::WaitOrStop(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, d, [this] { return stopping_; });
+}
+
+void WorkerConnection::SetHealthy(bool healthy) {
+  if (healthy_.exchange(healthy) != healthy) {
+    Log(healthy ? LogLevel::kInfo : LogLevel::kWarning, "router",
+        "worker " + address_ +
+            (healthy ? " is healthy" : " is unhealthy: leaving the routing set"));
+    listener_->OnHealthChanged(this, healthy);
+  }
+}
+
+void WorkerConnection::ReportFailure() { SetHealthy(false); }
+
+v1::LoadResponse WorkerConnection::load() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return load_;
+}
+
+bool WorkerConnection::has_info() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return has_info_;
+}
+
+v1::InfoResponse WorkerConnection::info() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return info_;
+}
+
+std::string WorkerConnection::worker_id() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return info_.worker_id().empty() ? address_ : info_.worker_id();
+}
+
+bool WorkerConnection::FetchInfo() {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
+  v1::InfoResponse info;
+  if (!stub_->Info(&ctx, v1::InfoRequest(), &info).ok()) return false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    info_ = info;
+    has_info_ = true;
+  }
+  epoch_ = info.epoch();
+  listener_->OnWorkerInfo(this, info);
+  return true;
+}
+
+void WorkerConnection::PollLoop() {
+  do {
+    bool ok = true;
+    if (!has_info()) ok = FetchInfo();
+    if (ok) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
+      v1::LoadResponse load;
+      ok = stub_->Load(&ctx, v1::LoadRequest(), &load).ok();
+      if (ok && load.epoch() != epoch_.load()) ok = FetchInfo();  // restarted
+      if (ok) {
+        std::lock_guard<std::mutex> lock(mu_);
+        load_ = load;
+        finished_since_poll = 0;
+      }
+    }
+    if (ok) {
+      failures_ = 0;
+      SetHealthy(true);
+    } else if (++failures_ >= options_.max_failures || !healthy_) {
+      SetHealthy(false);
+    }
+  } while (!WaitOrStop(options_.poll_interval));
+}
+
+void WorkerConnection::SubscribeLoop() {
+  while (!WaitOrStop(std::chrono::milliseconds(0))) {
+    if (!has_info()) {
+      if (WaitOrStop(options_.resubscribe_backoff)) return;
+      continue;
+    }
+    grpc::ClientContext ctx;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      subscription_ = &ctx;
+    }
+    auto reader = stub_->SubscribeKvEvents(&ctx, v1::SubscribeKvEventsRequest());
+    v1::KvEventBatch batch;
+    uint64_t epoch = 0, sequence = 0;
+    bool started = false;
+    while (reader->Read(&batch)) {
+      const bool gap = started && (batch.epoch() != epoch || batch.sequence() != sequence + 1);
+      if (batch.snapshot() || gap || !started) {
+        if (gap) {
+          Log(LogLevel::kWarning, "router",
+              "KV events from " + address_ + " skipped a batch or changed epoch: resubscribing");
+          break;
+        }
+        listener_->OnIndexReset(this);
+      }
+      started = true;
+      epoch = batch.epoch();
+      sequence = batch.sequence();
+      listener_->OnKvEvents(this, batch);
+    }
+    ctx.TryCancel();
+    reader->Finish();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      subscription_ = nullptr;
+    }
+    listener_->OnIndexReset(this);  // events may be lost until the next snapshot
+    if (WaitOrStop(options_.resubscribe_backoff)) return;
+  }
+}
+
+}  // namespace kvmesh::router

@@ -1,0 +1,353 @@
+// A real cluster on loopback: kvmesh-router in front of two kvmesh-workers on
+// stories260K, driven over gRPC, HTTP and the C++ SDK.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "kvmesh/v1/inference.grpc.pb.h"
+#include "sdk/client.h"
+#include "tests/support/cluster.h"
+
+namespace kvmesh {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ProcessHandle;
+using testing::StartRouter;
+using testing::StartWorker;
+using testing::WaitForHealthyWorkers;
+
+const std::string kWorkerBin = KVMESH_WORKER_BINARY;
+const std::string kRouterBin = KVMESH_ROUTER_BINARY;
+
+struct Result {
+  grpc::Status status;
+  std::string text;
+  std::vector<int32_t> tokens;
+  v1::GenerateTextResponse last;
+  std::string worker;
+};
+
+Result Generate(v1::Inference::Stub& stub, const std::vector<int32_t>& prompt, int max_tokens,
+                const std::string& salt = "") {
+  grpc::ClientContext ctx;
+  v1::GenerateTextRequest req;
+  req.mutable_prompt_tokens()->Assign(prompt.begin(), prompt.end());
+  req.mutable_options()->set_max_tokens(max_tokens);
+  req.mutable_options()->mutable_sampling()->set_temperature(0);
+  req.mutable_options()->set_cache_salt(salt);
+  auto reader = stub.Generate(&ctx, req);
+  Result r;
+  v1::GenerateTextResponse m;
+  while (reader->Read(&m)) {
+    r.text += m.text();
+    r.tokens.insert(r.tokens.end(), m.tokens().begin(), m.tokens().end());
+    if (!m.worker().empty()) r.worker = m.worker();
+    r.last = m;
+  }
+  r.status = reader->Finish();
+  return r;
+}
+
+std::vector<int32_t> RandomTokens(std::mt19937& rng, int n) {
+  std::uniform_int_distribution<int32_t> dist(260, 511);  // ordinary text tokens
+  std::vector<int32_t> out(n);
+  for (int32_t& t : out) t = dist(rng);
+  return out;
+}
+
+std::string HttpGet(const std::string& host_port, const std::string& path) {
+  httplib::Client c("http://" + host_port);
+  auto res = c.Get(path.c_str());
+  return res ? res->body : "";
+}
+
+double Metric(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::atof(text.c_str() + at + series.size() + 2);
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    w0_ = new ProcessHandle(StartWorker(kWorkerBin, {"--worker-id", "w0"}, 0, "cluster_w0"));
+    w1_ = new ProcessHandle(StartWorker(kWorkerBin, {"--worker-id", "w1"}, 0, "cluster_w1"));
+    router_ =
+        new ProcessHandle(StartRouter(kRouterBin, {w0_->grpc, w1_->grpc}, {}, "cluster_router"));
+    ASSERT_TRUE(w0_->ok() && w1_->ok() && router_->ok()) << "cluster did not start";
+    ASSERT_TRUE(WaitForHealthyWorkers(router_->grpc, 2, std::chrono::seconds(30)));
+    stub_ = v1::Inference::NewStub(
+                grpc::CreateChannel(router_->grpc, grpc::InsecureChannelCredentials()))
+                .release();
+  }
+  static void TearDownTestSuite() {
+    delete stub_;
+    delete router_;
+    delete w0_;
+    delete w1_;
+  }
+  static ProcessHandle* w0_;
+  static ProcessHandle* w1_;
+  static ProcessHandle* router_;
+  static v1::Inference::Stub* stub_;
+};
+ProcessHandle* ClusterTest::w0_ = nullptr;
+ProcessHandle* ClusterTest::w1_ = nullptr;
+ProcessHandle* ClusterTest::router_ = nullptr;
+v1::Inference::Stub* ClusterTest::stub_ = nullptr;
+
+TEST_F(ClusterTest, FollowUpsLandOnThePrefixHolderAndSessionsSpread) {
+  std::mt19937 rng(42);
+  constexpr int kSessions = 6, kTurns = 4;
+  std::map<int, std::string> home;
+  std::set<std::string> homes;
+  for (int s = 0; s < kSessions; ++s) {
+    std::vector<int32_t> history = {1};
+    const auto prefix = RandomTokens(rng, 200);
+    history.insert(history.end(), prefix.begin(), prefix.end());
+    for (int turn = 0; turn < kTurns; ++turn) {
+      const auto question = RandomTokens(rng, 12);
+      history.insert(history.end(), question.begin(), question.end());
+      Result r = Generate(*stub_, history, 16);
+      ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+      if (turn == 0) {
+        home[s] = r.worker;
+        homes.insert(r.worker);
+        EXPECT_EQ(r.last.usage().cached_tokens(), 0u) << "session " << s;
+      } else {
+        EXPECT_EQ(r.worker, home[s]) << "session " << s << " turn " << turn;
+        EXPECT_GE(r.last.usage().cached_tokens(), 192u) << "session " << s << " turn " << turn;
+      }
+      history.insert(history.end(), r.tokens.begin(), r.tokens.end());
+    }
+  }
+  EXPECT_EQ(homes.size(), 2u) << "sessions all went to one worker";
+  const std::string m = HttpGet(router_->http, "/metrics");
+  EXPECT_GT(Metric(m, "kvmesh_router_decisions_total{policy=\"prefix\",reason=\"prefix_hit\"}"), 0);
+  EXPECT_THAT(m, HasSubstr("kvmesh_router_cached_tokens_prediction_error_tokens_bucket"));
+}
+
+TEST_F(ClusterTest, SdkClientGeneratesChatsAndLists) {
+  ClientOptions options;
+  options.address = router_->grpc;
+  auto client = Client::Connect(options);
+  ASSERT_TRUE(client.ok());
+  std::string streamed;
+  GenerateParams p;
+  p.max_tokens = 20;
+  p.temperature = 0;
+  auto done = (*client)->Generate("Once upon a time", p, [&](std::string_view t) {
+    streamed += t;
+    return true;
+  });
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done->text, streamed);
+  EXPECT_THAT(done->text, ::testing::StartsWith(", there was a little girl named Lily."));
+  EXPECT_EQ(done->completion_tokens, 20u);
+  EXPECT_FALSE(done->worker.empty());
+  auto chat = (*client)->Chat({{"user", "Tell me about a cat."}}, p);
+  ASSERT_TRUE(chat.ok()) << chat.status().ToString();
+  EXPECT_GT(chat->completion_tokens, 0u);
+  auto models = (*client)->ListModels();
+  ASSERT_TRUE(models.ok());
+  ASSERT_EQ(models->size(), 1u);
+  EXPECT_EQ((*models)[0].workers, 2u);
+  auto ids = (*client)->Tokenize("", "Hello world");
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 346, 306, 414, 263, 304, 341}));
+  // Cancelling from the callback ends the stream.
+  int pieces = 0;
+  GenerateParams long_run;
+  long_run.max_tokens = 200;
+  auto cancelled =
+      (*client)->Generate("Lily", long_run, [&](std::string_view) { return ++pieces < 3; });
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->finish_reason, "cancelled");
+}
+
+TEST_F(ClusterTest, HttpGatewayServesOpenAiAndAnthropicThroughTheRouter) {
+  httplib::Client c("http://" + router_->http);
+  auto res =
+      c.Post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":12,"temperature":0})",
+             "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_TRUE(res->has_header("x-kvmesh-worker"));
+  auto j = nlohmann::json::parse(res->body);
+  EXPECT_THAT(j["choices"][0]["text"].get<std::string>(), ::testing::StartsWith(", there was"));
+  EXPECT_TRUE(j["usage"]["prompt_tokens_details"].contains("cached_tokens"));
+  auto msg =
+      c.Post("/v1/messages",
+             R"({"model":"llama","max_tokens":8,"messages":[{"role":"user","content":"Hi"}]})",
+             "application/json");
+  ASSERT_TRUE(msg);
+  EXPECT_EQ(msg->status, 200) << msg->body;
+  EXPECT_EQ(nlohmann::json::parse(msg->body)["type"], "message");
+  auto bad_json = c.Post("/v1/chat/completions", "{not json", "application/json");
+  ASSERT_TRUE(bad_json);
+  EXPECT_EQ(bad_json->status, 400);
+  auto unknown = c.Post("/v1/chat/completions",
+                        R"({"model":"no-such-model","messages":[{"role":"user","content":"x"}]})",
+                        "application/json");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404) << unknown->body;
+  auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(nlohmann::json::parse(models->body)["data"][0]["id"], "llama");
+}
+
+TEST(ClusterProcessTest, ApiKeysAndOverload) {
+  ProcessHandle w =
+      StartWorker(kWorkerBin, {"--max-running-requests", "1", "--max-waiting-requests", "1"});
+  ProcessHandle r = StartRouter(kRouterBin, {w.grpc}, {"--api-keys", "k1,k2"});
+  ASSERT_TRUE(w.ok() && r.ok());
+  ASSERT_TRUE(WaitForHealthyWorkers(r.grpc, 1, std::chrono::seconds(30), "k1"));
+  httplib::Client c("http://" + r.http);
+  const std::string body = R"({"messages":[{"role":"user","content":"Hello"}],"max_tokens":150})";
+  auto no_key = c.Post("/v1/chat/completions", body, "application/json");
+  ASSERT_TRUE(no_key);
+  EXPECT_EQ(no_key->status, 401);
+  httplib::Headers wrong = {{"Authorization", "Bearer nope"}};
+  EXPECT_EQ(c.Post("/v1/chat/completions", wrong, body, "application/json")->status, 401);
+  httplib::Headers anthropic = {{"x-api-key", "k2"}};
+  auto ok =
+      c.Post("/v1/messages", anthropic,
+             R"({"max_tokens":4,"messages":[{"role":"user","content":"Hi"}]})", "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  // One running and one waiting slot: a burst overflows into 429s.
+  std::atomic<int> too_many{0}, fine{0};
+  std::atomic<bool> retry_after{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] {
+      httplib::Client cc("http://" + r.http);
+      cc.set_read_timeout(60);
+      httplib::Headers key = {{"Authorization", "Bearer k1"}};
+      auto res = cc.Post("/v1/chat/completions", key, body, "application/json");
+      if (!res) return;
+      if (res->status == 429) {
+        ++too_many;
+        if (res->has_header("Retry-After")) retry_after = true;
+      } else if (res->status == 200) {
+        ++fine;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_GT(too_many.load(), 0);
+  EXPECT_GT(fine.load(), 0);
+  EXPECT_TRUE(retry_after.load());
+}
+
+TEST(ClusterProcessTest, KillNineUnderLoadLosesNoUnstartedRequest) {
+  ProcessHandle w0 = StartWorker(kWorkerBin, {"--worker-id", "a"}, 0, "kill_w0");
+  ProcessHandle w1 = StartWorker(kWorkerBin, {"--worker-id", "b"}, 0, "kill_w1");
+  ProcessHandle r =
+      StartRouter(kRouterBin, {w0.grpc, w1.grpc}, {"--policy", "round_robin"}, "kill_router");
+  ASSERT_TRUE(w0.ok() && w1.ok() && r.ok());
+  ASSERT_TRUE(WaitForHealthyWorkers(r.grpc, 2, std::chrono::seconds(30)));
+  auto stub =
+      v1::Inference::NewStub(grpc::CreateChannel(r.grpc, grpc::InsecureChannelCredentials()));
+  // Fill both caches so the index holds entries for both workers.
+  std::mt19937 rng(7);
+  for (int i = 0; i < 4; ++i) {
+    auto p = RandomTokens(rng, 64);
+    p.insert(p.begin(), 1);
+    ASSERT_TRUE(Generate(*stub, p, 4).status.ok());
+  }
+  auto indexed = [&](const std::string& worker) {
+    return Metric(HttpGet(r.http, "/metrics"),
+                  "kvmesh_router_index_blocks{worker=\"" + worker + "\"}");
+  };
+  for (int i = 0; i < 100 && (indexed("a") <= 0 || indexed("b") <= 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GT(indexed("b"), 0);
+
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  int succeeded = 0, failed_after_tokens = 0, failed_before_tokens = 0;
+  std::vector<std::thread> load;
+  for (int t = 0; t < 6; ++t) {
+    load.emplace_back([&, t] {
+      std::mt19937 local(100 + t);
+      while (!stop) {
+        auto p = RandomTokens(local, 24);
+        p.insert(p.begin(), 1);
+        Result res = Generate(*stub, p, 48);
+        std::lock_guard<std::mutex> lock(mu);
+        if (res.status.ok()) {
+          ++succeeded;
+        } else if (!res.tokens.empty()) {
+          ++failed_after_tokens;
+          EXPECT_THAT(res.status.error_message(), HasSubstr("failed after"));
+        } else {
+          ++failed_before_tokens;
+          ADD_FAILURE() << "request lost before any token: " << res.status.error_message();
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ASSERT_TRUE(w1.process->Signal(SIGKILL));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  stop = true;
+  for (auto& t : load) t.join();
+  std::printf("[ kill -9 ] succeeded %d, failed mid-stream %d, lost before first token %d\n",
+              succeeded, failed_after_tokens, failed_before_tokens);
+  EXPECT_EQ(failed_before_tokens, 0);
+  EXPECT_GT(succeeded, 10);
+  // The router keeps serving, and the dead worker's entries are gone.
+  auto p = RandomTokens(rng, 20);
+  p.insert(p.begin(), 1);
+  EXPECT_TRUE(Generate(*stub, p, 4).status.ok());
+  EXPECT_LE(indexed("b"), 0);
+  EXPECT_TRUE(WaitForHealthyWorkers(r.grpc, 1, std::chrono::seconds(10)));
+
+  // Restarted on the same port: resubscribed, and entries come back.
+  ProcessHandle again = StartWorker(kWorkerBin, {"--worker-id", "b"}, w1.grpc_port, "kill_w1b");
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(WaitForHealthyWorkers(r.grpc, 2, std::chrono::seconds(30)));
+  for (int i = 0; i < 6; ++i) {
+    auto q = RandomTokens(rng, 40);
+    q.insert(q.begin(), 1);
+    ASSERT_TRUE(Generate(*stub, q, 2).status.ok());
+  }
+  double back = 0;
+  for (int i = 0; i < 100 && back <= 0; ++i) {
+    back = indexed("b");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_GT(back, 0);
+}
+
+TEST(ClusterProcessTest, WorkersJoinBySelfRegistrationAndDns) {
+  ProcessHandle r = StartRouter(kRouterBin, {}, {}, "selfreg_router");
+  ASSERT_TRUE(r.ok());
+  ProcessHandle w = StartWorker(kWorkerBin, {"--router", r.grpc}, 0, "selfreg_worker");
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(WaitForHealthyWorkers(r.grpc, 1, std::chrono::seconds(30)));
+  // DNS: "localhost:PORT" resolves to this machine's loopback address(es).
+  ProcessHandle w2 = StartWorker(kWorkerBin, {"--worker-id", "dns"}, 0, "dns_worker");
+  ProcessHandle r2 = StartRouter(
+      kRouterBin, {},
+      {"--workers-dns", "localhost:" + std::to_string(w2.grpc_port), "--dns-refresh-seconds", "1"},
+      "dns_router");
+  ASSERT_TRUE(w2.ok() && r2.ok());
+  EXPECT_TRUE(WaitForHealthyWorkers(r2.grpc, 1, std::chrono::seconds(30)));
+}
+
+}  // namespace
+}  // namespace kvmesh
