@@ -9,9 +9,11 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/kv_options.h"
 #include "common/model_path.h"
 #include "common/tokenizer/streaming_detokenizer.h"
 #include "common/tokenizer/tokenizer.h"
+#include "worker/kv/kv_memory_fit.h"
 #include "worker/model/model.h"
 #include "worker/runtime/cpu/cpu_executor.h"
 #include "worker/sampling/sampler.h"
@@ -34,7 +36,7 @@ struct RunOptions {
   int ctx = 0;
   int batch = 512;
   std::vector<std::string> stop;
-  std::string kv_type = "f16";
+  KvCliOptions kv;
   bool no_bos = false;
   bool json = false;
   bool verify_sha256 = false;
@@ -85,16 +87,27 @@ int Run(const RunOptions& o) {
                                      " tokens, which does not fit the context of " +
                                      std::to_string(ctx) + " (-c)"));
   }
-  auto kv_type = ParseTensorType(o.kv_type);
-  if (!kv_type || (*kv_type != TensorType::kF16 && *kv_type != TensorType::kF32)) {
-    return Fail(
-        InvalidArgumentError("--kv-type " + o.kv_type + " is not supported here (f16, f32)"));
+  auto layout = BuildKvLayout(o.kv, **model);
+  if (!layout.ok()) return Fail(layout.status());
+  // Without --kv-memory the cache holds exactly one context.
+  int64_t blocks = (ctx + layout->block_size - 1) / layout->block_size;
+  if (!o.kv.memory.empty()) {
+    auto budget = ParseKvMemoryBudget(o.kv.memory);
+    if (!budget.ok()) return Fail(budget.status());
+    KvFitInputs inputs;
+    inputs.context_tokens = ctx;
+    inputs.weights_bytes = (*model)->file().file_size();
+    if (budget->fraction > 0.0) {
+      auto available = ReadMemAvailable();
+      if (!available.ok()) return Fail(available.status());
+      inputs.available_bytes = *available;
+    }
+    auto fit = FitKvBlocks(*budget, *layout, inputs);
+    if (!fit.ok()) return Fail(fit.status());
+    blocks = fit->num_blocks;
   }
-  KvLayout layout{config.n_layer,    config.n_head_kv, config.head_dim,
-                  kDefaultBlockSize, *kv_type,         *kv_type};
-  const int64_t blocks = (ctx + layout.block_size - 1) / layout.block_size;
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-  auto exec = CpuExecutor::Create(**model, layout, blocks, threads);
+  auto exec = CpuExecutor::Create(**model, *layout, blocks, threads);
   if (!exec.ok()) return Fail(exec.status());
   std::vector<int32_t> table(blocks);
   std::iota(table.begin(), table.end(), 0);
@@ -165,6 +178,10 @@ int Run(const RunOptions& o) {
     j["text"] = text;
     j["finish_reason"] = finish;
     j["seed"] = sampler.seed();
+    j["kv"] = {{"type", layout->TypeName()},
+               {"bytes_per_token", layout->bytes_per_token()},
+               {"blocks", blocks},
+               {"block_size", layout->block_size}};
     j["timings"] = {{"prompt_tokens_per_s", pp_tps},
                     {"gen_tokens_per_s", tg_tps},
                     {"prompt_ms", pp_s * 1e3},
@@ -175,9 +192,10 @@ int Run(const RunOptions& o) {
     std::fprintf(
         stderr,
         "\n[%s] prompt: %zu tokens, %.1f tokens/s | generated: %zu tokens, %.1f tokens/s | "
-        "finish: %s | seed %llu | %d threads\n",
+        "finish: %s | seed %llu | %d threads | KV %s, %zu B/token, %lld blocks\n",
         config.name.c_str(), prompt.size(), pp_tps, generated.size(), tg_tps, finish.c_str(),
-        static_cast<unsigned long long>(sampler.seed()), threads);
+        static_cast<unsigned long long>(sampler.seed()), threads, layout->TypeName().c_str(),
+        layout->bytes_per_token(), static_cast<long long>(blocks));
   }
   return 0;
 }
@@ -202,7 +220,7 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("-c,--ctx", o->ctx, "Context size in tokens (default: the model's, up to 4096)");
   run->add_option("-b,--batch", o->batch, "Prompt tokens per forward step")
       ->check(CLI::PositiveNumber);
-  run->add_option("--kv-type", o->kv_type, "KV cache type: f16 or f32");
+  AddKvOptions(run, &o->kv, /*with_transforms=*/true, /*with_memory=*/true);
   run->add_flag("--no-bos", o->no_bos, "Do not add BOS even if the model asks for it");
   run->add_flag("--verify-sha256", o->verify_sha256,
                 "Require MODEL.sha256 to match before loading");

@@ -10,6 +10,10 @@ namespace kvmesh::cli {
 void RegisterGgufCommand(CLI::App& app, int* exit_code);
 void RegisterTokenizeCommand(CLI::App& app, int* exit_code);
 void RegisterRunCommand(CLI::App& app, int* exit_code);
+void RegisterPerplexityCommand(CLI::App& app, int* exit_code);
+void RegisterKvCalibrateCommand(CLI::App& app, int* exit_code);
+void RegisterSynthCommand(CLI::App& app, int* exit_code);
+void RegisterBenchCommand(CLI::App& app, int* exit_code);
 // complete, chat, models: client commands against a router.
 void RegisterClientCommands(CLI::App& app, int* exit_code);
 

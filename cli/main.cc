@@ -8,8 +8,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   kvmesh::cli::RegisterRunCommand(app, &exit_code);
+  kvmesh::cli::RegisterPerplexityCommand(app, &exit_code);
+  kvmesh::cli::RegisterKvCalibrateCommand(app, &exit_code);
   kvmesh::cli::RegisterTokenizeCommand(app, &exit_code);
   kvmesh::cli::RegisterGgufCommand(app, &exit_code);
+  kvmesh::cli::RegisterBenchCommand(app, &exit_code);
+  kvmesh::cli::RegisterSynthCommand(app, &exit_code);
   kvmesh::cli::RegisterClientCommands(app, &exit_code);
   try {
     app.parse(argc, argv);

@@ -1,34 +1,74 @@
 #include "common/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace kvmesh {
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until done() or about kSpinMicros have passed; returns done().
+template <typename Done>
+bool SpinUntil(const Done& done) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicros);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      CpuRelax();
+    }
+    if (Clock::now() >= deadline) return done();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
   const int extra = std::max(0, num_threads - 1);
   workers_.reserve(extra);
   for (int i = 0; i < extra; ++i) {
-    workers_.emplace_back([this, i] { WorkerLoop(i + 1); });
+    workers_.emplace_back([this] { WorkerLoop(); });
   }
 }
 
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   work_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::RunChunks(int participant) {
-  // Static partition: participant p runs chunk p (chunks == participants), so
-  // the split of work, and with it every floating-point result, depends only
-  // on n and the thread count.
-  if (participant >= num_chunks_) return;
-  const int64_t begin = n_ * participant / num_chunks_;
-  const int64_t end = n_ * (participant + 1) / num_chunks_;
-  if (begin < end) (*fn_)(begin, end);
+void ThreadPool::RunChunks(uint32_t call) {
+  // Chunk c is always [n * c / chunks, n * (c + 1) / chunks): the split, and
+  // with it every floating-point result, depends only on n and the thread
+  // count. Which thread runs a chunk does not matter, so chunks are claimed
+  // first come, first served: a worker the OS has not scheduled yet never
+  // holds up a call - the others take its share.
+  for (;;) {
+    uint64_t claim = claim_.load(std::memory_order_acquire);
+    if (static_cast<uint32_t>(claim >> 32) != call) return;  // a later call
+    const int64_t chunks = static_cast<int64_t>((claim >> 16) & 0xFFFF);
+    const int64_t chunk = static_cast<int64_t>(claim & 0xFFFF);
+    if (chunk >= chunks) return;
+    if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel)) continue;
+    // The call cannot finish before this chunk does: fn_ and n_ stay valid.
+    const int64_t begin = n_ * chunk / chunks;
+    const int64_t end = n_ * (chunk + 1) / chunks;
+    if (begin < end) (*fn_)(begin, end);
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (caller_sleeping_) done_cv_.notify_one();
+    }
+  }
 }
 
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
@@ -41,35 +81,43 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
     return;
   }
   std::lock_guard<std::mutex> call_lock(call_mu_);
+  fn_ = &fn;
+  n_ = n;
+  remaining_.store(chunks, std::memory_order_relaxed);
+  const uint32_t call = static_cast<uint32_t>(generation_.load(std::memory_order_relaxed)) + 1;
+  claim_.store(static_cast<uint64_t>(call) << 32 | static_cast<uint64_t>(chunks) << 16,
+               std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    n_ = n;
-    num_chunks_ = chunks;
-    pending_workers_ = static_cast<int>(workers_.size());
-    ++generation_;
+    if (sleeping_workers_ > 0) work_cv_.notify_all();
   }
-  work_cv_.notify_all();
-  RunChunks(0);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_workers_ == 0; });
-  fn_ = nullptr;
+  RunChunks(call);
+  auto all_done = [this] { return remaining_.load(std::memory_order_acquire) == 0; };
+  if (!SpinUntil(all_done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    caller_sleeping_ = true;
+    done_cv_.wait(lock, all_done);
+    caller_sleeping_ = false;
+  }
 }
 
-void ThreadPool::WorkerLoop(int index) {
+void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   for (;;) {
-    {
+    auto has_work = [&] {
+      return stop_.load(std::memory_order_relaxed) ||
+             generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!SpinUntil(has_work)) {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      ++sleeping_workers_;
+      work_cv_.wait(lock, has_work);
+      --sleeping_workers_;
     }
-    RunChunks(index);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_workers_ == 0) done_cv_.notify_one();
-    }
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_acquire);
+    RunChunks(static_cast<uint32_t>(seen));
   }
 }
 

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 namespace kvmesh {
@@ -55,6 +57,22 @@ TEST(ThreadPoolTest, ManyRoundsDoNotDeadlock) {
     pool.ParallelFor(3, [&](int64_t b, int64_t e) { sum += e - b; });
   }
   EXPECT_EQ(sum.load(), 6000);
+}
+
+// Calls spaced wider than the spin window make the workers and the caller
+// sleep and wake through the condition variables.
+TEST(ThreadPoolTest, SleepingWorkersWakeForTheNextCall) {
+  ThreadPool pool(3);
+  for (int round = 0; round < 5; ++round) {
+    std::atomic<int> calls{0};
+    pool.ParallelFor(3, [&](int64_t, int64_t) {
+      if (calls++ == 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(3 * ThreadPool::kSpinMicros));
+      }
+    });
+    EXPECT_EQ(calls.load(), 3);
+    std::this_thread::sleep_for(std::chrono::microseconds(3 * ThreadPool::kSpinMicros));
+  }
 }
 
 }  // namespace

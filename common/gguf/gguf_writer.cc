@@ -89,6 +89,11 @@ void GgufWriter::SetRaw(const std::string& key, ValueType type, std::vector<uint
 
 Status GgufWriter::AddTensor(const std::string& name, TensorType type, std::vector<int64_t> dims,
                              std::span<const uint8_t> data) {
+  return AddTensor(name, type, std::move(dims), std::vector<uint8_t>(data.begin(), data.end()));
+}
+
+Status GgufWriter::AddTensor(const std::string& name, TensorType type, std::vector<int64_t> dims,
+                             std::vector<uint8_t>&& data) {
   const auto info = LookupTensorType(static_cast<uint32_t>(type));
   if (!info) return InvalidArgumentError("tensor " + name + ": unknown type");
   if (dims.empty() || dims.size() > static_cast<size_t>(kMaxDims)) {
@@ -108,11 +113,20 @@ Status GgufWriter::AddTensor(const std::string& name, TensorType type, std::vect
     return InvalidArgumentError("tensor " + name + ": expected " + std::to_string(bytes) +
                                 " bytes of data, got " + std::to_string(data.size()));
   }
-  tensors_.push_back({name, type, std::move(dims), std::vector<uint8_t>(data.begin(), data.end())});
+  tensors_.push_back({name, type, std::move(dims), std::move(data)});
   return Status::Ok();
 }
 
 std::vector<uint8_t> GgufWriter::Serialize() const {
+  std::vector<uint8_t> out = SerializeHeader();
+  for (const Tensor& t : tensors_) {
+    out.insert(out.end(), t.data.begin(), t.data.end());
+    out.resize((out.size() + alignment_ - 1) / alignment_ * alignment_, 0);
+  }
+  return out;
+}
+
+std::vector<uint8_t> GgufWriter::SerializeHeader() const {
   std::vector<uint8_t> out;
   Append<uint32_t>(out, kMagic);
   Append<uint32_t>(out, 3);
@@ -139,19 +153,23 @@ std::vector<uint8_t> GgufWriter::Serialize() const {
     offset = (offset + t.data.size() + alignment_ - 1) / alignment_ * alignment_;
   }
   out.resize((out.size() + alignment_ - 1) / alignment_ * alignment_, 0);
-  for (const Tensor& t : tensors_) {
-    out.insert(out.end(), t.data.begin(), t.data.end());
-    out.resize((out.size() + alignment_ - 1) / alignment_ * alignment_, 0);
-  }
   return out;
 }
 
 Status GgufWriter::WriteFile(const std::string& path) const {
-  const std::vector<uint8_t> bytes = Serialize();
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f) return InvalidArgumentError(path + ": cannot open for writing");
-  if (std::fwrite(bytes.data(), 1, bytes.size(), f.get()) != bytes.size()) {
-    return InternalError(path + ": short write");
+  auto write = [&](const uint8_t* data, size_t size) {
+    return std::fwrite(data, 1, size, f.get()) == size;
+  };
+  const std::vector<uint8_t> header = SerializeHeader();
+  if (!write(header.data(), header.size())) return InternalError(path + ": short write");
+  const std::vector<uint8_t> zeros(alignment_, 0);
+  for (const Tensor& t : tensors_) {
+    const size_t padding = (alignment_ - t.data.size() % alignment_) % alignment_;
+    if (!write(t.data.data(), t.data.size()) || !write(zeros.data(), padding)) {
+      return InternalError(path + ": short write");
+    }
   }
   if (std::fflush(f.get()) != 0) return InternalError(path + ": flush failed");
   return Status::Ok();

@@ -35,8 +35,13 @@ class GgufWriter {
   // `data` must hold exactly the bytes of `dims` elements of `type`.
   Status AddTensor(const std::string& name, TensorType type, std::vector<int64_t> dims,
                    std::span<const uint8_t> data);
+  // The same, taking the bytes without a copy (large synthetic models).
+  Status AddTensor(const std::string& name, TensorType type, std::vector<int64_t> dims,
+                   std::vector<uint8_t>&& data);
 
   std::vector<uint8_t> Serialize() const;
+  // Writes the same bytes as Serialize, streaming the tensors (no second copy
+  // of the data in memory).
   Status WriteFile(const std::string& path) const;
 
  private:
@@ -52,6 +57,8 @@ class GgufWriter {
     std::vector<uint8_t> data;
   };
   void Put(const std::string& key, ValueType type, std::vector<uint8_t> payload);
+  // Everything before the first tensor's data, padded to the alignment.
+  std::vector<uint8_t> SerializeHeader() const;
 
   uint64_t alignment_;
   std::vector<Entry> entries_;

@@ -8,10 +8,22 @@
 //   [num_blocks][block_size][n_head_kv] rows of head_dim elements of k_type
 // (V likewise), so a (block, slot, head) row is found by arithmetic alone, and
 // each device of a layer split can hold just its own layers' arrays.
+//
+// Storage types: f32 (reference), f16, bf16, q8_0 and q4_0, chosen separately
+// for K and V. K may additionally be transformed before it is stored (see
+// worker/kv/kv_transform.h): centered (a per-(layer, KV head, channel) mean
+// from a calibration file is subtracted) and/or rotated (K and every query are
+// multiplied by the orthonormal Hadamard matrix). Neither changes an attention
+// weight in exact arithmetic; both shrink what a 4-bit K quantizer has to
+// represent. Pages are written once, in the final transformed and quantized
+// form, and read as they are.
+//
+// A KvLayout is a value; copies share the (immutable) bias table.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common/status.h"
@@ -19,7 +31,16 @@
 
 namespace kvmesh {
 
+class KvBias;  // worker/kv/kv_bias.h
+
 inline constexpr int kDefaultBlockSize = 16;
+
+// How rows are rounded into a quantized page (see
+// worker/runtime/cpu/kv_quantizer.h). Only q4_0 has a choice.
+enum class KvRounding {
+  kMinError,   // least squared error per block (kvmesh's default)
+  kReference,  // the format's reference rounding (ggml's)
+};
 
 struct KvLayout {
   int n_layer = 0;
@@ -28,6 +49,18 @@ struct KvLayout {
   int block_size = kDefaultBlockSize;
   TensorType k_type = TensorType::kF16;
   TensorType v_type = TensorType::kF16;
+  // Mean of K subtracted before K is stored; null stores K as computed. Must
+  // have this layout's shape (Validate checks).
+  std::shared_ptr<const KvBias> k_bias = nullptr;
+  // K (after centering) and each query are multiplied by the orthonormal
+  // Hadamard matrix of size head_dim, which must be a power of two.
+  bool k_rotated = false;
+  // V is stored multiplied by that matrix; each head's attention output is
+  // multiplied by it again (it is its own inverse).
+  bool v_rotated = false;
+  KvRounding rounding = KvRounding::kMinError;
+
+  bool k_centered() const { return k_bias != nullptr; }
 
   size_t k_row_bytes() const;  // one head of one token
   size_t v_row_bytes() const;
@@ -39,10 +72,18 @@ struct KvLayout {
   }
   size_t bytes_per_block() const { return bytes_per_token() * block_size; }
 
-  // Checks the storage types can hold rows of head_dim (e.g. 32-element
-  // quant blocks need head_dim % 32 == 0) and the sizes are positive.
+  // Checks the sizes are positive, the storage types are KV types that can
+  // hold rows of head_dim (e.g. 32-element quant blocks need head_dim % 32 ==
+  // 0), rotation has a power-of-two head size and the bias table has this
+  // layout's shape. Messages say what to change.
   Status Validate() const;
+  // "q4_0" or "q4_0+rotate" when K and V are stored alike, else e.g.
+  // "k=q4_0+center+rotate,v=f16"; what `--json` outputs report.
+  std::string TypeName() const;
   std::string ToString() const;
 };
+
+// Whether `type` can be a KV storage type (f32, f16, bf16, q8_0, q4_0).
+bool IsKvStorageType(TensorType type);
 
 }  // namespace kvmesh

@@ -28,7 +28,7 @@ constexpr uint8_t kPacked[12] = {0x41, 0x82, 0xC3, 0xFF, 0x40, 0x45,
 
 std::vector<float> Decode(TensorType type, const void* blocks, int64_t n) {
   std::vector<float> out(static_cast<size_t>(n));
-  GetTypeTraits(type)->to_float(blocks, out.data(), n);
+  GetReferenceTypeTraits(type)->to_float(blocks, out.data(), n);
   return out;
 }
 
@@ -183,7 +183,7 @@ TEST(Q8_KTest, ZeroBlock) {
 }
 
 double RelativeRmsError(TensorType type, const std::vector<float>& x) {
-  const TypeTraits& traits = *GetTypeTraits(type);
+  const TypeTraits& traits = *GetReferenceTypeTraits(type);
   const int64_t n = static_cast<int64_t>(x.size());
   std::vector<uint64_t> q(RowSizeBytes(traits, n) / 8 + 1);
   traits.from_float(x.data(), q.data(), n);

@@ -68,7 +68,7 @@ std::vector<float> MakeTestRow(TestRandom& rng, int64_t n) {
 
 ParityReport CheckVecDotParity(const TypeTraits& traits, VecDotFn candidate,
                                const ParityOptions& options) {
-  const TypeTraits* x_traits = GetTypeTraits(traits.vec_dot_type);
+  const TypeTraits* x_traits = GetReferenceTypeTraits(traits.vec_dot_type);
   KVMESH_CHECK(x_traits != nullptr && candidate != nullptr);
   const int64_t block = std::max(traits.block_size, x_traits->block_size);
   const int64_t long_length = (options.long_length + block - 1) / block * block;

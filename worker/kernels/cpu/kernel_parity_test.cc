@@ -87,9 +87,10 @@ float OffByConstantQ6_K(int64_t n, const void* w, const void* x) {
 }
 
 TEST(CheckVecDotParityTest, AcceptsKernelsThatOnlyReorderFloatSums) {
-  ParityReport report = CheckVecDotParity(*GetTypeTraits(TensorType::kF32), FloatAccumulatingF32);
+  ParityReport report =
+      CheckVecDotParity(*GetReferenceTypeTraits(TensorType::kF32), FloatAccumulatingF32);
   EXPECT_TRUE(report.ok) << report.failure;
-  report = CheckVecDotParity(*GetTypeTraits(TensorType::kQ8_0), LanedQ8_0);
+  report = CheckVecDotParity(*GetReferenceTypeTraits(TensorType::kQ8_0), LanedQ8_0);
   EXPECT_TRUE(report.ok) << report.failure;
   EXPECT_LT(report.worst_ratio, 0.1);
 }
@@ -105,7 +106,7 @@ TEST(CheckVecDotParityTest, RejectsBrokenKernels) {
       {TensorType::kQ6_K, OffByConstantQ6_K},
   };
   for (const Case& c : cases) {
-    const ParityReport report = CheckVecDotParity(*GetTypeTraits(c.type), c.kernel);
+    const ParityReport report = CheckVecDotParity(*GetReferenceTypeTraits(c.type), c.kernel);
     EXPECT_FALSE(report.ok) << TensorTypeName(c.type);
     EXPECT_FALSE(report.failure.empty());
     EXPECT_GT(report.worst_ratio, 1.0);
@@ -116,7 +117,7 @@ TEST(CheckVecDotParityTest, ReportsTheFirstFailure) {
   ParityOptions options;
   options.rows_per_length = 2;
   const ParityReport report =
-      CheckVecDotParity(*GetTypeTraits(TensorType::kQ4_0), DropsLastBlockQ4_0, options);
+      CheckVecDotParity(*GetReferenceTypeTraits(TensorType::kQ4_0), DropsLastBlockQ4_0, options);
   ASSERT_FALSE(report.ok);
   EXPECT_EQ(report.rows_checked, 16);
   // Rows 0 and 1 (zero weights, zero activations) give 0 with or without the

@@ -22,14 +22,14 @@ constexpr uint16_t kHalfMinus4 = 0xC400;
 
 std::vector<float> Decode(TensorType type, const void* blocks, int64_t n) {
   std::vector<float> out(static_cast<size_t>(n));
-  GetTypeTraits(type)->to_float(blocks, out.data(), n);
+  GetReferenceTypeTraits(type)->to_float(blocks, out.data(), n);
   return out;
 }
 
 // Quantizes with the type's from_float, dequantizes, and expects `x` back
 // bit for bit (x must lie on the type's grid).
 void ExpectExactRoundTrip(TensorType type, const std::vector<float>& x) {
-  const TypeTraits& traits = *GetTypeTraits(type);
+  const TypeTraits& traits = *GetReferenceTypeTraits(type);
   const int64_t n = static_cast<int64_t>(x.size());
   std::vector<uint64_t> q(RowSizeBytes(traits, n) / 8 + 1);
   traits.from_float(x.data(), q.data(), n);

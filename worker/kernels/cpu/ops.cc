@@ -57,6 +57,35 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = SiluOne(gate[i]) * up[i];
 }
 
+namespace avx2 {
+void RmsNorm(const float* x, const float* weight, float* out, int64_t n, float eps);
+void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
+}  // namespace avx2
+namespace avx512 {
+void RmsNorm(const float* x, const float* weight, float* out, int64_t n, float eps);
+void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
+}  // namespace avx512
+
+const RowOps& GetRowOps(Isa isa) {
+  static constexpr RowOps kScalar = {RmsNorm, SwiGlu};
+#ifdef KVMESH_X86_SIMD
+  static constexpr RowOps kAvx2 = {avx2::RmsNorm, avx2::SwiGlu};
+  static constexpr RowOps kAvx512 = {avx512::RmsNorm, avx512::SwiGlu};
+#else
+  static constexpr RowOps kAvx2 = kScalar;  // never chosen: HostIsa() is kScalar
+  static constexpr RowOps kAvx512 = kScalar;
+#endif
+  switch (isa) {
+    case Isa::kAvx2:
+      return kAvx2;
+    case Isa::kAvx512:
+      return kAvx512;
+    case Isa::kScalar:
+      break;
+  }
+  return kScalar;
+}
+
 void RopeNorm(float* head, int head_dim, int n_rot, int64_t pos, float freq_base,
               float freq_scale) {
   ForEachRopePair(head_dim, n_rot, pos, freq_base, freq_scale, [&](int i, float c, float s) {

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "worker/kernels/cpu/cpu_features.h"
+
 namespace kvmesh::kernels {
 
 // out[i] = (x[i] * s) * weight[i] with s = 1 / sqrtf(mean(x^2) + eps).
@@ -33,5 +35,23 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
 // RopeNeox rotates (x[i], x[i + n_rot/2]) (GPT-NeoX / Qwen style).
 void RopeNorm(float* head, int head_dim, int n_rot, int64_t pos, float freq_base, float freq_scale);
 void RopeNeox(float* head, int head_dim, int n_rot, int64_t pos, float freq_base, float freq_scale);
+
+// The per-token row ops of the forward pass for one ISA tier: the functions
+// above for Isa::kScalar, SIMD variants otherwise (ops_avx2.cc,
+// ops_avx512.cc), with the same contracts and these guarantees:
+//  - rms_norm equals RmsNorm bit for bit (its sum of squares stays
+//    sequential in double, as ggml's is; the scaling is vectorized);
+//  - swiglu computes exp in double precision and rounds it once to float -
+//    the correctly rounded expf - where the reference calls libm's expf, then
+//    takes the reference's float steps. libm's expf is off by an ulp near
+//    ties (glibc 2.36: ~0.06% of inputs), so the two agree to a few ulps and are
+//    equal almost everywhere (the tests count).
+struct RowOps {
+  void (*rms_norm)(const float* x, const float* weight, float* out, int64_t n, float eps);
+  void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
+};
+
+// `isa` must be supported by the host.
+const RowOps& GetRowOps(Isa isa);
 
 }  // namespace kvmesh::kernels

@@ -13,14 +13,19 @@
 // (no state, no allocation) and safe to call from any thread. The table is
 // immutable and lives for the whole process.
 //
-// These are the scalar reference implementations; SIMD/CUDA variants are
-// tested against them with kernel_parity.h.
+// Each SIMD tier (cpu_features.h) has its own table with the same types and
+// pairings, whose functions are that tier's kernels where one exists and the
+// scalar references otherwise. GetTypeTraits(type) is the table of
+// ActiveIsa() - what the engine runs; GetReferenceTypeTraits(type) is the
+// scalar table the SIMD variants are tested against (kernel_parity.h,
+// simd_kernels.h for what "equal" means per type).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "common/tensor_type.h"
+#include "worker/kernels/cpu/cpu_features.h"
 
 namespace kvmesh::kernels {
 
@@ -45,8 +50,16 @@ struct TypeTraits {
   VecDotFn vec_dot;
 };
 
-// Traits of `type`, or nullptr if the engine cannot compute with it.
+// Traits of `type` for ActiveIsa(), or nullptr if the engine cannot compute
+// with it.
 const TypeTraits* GetTypeTraits(TensorType type);
+
+// Traits of `type` for tier `isa`, which must be supported by the host
+// (IsaSupported) before its functions are called.
+const TypeTraits* GetTypeTraits(TensorType type, Isa isa);
+
+// The scalar references: GetTypeTraits(type, Isa::kScalar).
+const TypeTraits* GetReferenceTypeTraits(TensorType type);
 
 // Bytes of one row of n elements of this type (n a whole number of blocks).
 inline size_t RowSizeBytes(const TypeTraits& traits, int64_t n) {

@@ -26,7 +26,7 @@ std::string TypeName(const testing::TestParamInfo<T>& info) { return TensorTypeN
 TEST(TypeTraitsTest, GeometryMatchesTheFileFormatTable) {
   for (T type : kSupported) {
     SCOPED_TRACE(TensorTypeName(type));
-    const TypeTraits* traits = GetTypeTraits(type);
+    const TypeTraits* traits = GetReferenceTypeTraits(type);
     ASSERT_NE(traits, nullptr);
     EXPECT_EQ(traits->type, type);
     const auto info = LookupTensorType(static_cast<uint32_t>(type));
@@ -60,7 +60,7 @@ TEST(TypeTraitsTest, VecDotPairingsAreLlamaCpps) {
   };
   for (const auto& [weight, activation] : pairs) {
     SCOPED_TRACE(TensorTypeName(weight));
-    const TypeTraits* traits = GetTypeTraits(weight);
+    const TypeTraits* traits = GetReferenceTypeTraits(weight);
     ASSERT_NE(traits, nullptr);
     EXPECT_EQ(traits->vec_dot_type, activation);
     EXPECT_NE(traits->vec_dot, nullptr);
@@ -71,7 +71,7 @@ TEST(TypeTraitsTest, VecDotPairingsAreLlamaCpps) {
 
 TEST(TypeTraitsTest, ActivationOnlyTypesHaveConvertersButNoVecDot) {
   for (T type : {T::kQ8_1, T::kQ8_K}) {
-    const TypeTraits* traits = GetTypeTraits(type);
+    const TypeTraits* traits = GetReferenceTypeTraits(type);
     ASSERT_NE(traits, nullptr);
     EXPECT_EQ(traits->vec_dot, nullptr);
     EXPECT_NE(traits->to_float, nullptr);
@@ -82,14 +82,14 @@ TEST(TypeTraitsTest, ActivationOnlyTypesHaveConvertersButNoVecDot) {
 TEST(TypeTraitsTest, TypesWithoutKernelsAreRejected) {
   for (T type : {T::kIQ2_XXS, T::kIQ4_NL, T::kIQ4_XS, T::kQ2_K, T::kQ3_K, T::kI8, T::kI32, T::kF64,
                  T::kTQ1_0, T::kMXFP4}) {
-    EXPECT_EQ(GetTypeTraits(type), nullptr) << TensorTypeName(type);
+    EXPECT_EQ(GetReferenceTypeTraits(type), nullptr) << TensorTypeName(type);
   }
 }
 
 TEST(TypeTraitsTest, RowSizeBytes) {
-  EXPECT_EQ(RowSizeBytes(*GetTypeTraits(T::kQ4_K), 4096), 16u * 144u);
-  EXPECT_EQ(RowSizeBytes(*GetTypeTraits(T::kQ8_0), 4096), 128u * 34u);
-  EXPECT_EQ(RowSizeBytes(*GetTypeTraits(T::kF16), 5), 10u);
+  EXPECT_EQ(RowSizeBytes(*GetReferenceTypeTraits(T::kQ4_K), 4096), 16u * 144u);
+  EXPECT_EQ(RowSizeBytes(*GetReferenceTypeTraits(T::kQ8_0), 4096), 128u * 34u);
+  EXPECT_EQ(RowSizeBytes(*GetReferenceTypeTraits(T::kF16), 5), 10u);
 }
 
 // Quantize-dequantize error of 4096 bell-shaped values (variance 1, seed 42)
@@ -122,7 +122,7 @@ class RoundTripTest : public testing::TestWithParam<ErrorBound> {};
 
 TEST_P(RoundTripTest, RelativeRmsErrorIsWithinBound) {
   const ErrorBound bound = GetParam();
-  const TypeTraits& traits = *GetTypeTraits(bound.type);
+  const TypeTraits& traits = *GetReferenceTypeTraits(bound.type);
   constexpr int64_t kN = 4096;
   TestRandom rng(42);
   std::vector<float> x(kN);
@@ -157,7 +157,7 @@ INSTANTIATE_TEST_SUITE_P(
 class EveryTypeTest : public testing::TestWithParam<T> {};
 
 TEST_P(EveryTypeTest, ZerosRoundTripToZeros) {
-  const TypeTraits& traits = *GetTypeTraits(GetParam());
+  const TypeTraits& traits = *GetReferenceTypeTraits(GetParam());
   const int64_t n = 2 * kSuperBlockSize;
   std::vector<float> x(n, 0.0f);
   std::vector<uint64_t> q(RowSizeBytes(traits, n) / 8 + 1, ~0ull);
@@ -172,7 +172,7 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, EveryTypeTest, testing::ValuesIn(kSupported),
 class WeightTypeTest : public testing::TestWithParam<T> {};
 
 TEST_P(WeightTypeTest, ReferenceVecDotMatchesDequantizedDotProduct) {
-  const TypeTraits& traits = *GetTypeTraits(GetParam());
+  const TypeTraits& traits = *GetReferenceTypeTraits(GetParam());
   const ParityReport report = CheckVecDotParity(traits, traits.vec_dot);
   EXPECT_TRUE(report.ok) << report.failure;
   EXPECT_EQ(report.rows_checked, 72);

@@ -3,30 +3,38 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/check.h"
 #include "common/half.h"
-#include "worker/kernels/cpu/type_traits.h"
 
 namespace kvmesh {
 
-void PagedAttention(const CpuKvPages& pages, int layer, int kv_head,
-                    std::span<const int32_t> block_table, int n_ctx, const float* q, float scale,
-                    AttentionScratch* scratch, float* out) {
+AttentionKernels AttentionKernels::For(const KvLayout& layout, CpuIsa isa) {
+  const KvRowKernels* k = GetKvRowKernels(layout.k_type, isa);
+  const KvRowKernels* v = GetKvRowKernels(layout.v_type, isa);
+  KVMESH_CHECK(k != nullptr && v != nullptr);
+  const kernels::TypeTraits* k_traits = kernels::GetTypeTraits(layout.k_type);
+  KVMESH_CHECK(k_traits != nullptr);
+  const kernels::TypeTraits* q_traits = kernels::GetTypeTraits(k_traits->vec_dot_type);
+  KVMESH_CHECK(q_traits != nullptr);
+  return AttentionKernels{q_traits, *k, *v, layout.v_type == TensorType::kF16};
+}
+
+void PagedAttention(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
+                    int kv_head, std::span<const int32_t> block_table, int n_ctx, const float* q,
+                    float scale, AttentionScratch* scratch, float* out) {
   const KvLayout& layout = pages.layout();
   const int head_dim = layout.head_dim;
   const int bs = layout.block_size;
-  const kernels::TypeTraits* k_traits = kernels::GetTypeTraits(layout.k_type);
-  const kernels::TypeTraits* q_traits = kernels::GetTypeTraits(k_traits->vec_dot_type);
-  const kernels::TypeTraits* v_traits = kernels::GetTypeTraits(layout.v_type);
 
-  scratch->query.resize(kernels::RowSizeBytes(*q_traits, head_dim));
-  q_traits->from_float(q, scratch->query.data(), head_dim);
+  scratch->query.resize(kernels::RowSizeBytes(*kernels.query_traits, head_dim));
+  kernels.query_traits->from_float(q, scratch->query.data(), head_dim);
 
   scratch->scores.resize(n_ctx);
   float* scores = scratch->scores.data();
   float max_score = -INFINITY;
   for (int j = 0; j < n_ctx; ++j) {
     const uint8_t* k = pages.KRow(layer, block_table[j / bs], j % bs, kv_head);
-    scores[j] = k_traits->vec_dot(head_dim, k, scratch->query.data()) * scale;
+    scores[j] = kernels.k.dot(head_dim, k, scratch->query.data()) * scale;
     max_score = std::max(max_score, scores[j]);
   }
   double sum = 0.0;
@@ -35,21 +43,16 @@ void PagedAttention(const CpuKvPages& pages, int layer, int kv_head,
     sum += scores[j];
   }
   const float inv_sum = static_cast<float>(1.0 / sum);
-  const bool round_weights = layout.v_type == TensorType::kF16;
   for (int j = 0; j < n_ctx; ++j) {
     float w = scores[j] * inv_sum;
-    if (round_weights) w = HalfToFloat(FloatToHalf(w));
+    if (kernels.round_weights_to_f16) w = HalfToFloat(FloatToHalf(w));
     scores[j] = w;
   }
 
   std::fill(out, out + head_dim, 0.0f);
-  scratch->v_row.resize(head_dim);
-  float* v = scratch->v_row.data();
   for (int j = 0; j < n_ctx; ++j) {
-    const uint8_t* vrow = pages.VRow(layer, block_table[j / bs], j % bs, kv_head);
-    v_traits->to_float(vrow, v, head_dim);
-    const float w = scores[j];
-    for (int d = 0; d < head_dim; ++d) out[d] += w * v[d];
+    const uint8_t* v = pages.VRow(layer, block_table[j / bs], j % bs, kv_head);
+    kernels.v.accumulate(head_dim, v, scores[j], out);
   }
 }
 

@@ -1,31 +1,48 @@
 // Causal attention of one query head over a sequence's paged K/V (CPU).
 //
 // K and V rows are read where they lie, through the sequence's block table, in
-// their storage type: each score is the K type's vec_dot of the K row with the
-// query converted to that type's vec_dot_type, so no page is ever dequantized
-// as a whole. With an f16 cache this rounds the query and the softmax weights
-// to f16 the way the reference (non-flash) attention of the GGUF ecosystem
-// does.
+// their storage type: each score is the K type's dot product of the K row with
+// the query converted once to that type's vec_dot_type, and each V row is
+// accumulated straight from its stored form, so no page is ever dequantized as
+// a whole. With an f16 V cache the softmax weights are rounded to f16 the way
+// the reference (non-flash) attention of the GGUF ecosystem does.
+//
+// The row kernels come from AttentionKernels: the scalar reference, or an
+// AVX2/AVX-512 variant of the same arithmetic (kv_row_kernels.h). K
+// transforms (centering, rotation) happen before this: the caller passes the
+// query already rotated when the layout says so.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "worker/kernels/cpu/type_traits.h"
 #include "worker/runtime/cpu/cpu_kv_pages.h"
+#include "worker/runtime/cpu/kv_row_kernels.h"
 
 namespace kvmesh {
+
+// The kernels attention needs for one layout, chosen once.
+struct AttentionKernels {
+  // CHECKs that the layout's types are KV storage types.
+  static AttentionKernels For(const KvLayout& layout, CpuIsa isa);
+
+  const kernels::TypeTraits* query_traits;  // the K type's vec_dot_type
+  KvRowKernels k;
+  KvRowKernels v;
+  bool round_weights_to_f16;
+};
 
 struct AttentionScratch {
   std::vector<float> scores;
   std::vector<uint8_t> query;  // converted query
-  std::vector<float> v_row;    // a dequantized V row
 };
 
 // out[head_dim] = softmax(scale · q·Kᵀ[0..n_ctx)) · V[0..n_ctx) for KV head
 // `kv_head` of layer `layer`, positions 0..n_ctx-1 located by `block_table`.
-void PagedAttention(const CpuKvPages& pages, int layer, int kv_head,
-                    std::span<const int32_t> block_table, int n_ctx, const float* q, float scale,
-                    AttentionScratch* scratch, float* out);
+void PagedAttention(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
+                    int kv_head, std::span<const int32_t> block_table, int n_ctx, const float* q,
+                    float scale, AttentionScratch* scratch, float* out);
 
 }  // namespace kvmesh

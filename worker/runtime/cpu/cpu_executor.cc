@@ -1,15 +1,39 @@
 #include "worker/runtime/cpu/cpu_executor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "worker/kernels/cpu/ops.h"
+#include "worker/kv/kv_transform.h"
+#include "worker/runtime/cpu/kv_quantizer.h"
 
 namespace kvmesh {
+namespace {
+
+// The matrix kernels' tier: the process's (kernels::ActiveIsa), capped by the
+// executor's `isa` like the attention kernels.
+kernels::Isa MatMulIsa(CpuIsa isa) {
+  kernels::Isa cap = kernels::Isa::kAvx512;
+  switch (isa) {
+    case CpuIsa::kScalar:
+      cap = kernels::Isa::kScalar;
+      break;
+    case CpuIsa::kAvx2:
+      cap = kernels::Isa::kAvx2;
+      break;
+    case CpuIsa::kAvx512:
+      break;
+  }
+  return std::min(kernels::ActiveIsa(), cap);
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const Model& model,
                                                            const KvLayout& layout,
-                                                           int64_t num_blocks, int num_threads) {
+                                                           int64_t num_blocks, int num_threads,
+                                                           CpuIsa isa) {
   const ModelConfig& c = model.config();
   RETURN_IF_ERROR(layout.Validate());
   if (layout.n_layer != c.n_layer || layout.n_head_kv != c.n_head_kv ||
@@ -27,15 +51,18 @@ StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const Model& model,
     return InvalidArgumentError("thread count " + std::to_string(num_threads) +
                                 " is outside 1..1024");
   }
-  return std::unique_ptr<CpuExecutor>(new CpuExecutor(model, layout, num_blocks, num_threads));
+  return std::unique_ptr<CpuExecutor>(new CpuExecutor(model, layout, num_blocks, num_threads, isa));
 }
 
 CpuExecutor::CpuExecutor(const Model& model, const KvLayout& layout, int64_t num_blocks,
-                         int num_threads)
+                         int num_threads, CpuIsa isa)
     : model_(model),
       config_(model.config()),
       pool_(num_threads),
       pages_(layout, num_blocks),
+      attention_kernels_(AttentionKernels::For(layout, isa)),
+      packed_(PackedWeights::Pack(model.weights(), MatMulIsa(isa), pool_)),
+      row_ops_(kernels::GetRowOps(MatMulIsa(isa))),
       rope_(model.config().rope, model.weights().rope_freq_factors) {}
 
 Status CpuExecutor::Validate(const ForwardBatch& batch) const {
@@ -106,26 +133,20 @@ void CpuExecutor::AttentionLayer(int layer, const ForwardBatch& batch) {
 
   pool_.ParallelFor(n_tokens, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
-      kernels::RmsNorm(x_.data() + t * n_embd, w.attn_norm.data(), h_.data() + t * n_embd, n_embd,
-                       config_.rms_eps);
+      row_ops_.rms_norm(x_.data() + t * n_embd, w.attn_norm.data(), h_.data() + t * n_embd, n_embd,
+                        config_.rms_eps);
     }
   });
-  // Q, K and V share one conversion of h when their weight types agree.
-  QuantizeRows(h_.data(), n_tokens, n_embd, w.wq.traits->vec_dot_type, pool_, &xq_);
-  MatMulQuantized(w.wq, xq_, q_.data(), pool_);
-  if (w.wk.traits->vec_dot_type != xq_.type) {
-    QuantizeRows(h_.data(), n_tokens, n_embd, w.wk.traits->vec_dot_type, pool_, &xq_);
-  }
-  MatMulQuantized(w.wk, xq_, k_.data(), pool_);
-  if (w.wv.traits->vec_dot_type != xq_.type) {
-    QuantizeRows(h_.data(), n_tokens, n_embd, w.wv.traits->vec_dot_type, pool_, &xq_);
-  }
-  MatMulQuantized(w.wv, xq_, v_.data(), pool_);
+  // Q, K and V share one conversion of h when their weight types agree, and
+  // one parallel region.
+  const PackedLayer& pw = packed_.layers[layer];
+  const MatMulTarget qkv[] = {{&pw.wq, q_.data()}, {&pw.wk, k_.data()}, {&pw.wv, v_.data()}};
+  MatMulShared(h_.data(), n_tokens, qkv, pool_, &xq_);
 
   // Biases, per-head norms and RoPE; then store K and V into the pages.
   const KvLayout& layout = pages_.layout();
-  const kernels::TypeTraits* k_store = kernels::GetTypeTraits(layout.k_type);
-  const kernels::TypeTraits* v_store = kernels::GetTypeTraits(layout.v_type);
+  const KvEncodeFn k_store = GetKvEncoder(layout.k_type, layout.rounding);
+  const KvEncodeFn v_store = GetKvEncoder(layout.v_type, layout.rounding);
   pool_.ParallelFor(n_tokens, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       float* q = q_.data() + t * q_dim;
@@ -140,19 +161,22 @@ void CpuExecutor::AttentionLayer(int layer, const ForwardBatch& batch) {
         float* qh = q + h * head_dim;
         if (!w.q_norm.empty()) kernels::RmsNorm(qh, w.q_norm.data(), qh, head_dim, config_.rms_eps);
         rope_.Apply(t, qh);
+        TransformQuery(layout, qh);
       }
       for (int h = 0; h < n_head_kv; ++h) {
+        TransformValue(layout, v + h * head_dim);
         float* kh = k + h * head_dim;
         if (!w.k_norm.empty()) kernels::RmsNorm(kh, w.k_norm.data(), kh, head_dim, config_.rms_eps);
         rope_.Apply(t, kh);
+        TransformKey(layout, layer, h, kh);
       }
       const SequenceChunk& seq = batch.sequences[token_seq_[t]];
       const int32_t pos = positions_[t];
       const int32_t block = seq.block_table[pos / layout.block_size];
       const int slot = pos % layout.block_size;
       for (int h = 0; h < n_head_kv; ++h) {
-        k_store->from_float(k + h * head_dim, pages_.KRow(layer, block, slot, h), head_dim);
-        v_store->from_float(v + h * head_dim, pages_.VRow(layer, block, slot, h), head_dim);
+        k_store(k + h * head_dim, pages_.KRow(layer, block, slot, h), head_dim);
+        v_store(v + h * head_dim, pages_.VRow(layer, block, slot, h), head_dim);
       }
     }
   });
@@ -161,20 +185,23 @@ void CpuExecutor::AttentionLayer(int layer, const ForwardBatch& batch) {
   // own sequence. Work items are (token, head) pairs.
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int group = n_head / n_head_kv;
+  // Items are numbered head-major: a causal prompt's later tokens cost more,
+  // and token-major chunks would give one thread most of that work.
   const int64_t items = n_tokens * n_head;
   pool_.ParallelFor(items, [&](int64_t b, int64_t e) {
     thread_local AttentionScratch scratch;
     for (int64_t it = b; it < e; ++it) {
-      const int64_t t = it / n_head;
-      const int h = static_cast<int>(it % n_head);
+      const int h = static_cast<int>(it / n_tokens);
+      const int64_t t = it % n_tokens;
       const SequenceChunk& seq = batch.sequences[token_seq_[t]];
-      PagedAttention(pages_, layer, h / group, seq.block_table, positions_[t] + 1,
-                     q_.data() + t * q_dim + h * head_dim, scale, &scratch,
-                     attn_.data() + t * q_dim + h * head_dim);
+      float* out = attn_.data() + t * q_dim + h * head_dim;
+      PagedAttention(pages_, attention_kernels_, layer, h / group, seq.block_table,
+                     positions_[t] + 1, q_.data() + t * q_dim + h * head_dim, scale, &scratch, out);
+      RestoreAttentionOutput(layout, out);
     }
   });
 
-  MatMul(w.wo, attn_.data(), n_tokens, proj_.data(), pool_, &xq_);
+  MatMul(pw.wo, attn_.data(), n_tokens, proj_.data(), pool_, &xq_);
   for (int64_t i = 0; i < n_tokens * n_embd; ++i) x_[i] += proj_[i];
 }
 
@@ -184,23 +211,20 @@ void CpuExecutor::FeedForwardLayer(int layer, int64_t n_tokens) {
   const int64_t n_ff = config_.n_ff;
   pool_.ParallelFor(n_tokens, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
-      kernels::RmsNorm(x_.data() + t * n_embd, w.ffn_norm.data(), h_.data() + t * n_embd, n_embd,
-                       config_.rms_eps);
+      row_ops_.rms_norm(x_.data() + t * n_embd, w.ffn_norm.data(), h_.data() + t * n_embd, n_embd,
+                        config_.rms_eps);
     }
   });
-  QuantizeRows(h_.data(), n_tokens, n_embd, w.w_gate.traits->vec_dot_type, pool_, &xq_);
-  MatMulQuantized(w.w_gate, xq_, gate_.data(), pool_);
-  if (w.w_up.traits->vec_dot_type != xq_.type) {
-    QuantizeRows(h_.data(), n_tokens, n_embd, w.w_up.traits->vec_dot_type, pool_, &xq_);
-  }
-  MatMulQuantized(w.w_up, xq_, up_.data(), pool_);
+  const PackedLayer& pw = packed_.layers[layer];
+  const MatMulTarget gate_up[] = {{&pw.w_gate, gate_.data()}, {&pw.w_up, up_.data()}};
+  MatMulShared(h_.data(), n_tokens, gate_up, pool_, &xq_);
   pool_.ParallelFor(n_tokens, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
-      kernels::SwiGlu(gate_.data() + t * n_ff, up_.data() + t * n_ff, gate_.data() + t * n_ff,
+      row_ops_.swiglu(gate_.data() + t * n_ff, up_.data() + t * n_ff, gate_.data() + t * n_ff,
                       n_ff);
     }
   });
-  MatMul(w.w_down, gate_.data(), n_tokens, proj_.data(), pool_, &xq_);
+  MatMul(pw.w_down, gate_.data(), n_tokens, proj_.data(), pool_, &xq_);
   for (int64_t i = 0; i < n_tokens * n_embd; ++i) x_[i] += proj_[i];
 }
 
@@ -223,12 +247,12 @@ void CpuExecutor::ComputeLogits(const ForwardBatch& batch, ForwardOutput* output
   const std::vector<float>& norm = model_.weights().output_norm;
   pool_.ParallelFor(static_cast<int64_t>(rows.size()), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      kernels::RmsNorm(x_.data() + rows[i] * n_embd, norm.data(), h_.data() + i * n_embd, n_embd,
-                       config_.rms_eps);
+      row_ops_.rms_norm(x_.data() + rows[i] * n_embd, norm.data(), h_.data() + i * n_embd, n_embd,
+                        config_.rms_eps);
     }
   });
-  MatMul(model_.weights().output, h_.data(), static_cast<int64_t>(rows.size()),
-         output->logits.data(), pool_, &xq_);
+  MatMul(packed_.output, h_.data(), static_cast<int64_t>(rows.size()), output->logits.data(), pool_,
+         &xq_);
 }
 
 Status CpuExecutor::Forward(const ForwardBatch& batch, ForwardOutput* output) {

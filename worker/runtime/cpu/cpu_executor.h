@@ -2,18 +2,23 @@
 // a whole engine step on the CPU with a persistent thread pool, reading and
 // writing K/V through block tables in CpuKvPages.
 //
-// Each weight matrix is read once per step for all the step's tokens. Owned
-// and driven by one thread (the engine loop).
+// Each weight matrix is read once per step for all the step's tokens. K and V
+// are written into their pages once, when computed, in the layout's storage
+// types and after its K transforms (centering, rotation); attention reads the
+// pages as stored, with the widest row kernels this CPU supports. Owned and
+// driven by one thread (the engine loop).
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "common/thread_pool.h"
+#include "worker/kernels/cpu/ops.h"
 #include "worker/model/model.h"
 #include "worker/runtime/cpu/cpu_attention.h"
 #include "worker/runtime/cpu/cpu_kv_pages.h"
 #include "worker/runtime/cpu/cpu_matmul.h"
+#include "worker/runtime/cpu/packed_weights.h"
 #include "worker/runtime/cpu/rope.h"
 #include "worker/runtime/executor.h"
 
@@ -22,9 +27,11 @@ namespace kvmesh {
 class CpuExecutor : public Executor {
  public:
   // `model` must outlive the executor. `layout` must match the model (layers,
-  // KV heads, head size) and be valid.
+  // KV heads, head size) and be valid. `isa` caps the attention row kernels
+  // (tests and benchmarks compare the scalar reference with SIMD this way).
   static StatusOr<std::unique_ptr<CpuExecutor>> Create(const Model& model, const KvLayout& layout,
-                                                       int64_t num_blocks, int num_threads);
+                                                       int64_t num_blocks, int num_threads,
+                                                       CpuIsa isa = BestCpuIsa());
 
   const KvLayout& kv_layout() const override { return pages_.layout(); }
   int64_t num_blocks() const override { return pages_.num_blocks(); }
@@ -35,7 +42,8 @@ class CpuExecutor : public Executor {
   ThreadPool& pool() { return pool_; }
 
  private:
-  CpuExecutor(const Model& model, const KvLayout& layout, int64_t num_blocks, int num_threads);
+  CpuExecutor(const Model& model, const KvLayout& layout, int64_t num_blocks, int num_threads,
+              CpuIsa isa);
 
   Status Validate(const ForwardBatch& batch) const;
   void Embed(const std::vector<int32_t>& tokens);
@@ -47,6 +55,9 @@ class CpuExecutor : public Executor {
   const ModelConfig& config_;
   ThreadPool pool_;
   CpuKvPages pages_;
+  AttentionKernels attention_kernels_;
+  PackedWeights packed_;            // every matrix repacked for the matrix kernels
+  const kernels::RowOps& row_ops_;  // norm and SwiGLU of the same tier
   RopeTable rope_;
 
   // Per-step scratch, sized to the largest step seen (kept to avoid

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# kvmesh's CPU engine against llama.cpp (../shared/peer, node-llama-cpp) on the
+# same GGUF files, the same thread counts, in one run, alternating the two so
+# both see the same machine. Prints a markdown table of prompt-processing
+# (pp) and generation (tg) tokens/s, the ratios kvmesh / llama.cpp, and the
+# decode roofline: a read-bandwidth probe's GB/s divided by the bytes of
+# weights read per token, against the achieved tg.
+#
+#   bench/cpu_vs_llamacpp.sh [--pp 128] [--tg 32] [--reps 3] [--rounds 3]
+#                            [--threads "1 2"] [--types "q8_0 q4_0 q4_k_m f16"]
+#
+# Environment: BUILD (kvmesh build dir, default build), MODELS (where the
+# synthetic llama-1b files are kept or made with `kvmesh synth`, default
+# ~/kvmesh-models), SHARED (default ../shared), NLC_DIR (node-llama-cpp
+# install, default ~/nlc; see the peer's header).
+#
+# Each round runs `kvmesh bench -r REPS` then the peer's bench with the same
+# settings; a cell is the median over rounds of each tool's median. Medians,
+# because the 2-core machine this targets is shared: the load average before
+# and after is printed, and llama.cpp's own 2-thread decode collapses when
+# anything else runs (trust -t 1 for decode then).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+MODELS=${MODELS:-$HOME/kvmesh-models}
+SHARED=${SHARED:-$ROOT/../shared}
+NLC_DIR=${NLC_DIR:-$HOME/nlc}
+PEER=$SHARED/peer/llamacpp_peer.mjs
+PP=128
+TG=32
+REPS=3
+ROUNDS=3
+THREADS="1 2"
+TYPES="q8_0 q4_0 q4_k_m f16"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --pp) PP=$2; shift 2 ;;
+    --tg) TG=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --types) TYPES=$2; shift 2 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+KVMESH=$BUILD/cli/kvmesh
+PROBE=$BUILD/bench/kvmesh_bandwidth_probe
+for f in "$KVMESH" "$PROBE" "$PEER"; do
+  [ -e "$f" ] || { echo "missing $f (build kvmesh, or set BUILD / SHARED)" >&2; exit 1; }
+done
+[ -d "$NLC_DIR/node_modules/node-llama-cpp" ] || {
+  echo "node-llama-cpp not found in $NLC_DIR (see the header of $PEER)" >&2; exit 1; }
+mkdir -p "$MODELS"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+json_get() {  # json_get FILE EXPR: a value from the last JSON line of FILE
+  python3 -c 'import json,sys
+line=[l for l in open(sys.argv[1]) if l.startswith("{")][-1]
+d=json.loads(line); print(eval(sys.argv[2], {"d": d}))' "$1" "$2"
+}
+median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.2f}" if v else "nan")' "$@"; }
+ratio() { python3 -c 'import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f"{a/b:.2f}" if b > 0 else "nan")' "$1" "$2"; }
+
+# Models: stories260K from ../shared, llama-1b synthesized once per type.
+declare -a NAMES FILES
+NAMES+=("stories260K"); FILES+=("$SHARED/models/stories260K.gguf")
+for type in $TYPES; do
+  f=$MODELS/llama-1b-$type.gguf
+  if [ ! -f "$f" ]; then
+    echo "synthesizing $f ..." >&2
+    "$KVMESH" synth --shape llama-1b --type "$type" -o "$f" >&2
+  fi
+  NAMES+=("llama-1b $type"); FILES+=("$f")
+done
+
+echo "## CPU kernels vs llama.cpp ($(date -u +%Y-%m-%dT%H:%MZ))"
+echo
+echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
+echo "- load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$PROBE" --mib 2048 --repetitions 7 --threads 1,2 --json > "$TMP/probe.json"
+BW1=$(json_get "$TMP/probe.json" 'd["read_gbps"]["1"]')
+BW2=$(json_get "$TMP/probe.json" 'd["read_gbps"]["2"]')
+echo "- read bandwidth ($(json_get "$TMP/probe.json" 'd["loop"]') probe, 2 GiB, median of 7): $BW1 GB/s on 1 thread, $BW2 GB/s on 2"
+echo "- pp$PP / tg$TG, $REPS repetitions per run, $ROUNDS alternating rounds; cells are medians"
+echo
+echo "| model | threads | kvmesh pp | llama.cpp pp | pp ratio | kvmesh tg | llama.cpp tg | tg ratio | MiB/token | roofline t/s | tg / roofline |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for i in "${!NAMES[@]}"; do
+  name=${NAMES[$i]}
+  file=${FILES[$i]}
+  for t in $THREADS; do
+    kpp=(); ktg=(); lpp=(); ltg=(); bpt=0
+    for round in $(seq "$ROUNDS"); do
+      "$KVMESH" bench -m "$file" -p "$PP" -n "$TG" -t "$t" -r "$REPS" --json > "$TMP/k.json" 2>&1
+      kpp+=("$(json_get "$TMP/k.json" 'd["pp_tokens_per_s"]')")
+      ktg+=("$(json_get "$TMP/k.json" 'd["tg_tokens_per_s"]')")
+      bpt=$(json_get "$TMP/k.json" 'd["bytes_per_token"]')
+      (cd "$NLC_DIR" && node "$PEER" bench --model "$file" --pp "$PP" --tg "$TG" -r "$REPS" \
+        --threads "$t") > "$TMP/l.json" 2>/dev/null
+      lpp+=("$(json_get "$TMP/l.json" "d['pp$PP']['median']")")
+      ltg+=("$(json_get "$TMP/l.json" "d['tg$TG']['median']")")
+    done
+    mkpp=$(median "${kpp[@]}"); mktg=$(median "${ktg[@]}")
+    mlpp=$(median "${lpp[@]}"); mltg=$(median "${ltg[@]}")
+    bw=$BW1; [ "$t" -gt 1 ] && bw=$BW2
+    roof=$(python3 -c "print(f'{$bw * 1e9 / $bpt:.1f}')")
+    echo "| $name | $t | $mkpp | $mlpp | $(ratio "$mkpp" "$mlpp") | $mktg | $mltg | $(ratio "$mktg" "$mltg") | $(python3 -c "print(f'{$bpt / 1048576:.1f}')") | $roof | $(ratio "$mktg" "$roof") |"
+  done
+done
+echo
+echo "- load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,109 @@
+// `kvmesh synth`: writes a llama-family GGUF with the shape of a real model,
+// random weights in llama.cpp's type mix, and a real tokenizer copied from a
+// vocab GGUF (worker/model/synthetic_model.h):
+//
+//   kvmesh synth --shape llama-1b --type q4_k_m -o llama-1b-q4_k_m.gguf
+//   kvmesh synth --shape tinyllama-1.1b --type q8_0 --vocab V.gguf -o t.gguf
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/commands.h"
+#include "common/model_path.h"
+#include "worker/model/synthetic_model.h"
+
+namespace kvmesh::cli {
+namespace {
+
+struct SynthOptions {
+  std::string shape = "llama-1b";
+  std::string type = "q4_0";
+  std::string vocab;
+  std::string output;
+  uint64_t seed = 1;
+  int threads = 0;
+};
+
+int Fail(const Status& status) {
+  std::fprintf(stderr, "error: %s\n", status.message().c_str());
+  return 1;
+}
+
+// The shape's default vocab, looked for beside each model directory
+// (../shared/vocab next to ../shared/models).
+StatusOr<std::string> DefaultVocab(const SyntheticShape& shape) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string searched;
+  for (const std::string& dir : ModelSearchDirs()) {
+    const fs::path candidate = fs::path(dir) / ".." / shape.default_vocab;
+    if (fs::is_regular_file(candidate, ec)) return fs::weakly_canonical(candidate, ec).string();
+    searched += "\n  " + candidate.string();
+  }
+  return NotFoundError("shape " + shape.name + " takes its tokenizer from " + shape.default_vocab +
+                       ", which was not found (pass --vocab FILE); searched:" + searched);
+}
+
+int Synth(const SynthOptions& o) {
+  const std::optional<SyntheticShape> shape = FindSyntheticShape(o.shape);
+  if (!shape) {
+    std::string names;
+    for (const std::string& n : SyntheticShapeNames()) names += (names.empty() ? "" : ", ") + n;
+    return Fail(InvalidArgumentError("unknown --shape " + o.shape + " (known: " + names + ")"));
+  }
+  const std::optional<SyntheticMix> mix = ParseSyntheticMix(o.type);
+  if (!mix) {
+    return Fail(
+        InvalidArgumentError("unknown --type " + o.type + " (f16, q8_0, q4_0, q4_k_m, q5_k_m)"));
+  }
+  SynthesizeOptions options;
+  options.shape = *shape;
+  options.mix = *mix;
+  options.output_path = o.output;
+  options.seed = o.seed;
+  if (o.vocab.empty()) {
+    auto vocab = DefaultVocab(*shape);
+    if (!vocab.ok()) return Fail(vocab.status());
+    options.vocab_path = *vocab;
+  } else {
+    options.vocab_path = o.vocab;
+  }
+  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  ThreadPool pool(threads);
+  const auto start = std::chrono::steady_clock::now();
+  auto report = SynthesizeModel(options, pool);
+  if (!report.ok()) return Fail(report.status());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "%s: %s %s, vocab %lld (%s), %lld tensors, %.3f B params, %.1f MiB, seed %llu "
+      "(%.1f s)\n",
+      o.output.c_str(), shape->name.c_str(), o.type.c_str(),
+      static_cast<long long>(report->n_vocab), options.vocab_path.c_str(),
+      static_cast<long long>(report->num_tensors), report->num_params / 1e9,
+      report->file_bytes / 1048576.0, static_cast<unsigned long long>(o.seed), seconds);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterSynthCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<SynthOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "synth", "Write a GGUF of a real model's shape with random weights and a real tokenizer");
+  cmd->add_option("--shape", o->shape, "Model shape: llama-1b, tinyllama-1.1b")
+      ->capture_default_str();
+  cmd->add_option("--type", o->type, "Type mix: f16, q8_0, q4_0, q4_k_m, q5_k_m")
+      ->capture_default_str();
+  cmd->add_option("--vocab", o->vocab,
+                  "GGUF to copy the tokenizer from (default: the shape's, from ../shared/vocab)");
+  cmd->add_option("-o,--output", o->output, "File to write")->required();
+  cmd->add_option("--seed", o->seed, "Random seed")->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "Threads (default: all cores)");
+  cmd->callback([o, exit_code] { *exit_code = Synth(*o); });
+}
+
+}  // namespace kvmesh::cli

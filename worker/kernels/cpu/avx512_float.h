@@ -1,0 +1,91 @@
+// Helpers shared by the AVX-512 float-type files (f32/f16/bf16_avx512*.cc);
+// same rules as avx512_util.h.
+//
+// Float-type panel GEMM: one lane per row, and for each element k of K in
+// order one multiply-add acc += w[k] * x[k] per (row, token). W is F32, F16
+// or a BF16 pair; Policy::Accumulate applies one element (or pair).
+#pragma once
+
+#include "worker/kernels/cpu/avx512_util.h"
+
+namespace kvmesh::kernels::avx512 {
+
+// A policy P provides:
+//   kStepBytes                 panel bytes per step
+//   kStepElems                 elements per step (1, or 2 for BF16)
+//   kXBytes                    planar bytes per step of one token
+//   Load(panel_step)           per-step weight operand (any type W)
+//   Accumulate(acc, w, xp)     acc for one token after this step, xp = the
+//                              token's planar values of this step
+template <typename P>
+struct FloatTile {
+  const uint8_t* panel;
+  int64_t steps;
+  const uint8_t* x;
+  size_t x_stride;
+  float* y;
+  int64_t y_stride;
+
+  template <int kTokens>
+  void Run(int64_t t0) const {
+    const uint8_t* xs[kTokens];
+    for (int t = 0; t < kTokens; ++t) xs[t] = x + (t0 + t) * x_stride;
+    __m512 acc[kTokens];
+    for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+    const uint8_t* p = panel;
+    size_t offset = 0;
+    for (int64_t k = 0; k < steps; ++k, p += P::kStepBytes, offset += P::kXBytes) {
+      if constexpr (kTokens == 1) PrefetchAhead(p, P::kStepBytes);
+      const auto w = P::Load(p);
+#pragma GCC unroll 16
+      for (int t = 0; t < kTokens; ++t) acc[t] = P::Accumulate(acc[t], w, xs[t] + offset);
+    }
+    for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(y + (t0 + t) * y_stride, acc[t]);
+  }
+};
+
+template <typename P>
+inline void FloatGemm(const PanelGemmArgs& a) {
+  const int64_t steps = (a.cols + P::kStepElems - 1) / P::kStepElems;
+  for (int64_t p = 0; p < a.num_panels; ++p) {
+    const FloatTile<P> tile{a.panels + p * steps * P::kStepBytes,
+                            steps,
+                            a.x,
+                            a.x_stride,
+                            a.y + p * kPanelRows,
+                            a.y_stride};
+    // 16 tokens: enough independent accumulators to hide the FMA latency.
+    ForEachTokenTile<16>(a.num_tokens, tile);
+  }
+}
+
+// Mask of the first `count` (0..16) lanes.
+inline __mmask16 FirstLanes(int64_t count) {
+  return static_cast<__mmask16>(count >= 16 ? 0xFFFF : (1u << count) - 1);
+}
+
+// Four 16-lane float accumulators over 64 elements per step, the rest into
+// the first; lanes reduced in one fixed order. `load(i, mask)` returns
+// elements i..i+15 (masked lanes zero) of w and x as a pair.
+template <typename Load>
+inline float DotFloatLanes(int64_t n, const Load& load) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    for (int a = 0; a < 4; ++a) {
+      __m512 w, x;
+      load(i + 16 * a, static_cast<__mmask16>(0xFFFF), &w, &x);
+      acc[a] = _mm512_fmadd_ps(w, x, acc[a]);
+    }
+  }
+  for (; i < n; i += 16) {
+    __m512 w, x;
+    load(i, FirstLanes(n - i), &w, &x);
+    acc[0] = _mm512_fmadd_ps(w, x, acc[0]);
+  }
+  return _mm512_reduce_add_ps(
+      _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+}
+
+}  // namespace kvmesh::kernels::avx512

@@ -1,0 +1,88 @@
+// Helpers shared by the AVX-512 K-quant files (q4_k/q5_k/q6_k_avx512.cc);
+// same rules as avx512_util.h.
+#pragma once
+
+#include "worker/kernels/cpu/avx512_util.h"
+
+namespace kvmesh::kernels::avx512 {
+
+// Per-token pointers into planar Q8_K rows.
+template <int kTokens>
+struct Q8KRows {
+  const int8_t* levels[kTokens];
+  const float* d[kTokens];
+  const int16_t* bsum32[kTokens];
+  const int32_t* neg32_sum8[kTokens];
+
+  Q8KRows(const uint8_t* x, size_t stride, const PlanarLayout& l, int64_t t0) {
+    for (int t = 0; t < kTokens; ++t) {
+      const uint8_t* row = x + (t0 + t) * stride;
+      levels[t] = reinterpret_cast<const int8_t*>(row + l.levels);
+      d[t] = reinterpret_cast<const float*>(row + l.scales);
+      bsum32[t] = reinterpret_cast<const int16_t*>(row + l.aux);
+      neg32_sum8[t] = reinterpret_cast<const int32_t*>(row + l.aux2);
+    }
+  }
+};
+
+// Byte-shuffle control that moves byte k of every 32-bit lane into that
+// lane's low byte (and, with `second` >= 0, byte `second` into its third
+// byte), zeroing the rest.
+inline __m512i LaneBytePicker(int k, int second) {
+  alignas(64) int8_t control[64];
+  for (int i = 0; i < 64; ++i) {
+    const int lane_base = i / 4 * 4 % 16;  // byte index of the lane in its 128-bit block
+    const int pos = i % 4;
+    int8_t v = static_cast<int8_t>(0x80);
+    if (pos == 0) v = static_cast<int8_t>(lane_base + k);
+    if (pos == 2 && second >= 0) v = static_cast<int8_t>(lane_base + second);
+    control[i] = v;
+  }
+  return _mm512_load_si512(control);
+}
+
+// Q4_K / Q5_K: the 6-bit scales and mins of 16 rows from the three scale
+// words of a panel-block. scales[j] holds scale j in each lane (int32, for
+// vpdpwssd / vpmulld); mins[m] holds (min 2m, min 2m+1) as int16 pairs.
+struct AffineKScales {
+  __m512i scales[8];
+  __m512i mins[4];
+};
+
+inline void DecodeAffineKScales(const uint8_t* words, const __m512i pick[4],
+                                const __m512i pick_pairs[2], AffineKScales* out) {
+  const __m512i w0 = _mm512_loadu_si512(words);
+  const __m512i w1 = _mm512_loadu_si512(words + 64);
+  const __m512i w2 = _mm512_loadu_si512(words + 128);
+  const __m512i m6 = _mm512_set1_epi8(0x3F);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i top = _mm512_set1_epi8(0x30);
+  // Bytes of sc_lo = scales 0..3, sc_hi = scales 4..7; likewise the mins.
+  const __m512i sc_lo = _mm512_and_si512(w0, m6);
+  const __m512i mn_lo = _mm512_and_si512(w1, m6);
+  const __m512i sc_hi =
+      _mm512_or_si512(_mm512_and_si512(w2, m4), _mm512_and_si512(_mm512_srli_epi32(w0, 2), top));
+  const __m512i mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), m4),
+                                        _mm512_and_si512(_mm512_srli_epi32(w1, 2), top));
+  for (int k = 0; k < 4; ++k) {
+    out->scales[k] = _mm512_shuffle_epi8(sc_lo, pick[k]);
+    out->scales[k + 4] = _mm512_shuffle_epi8(sc_hi, pick[k]);
+  }
+  out->mins[0] = _mm512_shuffle_epi8(mn_lo, pick_pairs[0]);
+  out->mins[1] = _mm512_shuffle_epi8(mn_lo, pick_pairs[1]);
+  out->mins[2] = _mm512_shuffle_epi8(mn_hi, pick_pairs[0]);
+  out->mins[3] = _mm512_shuffle_epi8(mn_hi, pick_pairs[1]);
+}
+
+// Scalar decode of one row's (scale, min) pair j from its 12 bytes.
+inline void ScaleMinK4(const uint8_t* s, int j, int* scale, int* min) {
+  if (j < 4) {
+    *scale = s[j] & 63;
+    *min = s[j + 4] & 63;
+  } else {
+    *scale = (s[j + 4] & 0x0F) | (s[j - 4] >> 6) << 4;
+    *min = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+  }
+}
+
+}  // namespace kvmesh::kernels::avx512

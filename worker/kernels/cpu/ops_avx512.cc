@@ -1,0 +1,63 @@
+// The forward pass's row ops on the AVX-512 tier (contracts in ops.h).
+#include "worker/kernels/cpu/avx512_util.h"
+
+namespace kvmesh::kernels::avx512 {
+namespace {
+
+// exp(x) of 8 doubles, relative error about 1e-15: x = n ln2 + r with
+// |r| <= ln2 / 2, exp(r) by its Taylor series to r^11, times 2^n. Inputs are
+// clamped to +-1000 first (beyond the double range either way), keeping NaN.
+__m512d ExpPd(__m512d x) {
+  x = _mm512_min_pd(_mm512_set1_pd(1000.0), x);  // the second operand wins for NaN
+  x = _mm512_max_pd(_mm512_set1_pd(-1000.0), x);
+  const __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // ln 2 split so that n * hi is exact.
+  __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(6.93147180369123816490e-01), x);
+  r = _mm512_fnmadd_pd(n, _mm512_set1_pd(1.90821492927058770002e-10), r);
+  __m512d p = _mm512_set1_pd(1.0 / 39916800.0);  // 1/11!
+  constexpr double kInverseFactorials[] = {
+      1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0,
+      1.0 / 24.0,      1.0 / 6.0,      0.5,           1.0,          1.0};
+  for (double c : kInverseFactorials) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+  return _mm512_scalef_pd(p, n);
+}
+
+// expf(v) for 16 floats, rounded once from the double result.
+__m512 ExpPs(__m512 v) {
+  const __m256 lo = _mm512_cvtpd_ps(ExpPd(_mm512_cvtps_pd(_mm512_castps512_ps256(v))));
+  const __m256 hi = _mm512_cvtpd_ps(ExpPd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1))));
+  return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+}
+
+__mmask16 FirstLanes(int64_t count) {
+  return static_cast<__mmask16>(count >= 16 ? 0xFFFF : (1u << count) - 1);
+}
+
+}  // namespace
+
+void RmsNorm(const float* x, const float* weight, float* out, int64_t n, float eps) {
+  // The sum stays sequential in double (the reference's, and ggml's, order).
+  double sum_squares = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum_squares += static_cast<double>(x[i] * x[i]);
+  const float mean = static_cast<float>(sum_squares / static_cast<double>(n));
+  const __m512 scale = _mm512_set1_ps(1.0f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(mean + eps))));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = FirstLanes(n - i);
+    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), scale);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, weight + i)));
+  }
+}
+
+void SwiGlu(const float* gate, const float* up, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = FirstLanes(n - i);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    const __m512 e = ExpPs(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, e));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
+}  // namespace kvmesh::kernels::avx512

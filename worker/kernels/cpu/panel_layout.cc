@@ -1,0 +1,538 @@
+#include "worker/kernels/cpu/panel_layout.h"
+
+#include <cstring>
+#include <vector>
+
+#include "common/check.h"
+#include "common/half.h"
+#include "worker/kernels/cpu/block_types.h"
+
+namespace kvmesh::kernels {
+namespace {
+
+using T = TensorType;
+
+constexpr int kVector = 64;  // bytes of a group vector
+constexpr int kMask = 8;     // bytes of a mask
+
+size_t RoundUp64(size_t n) { return (n + 63) / 64 * 64; }
+
+int64_t PaddedPairs(int64_t cols) { return (cols + 1) / 2; }
+
+// --- Per-type packing of one block of one row -----------------------------
+//
+// Each Pack* writes row r's share of a panel-block at `out` (the start of the
+// panel-block), and each Unpack* reads it back. `out` / `in` always points at
+// 16 * bytes_per_block bytes.
+
+void PackHalves(uint16_t value, int r, uint8_t* array) { std::memcpy(array + 2 * r, &value, 2); }
+uint16_t UnpackHalves(const uint8_t* array, int r) {
+  uint16_t v;
+  std::memcpy(&v, array + 2 * r, 2);
+  return v;
+}
+
+// Four bytes of row r in group vector `v`.
+uint8_t* Lane(uint8_t* vectors, int v, int r) { return vectors + kVector * v + 4 * r; }
+const uint8_t* Lane(const uint8_t* vectors, int v, int r) { return vectors + kVector * v + 4 * r; }
+
+// Sets bits 4r..4r+3 of mask m to the low four bits of `nibble`.
+void SetMaskNibble(uint8_t* masks, int m, int r, uint32_t nibble) {
+  uint64_t mask;
+  std::memcpy(&mask, masks + kMask * m, kMask);
+  mask = (mask & ~(uint64_t{0xF} << (4 * r))) | (uint64_t{nibble & 0xF} << (4 * r));
+  std::memcpy(masks + kMask * m, &mask, kMask);
+}
+uint32_t GetMaskNibble(const uint8_t* masks, int m, int r) {
+  uint64_t mask;
+  std::memcpy(&mask, masks + kMask * m, kMask);
+  return static_cast<uint32_t>(mask >> (4 * r)) & 0xF;
+}
+
+uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+void StoreU32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+
+// Legacy 32-element types. The nibble vectors hold the original qs bytes.
+template <typename Block, bool kHasMin, bool kHasHigh>
+void PackLegacy(const Block& b, int r, uint8_t* out) {
+  PackHalves(b.d, r, out);
+  uint8_t* p = out + 32;
+  if constexpr (kHasMin) {
+    PackHalves(b.m, r, p);
+    p += 32;
+  }
+  if constexpr (kHasHigh) {
+    const uint32_t high = LoadU32(b.qh);
+    for (int g = 0; g < 8; ++g) SetMaskNibble(p, g, r, high >> (4 * g));
+    p += 8 * kMask;
+  }
+  for (int c = 0; c < 4; ++c) std::memcpy(Lane(p, c, r), b.qs + 4 * c, 4);
+}
+
+template <typename Block, bool kHasMin, bool kHasHigh>
+void UnpackLegacy(const uint8_t* in, int r, Block* b) {
+  b->d = UnpackHalves(in, r);
+  const uint8_t* p = in + 32;
+  if constexpr (kHasMin) {
+    b->m = UnpackHalves(p, r);
+    p += 32;
+  }
+  if constexpr (kHasHigh) {
+    uint32_t high = 0;
+    for (int g = 0; g < 8; ++g) high |= GetMaskNibble(p, g, r) << (4 * g);
+    StoreU32(b->qh, high);
+    p += 8 * kMask;
+  }
+  for (int c = 0; c < 4; ++c) std::memcpy(b->qs + 4 * c, Lane(p, c, r), 4);
+}
+
+void PackQ8_0(const BlockQ8_0& b, int r, uint8_t* out) {
+  PackHalves(b.d, r, out);
+  for (int g = 0; g < 8; ++g) {
+    uint8_t* lane = Lane(out + 32, g, r);
+    for (int i = 0; i < 4; ++i) lane[i] = static_cast<uint8_t>(b.qs[4 * g + i]) ^ 0x80;
+  }
+}
+void UnpackQ8_0(const uint8_t* in, int r, BlockQ8_0* b) {
+  b->d = UnpackHalves(in, r);
+  for (int g = 0; g < 8; ++g) {
+    const uint8_t* lane = Lane(in + 32, g, r);
+    for (int i = 0; i < 4; ++i) b->qs[4 * g + i] = static_cast<int8_t>(lane[i] ^ 0x80);
+  }
+}
+
+// Q4_K / Q5_K share d, dmin, scales and the nibble vectors.
+constexpr int kKScales = 64;  // offset of the scale words
+constexpr int kKMasks = 256;  // offset of Q5_K's masks
+constexpr int kQ4KQs = 256;   // offset of Q4_K's nibbles
+constexpr int kQ5KQs = 768;   // offset of Q5_K's nibbles
+
+template <typename Block>
+void PackAffineK(const Block& b, int r, uint8_t* out, int qs_offset) {
+  PackHalves(b.d, r, out);
+  PackHalves(b.dmin, r, out + 32);
+  for (int w = 0; w < 3; ++w) std::memcpy(Lane(out + kKScales, w, r), b.scales + 4 * w, 4);
+  for (int v = 0; v < 32; ++v) {
+    const int c = v / 8, g = v % 8;
+    std::memcpy(Lane(out + qs_offset, v, r), b.qs + 32 * c + 4 * g, 4);
+  }
+}
+template <typename Block>
+void UnpackAffineK(const uint8_t* in, int r, Block* b, int qs_offset) {
+  b->d = UnpackHalves(in, r);
+  b->dmin = UnpackHalves(in + 32, r);
+  for (int w = 0; w < 3; ++w) std::memcpy(b->scales + 4 * w, Lane(in + kKScales, w, r), 4);
+  for (int v = 0; v < 32; ++v) {
+    const int c = v / 8, g = v % 8;
+    std::memcpy(b->qs + 32 * c + 4 * g, Lane(in + qs_offset, v, r), 4);
+  }
+}
+
+void PackQ5_K(const BlockQ5_K& b, int r, uint8_t* out) {
+  PackAffineK(b, r, out, kQ5KQs);
+  for (int j = 0; j < 8; ++j) {
+    for (int g = 0; g < 8; ++g) {
+      uint32_t nibble = 0;
+      for (int i = 0; i < 4; ++i) nibble |= static_cast<uint32_t>((b.qh[4 * g + i] >> j) & 1) << i;
+      SetMaskNibble(out + kKMasks, 8 * j + g, r, nibble);
+    }
+  }
+}
+void UnpackQ5_K(const uint8_t* in, int r, BlockQ5_K* b) {
+  UnpackAffineK(in, r, b, kQ5KQs);
+  std::memset(b->qh, 0, sizeof b->qh);
+  for (int j = 0; j < 8; ++j) {
+    for (int g = 0; g < 8; ++g) {
+      const uint32_t nibble = GetMaskNibble(in + kKMasks, 8 * j + g, r);
+      for (int i = 0; i < 4; ++i)
+        b->qh[4 * g + i] |= static_cast<uint8_t>(((nibble >> i) & 1) << j);
+    }
+  }
+}
+
+// Q6_K: levels are rebuilt element by element through the GGUF bit layout
+// (see block_types.h).
+constexpr int kQ6Scales = 32;
+constexpr int kQ6Low = 288;
+constexpr int kQ6High = 288 + 32 * kVector;
+
+int Q6Level(const BlockQ6_K& b, int e) {
+  const int half = e / 128, quarter = (e % 128) / 32, l = e % 32;
+  const uint8_t low_byte = b.ql[64 * half + 32 * (quarter % 2) + l];
+  const int low = quarter < 2 ? low_byte & 0x0F : low_byte >> 4;
+  return low | ((b.qh[32 * half + l] >> (2 * quarter)) & 3) << 4;
+}
+void SetQ6Level(BlockQ6_K* b, int e, int level) {
+  const int half = e / 128, quarter = (e % 128) / 32, l = e % 32;
+  uint8_t& low_byte = b->ql[64 * half + 32 * (quarter % 2) + l];
+  if (quarter < 2) {
+    low_byte = static_cast<uint8_t>((low_byte & 0xF0) | (level & 0x0F));
+  } else {
+    low_byte = static_cast<uint8_t>((low_byte & 0x0F) | (level & 0x0F) << 4);
+  }
+  uint8_t& high_byte = b->qh[32 * half + l];
+  high_byte = static_cast<uint8_t>((high_byte & ~(3 << (2 * quarter))) | ((level >> 4) & 3)
+                                                                             << (2 * quarter));
+}
+
+void PackQ6_K(const BlockQ6_K& b, int r, uint8_t* out) {
+  PackHalves(b.d, r, out);
+  for (int j = 0; j < 16; ++j) out[kQ6Scales + 16 * j + r] = static_cast<uint8_t>(b.scales[j]);
+  for (int k = 0; k < 32; ++k) {
+    uint8_t* lane = Lane(out + kQ6Low, k, r);
+    for (int i = 0; i < 4; ++i) {
+      lane[i] = static_cast<uint8_t>((Q6Level(b, 4 * k + i) & 0x0F) |
+                                     (Q6Level(b, 4 * (k + 32) + i) & 0x0F) << 4);
+    }
+  }
+  for (int m = 0; m < 16; ++m) {
+    uint8_t* lane = Lane(out + kQ6High, m, r);
+    for (int i = 0; i < 4; ++i) {
+      int bits = 0;
+      for (int s = 0; s < 4; ++s) bits |= (Q6Level(b, 4 * (m + 16 * s) + i) >> 4) << (2 * s);
+      lane[i] = static_cast<uint8_t>(bits);
+    }
+  }
+}
+void UnpackQ6_K(const uint8_t* in, int r, BlockQ6_K* b) {
+  std::memset(b, 0, sizeof *b);
+  b->d = UnpackHalves(in, r);
+  for (int j = 0; j < 16; ++j) b->scales[j] = static_cast<int8_t>(in[kQ6Scales + 16 * j + r]);
+  for (int e = 0; e < kSuperBlockSize; ++e) {
+    const int group = e / 4, i = e % 4;
+    const uint8_t low_byte = Lane(in + kQ6Low, group % 32, r)[i];
+    const int low = group < 32 ? low_byte & 0x0F : low_byte >> 4;
+    const int high = (Lane(in + kQ6High, group % 16, r)[i] >> (2 * (group / 16))) & 3;
+    SetQ6Level(b, e, low | high << 4);
+  }
+}
+
+// Float types: one lane per row, one vector per element (pair for BF16).
+void PackFloatRow(T type, const uint8_t* row, int64_t cols, int r, uint8_t* panel) {
+  switch (type) {
+    case T::kF32:
+      for (int64_t k = 0; k < cols; ++k) std::memcpy(panel + 64 * k + 4 * r, row + 4 * k, 4);
+      break;
+    case T::kF16:
+      for (int64_t k = 0; k < cols; ++k) std::memcpy(panel + 32 * k + 2 * r, row + 2 * k, 2);
+      break;
+    case T::kBF16:
+      for (int64_t k = 0; k < cols; ++k) {
+        std::memcpy(panel + 64 * (k / 2) + 4 * r + 2 * (k % 2), row + 2 * k, 2);
+      }
+      break;
+    default:
+      KVMESH_CHECK(false);
+  }
+}
+void UnpackFloatRow(T type, const uint8_t* panel, int64_t cols, int r, uint8_t* row) {
+  switch (type) {
+    case T::kF32:
+      for (int64_t k = 0; k < cols; ++k) std::memcpy(row + 4 * k, panel + 64 * k + 4 * r, 4);
+      break;
+    case T::kF16:
+      for (int64_t k = 0; k < cols; ++k) std::memcpy(row + 2 * k, panel + 32 * k + 2 * r, 2);
+      break;
+    case T::kBF16:
+      for (int64_t k = 0; k < cols; ++k) {
+        std::memcpy(row + 2 * k, panel + 64 * (k / 2) + 4 * r + 2 * (k % 2), 2);
+      }
+      break;
+    default:
+      KVMESH_CHECK(false);
+  }
+}
+
+struct BlockInfo {
+  int64_t block_size;
+  size_t bytes;
+};
+
+BlockInfo QuantBlockInfo(T type) {
+  switch (type) {
+    case T::kQ4_0:
+      return {kLegacyBlockSize, sizeof(BlockQ4_0)};
+    case T::kQ4_1:
+      return {kLegacyBlockSize, sizeof(BlockQ4_1)};
+    case T::kQ5_0:
+      return {kLegacyBlockSize, sizeof(BlockQ5_0)};
+    case T::kQ5_1:
+      return {kLegacyBlockSize, sizeof(BlockQ5_1)};
+    case T::kQ8_0:
+      return {kLegacyBlockSize, sizeof(BlockQ8_0)};
+    case T::kQ4_K:
+      return {kSuperBlockSize, sizeof(BlockQ4_K)};
+    case T::kQ5_K:
+      return {kSuperBlockSize, sizeof(BlockQ5_K)};
+    case T::kQ6_K:
+      return {kSuperBlockSize, sizeof(BlockQ6_K)};
+    default:
+      return {0, 0};
+  }
+}
+
+bool IsFloatType(T type) { return type == T::kF32 || type == T::kF16 || type == T::kBF16; }
+
+// Packs block b of one row (`src` points at that block) into the panel-block.
+void PackQuantBlock(T type, const uint8_t* src, int r, uint8_t* out) {
+  switch (type) {
+    case T::kQ4_0:
+      return PackLegacy<BlockQ4_0, false, false>(*reinterpret_cast<const BlockQ4_0*>(src), r, out);
+    case T::kQ4_1:
+      return PackLegacy<BlockQ4_1, true, false>(*reinterpret_cast<const BlockQ4_1*>(src), r, out);
+    case T::kQ5_0:
+      return PackLegacy<BlockQ5_0, false, true>(*reinterpret_cast<const BlockQ5_0*>(src), r, out);
+    case T::kQ5_1:
+      return PackLegacy<BlockQ5_1, true, true>(*reinterpret_cast<const BlockQ5_1*>(src), r, out);
+    case T::kQ8_0:
+      return PackQ8_0(*reinterpret_cast<const BlockQ8_0*>(src), r, out);
+    case T::kQ4_K:
+      return PackAffineK(*reinterpret_cast<const BlockQ4_K*>(src), r, out, kQ4KQs);
+    case T::kQ5_K:
+      return PackQ5_K(*reinterpret_cast<const BlockQ5_K*>(src), r, out);
+    case T::kQ6_K:
+      return PackQ6_K(*reinterpret_cast<const BlockQ6_K*>(src), r, out);
+    default:
+      KVMESH_CHECK(false);
+  }
+}
+
+void UnpackQuantBlock(T type, const uint8_t* in, int r, uint8_t* dst) {
+  switch (type) {
+    case T::kQ4_0:
+      return UnpackLegacy<BlockQ4_0, false, false>(in, r, reinterpret_cast<BlockQ4_0*>(dst));
+    case T::kQ4_1:
+      return UnpackLegacy<BlockQ4_1, true, false>(in, r, reinterpret_cast<BlockQ4_1*>(dst));
+    case T::kQ5_0:
+      return UnpackLegacy<BlockQ5_0, false, true>(in, r, reinterpret_cast<BlockQ5_0*>(dst));
+    case T::kQ5_1:
+      return UnpackLegacy<BlockQ5_1, true, true>(in, r, reinterpret_cast<BlockQ5_1*>(dst));
+    case T::kQ8_0:
+      return UnpackQ8_0(in, r, reinterpret_cast<BlockQ8_0*>(dst));
+    case T::kQ4_K:
+      return UnpackAffineK(in, r, reinterpret_cast<BlockQ4_K*>(dst), kQ4KQs);
+    case T::kQ5_K:
+      return UnpackQ5_K(in, r, reinterpret_cast<BlockQ5_K*>(dst));
+    case T::kQ6_K:
+      return UnpackQ6_K(in, r, reinterpret_cast<BlockQ6_K*>(dst));
+    default:
+      KVMESH_CHECK(false);
+  }
+}
+
+}  // namespace
+
+bool HasPanelLayout(TensorType type) {
+  return IsFloatType(type) || QuantBlockInfo(type).block_size != 0;
+}
+
+size_t PanelBytes(TensorType type, int64_t cols) {
+  switch (type) {
+    case T::kF32:
+      return static_cast<size_t>(cols) * kPanelRows * 4;
+    case T::kF16:
+      return static_cast<size_t>(cols) * kPanelRows * 2;
+    case T::kBF16:
+      return static_cast<size_t>(PaddedPairs(cols)) * kPanelRows * 4;
+    default: {
+      const BlockInfo info = QuantBlockInfo(type);
+      KVMESH_CHECK(info.block_size != 0 && cols % info.block_size == 0);
+      return static_cast<size_t>(cols / info.block_size) * kPanelRows * info.bytes;
+    }
+  }
+}
+
+void PackPanels(TensorType type, const uint8_t* src, size_t src_row_bytes, int64_t rows,
+                int64_t cols, int64_t panel_begin, int64_t panel_end, uint8_t* dst) {
+  const size_t panel_bytes = PanelBytes(type, cols);
+  std::memset(dst, 0, panel_bytes * static_cast<size_t>(panel_end - panel_begin));
+  // Padding rows are packed from an all-zero row, so they unpack to one (a
+  // zero Q8_0 level is stored as 0x80, not 0).
+  const std::vector<uint8_t> zero_row(src_row_bytes, 0);
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    uint8_t* panel = dst + (p - panel_begin) * panel_bytes;
+    for (int r = 0; r < kPanelRows; ++r) {
+      const int64_t row = p * kPanelRows + r;
+      const uint8_t* src_row =
+          row < rows ? src + static_cast<size_t>(row) * src_row_bytes : zero_row.data();
+      if (IsFloatType(type)) {
+        PackFloatRow(type, src_row, cols, r, panel);
+        continue;
+      }
+      const BlockInfo info = QuantBlockInfo(type);
+      for (int64_t b = 0; b < cols / info.block_size; ++b) {
+        PackQuantBlock(type, src_row + b * info.bytes, r, panel + b * kPanelRows * info.bytes);
+      }
+    }
+  }
+}
+
+void UnpackPanelRow(TensorType type, const uint8_t* panel, int64_t cols, int r, uint8_t* row) {
+  if (IsFloatType(type)) return UnpackFloatRow(type, panel, cols, r, row);
+  const BlockInfo info = QuantBlockInfo(type);
+  KVMESH_CHECK(info.block_size != 0);
+  for (int64_t b = 0; b < cols / info.block_size; ++b) {
+    UnpackQuantBlock(type, panel + b * kPanelRows * info.bytes, r, row + b * info.bytes);
+  }
+}
+
+PlanarLayout GetPlanarLayout(TensorType vec_dot_type, int64_t cols) {
+  PlanarLayout l;
+  l.type = vec_dot_type;
+  l.cols = cols;
+  size_t end = 0;
+  switch (vec_dot_type) {
+    case T::kF32:
+    case T::kF16:
+      end = 4 * static_cast<size_t>(cols);
+      break;
+    case T::kBF16:
+      end = 4 * static_cast<size_t>(PaddedPairs(cols));
+      break;
+    case T::kQ8_0:
+    case T::kQ8_1: {
+      const size_t blocks = static_cast<size_t>(cols / kLegacyBlockSize);
+      l.scales = RoundUp64(static_cast<size_t>(cols));
+      l.aux = RoundUp64(l.scales + 4 * blocks);
+      l.aux_stride = RoundUp64(4 * blocks);
+      end = l.aux + (vec_dot_type == T::kQ8_0 ? 3 : 1) * l.aux_stride;
+      break;
+    }
+    case T::kQ8_K: {
+      const size_t super_blocks = static_cast<size_t>(cols / kSuperBlockSize);
+      l.scales = RoundUp64(static_cast<size_t>(cols));
+      l.aux = RoundUp64(l.scales + 4 * super_blocks);
+      l.aux2 = RoundUp64(l.aux + 2 * static_cast<size_t>(cols / 32));
+      end = l.aux2 + 4 * static_cast<size_t>(cols / 8);
+      break;
+    }
+    default:
+      KVMESH_CHECK(false);
+  }
+  l.row_bytes = RoundUp64(end);
+  return l;
+}
+
+void BlocksToPlanar(const PlanarLayout& l, const void* blocks, uint8_t* planar) {
+  const int64_t n = l.cols;
+  int8_t* levels = reinterpret_cast<int8_t*>(planar + l.levels);
+  float* scales = reinterpret_cast<float*>(planar + l.scales);
+  switch (l.type) {
+    case T::kF32:
+      std::memcpy(planar, blocks, 4 * static_cast<size_t>(n));
+      return;
+    case T::kF16: {
+      const uint16_t* h = static_cast<const uint16_t*>(blocks);
+      float* values = reinterpret_cast<float*>(planar);
+      for (int64_t k = 0; k < n; ++k) values[k] = HalfToFloat(h[k]);
+      return;
+    }
+    case T::kBF16:
+      std::memset(planar, 0, 4 * static_cast<size_t>(PaddedPairs(n)));
+      std::memcpy(planar, blocks, 2 * static_cast<size_t>(n));
+      return;
+    case T::kQ8_0: {
+      const BlockQ8_0* b = static_cast<const BlockQ8_0*>(blocks);
+      for (int64_t i = 0; i < n / kLegacyBlockSize; ++i) {
+        std::memcpy(levels + kLegacyBlockSize * i, b[i].qs, kLegacyBlockSize);
+        scales[i] = HalfToFloat(b[i].d);
+        int32_t sum = 0;
+        for (int j = 0; j < kLegacyBlockSize; ++j) sum += b[i].qs[j];
+        const int32_t offsets[] = {8, 16, 128};
+        for (int k = 0; k < 3; ++k) {
+          reinterpret_cast<int32_t*>(planar + l.aux + k * l.aux_stride)[i] = -offsets[k] * sum;
+        }
+      }
+      return;
+    }
+    case T::kQ8_1: {
+      const BlockQ8_1* b = static_cast<const BlockQ8_1*>(blocks);
+      float* s = reinterpret_cast<float*>(planar + l.aux);
+      for (int64_t i = 0; i < n / kLegacyBlockSize; ++i) {
+        std::memcpy(levels + kLegacyBlockSize * i, b[i].qs, kLegacyBlockSize);
+        scales[i] = HalfToFloat(b[i].d);
+        s[i] = HalfToFloat(b[i].s);
+      }
+      return;
+    }
+    case T::kQ8_K: {
+      const BlockQ8_K* b = static_cast<const BlockQ8_K*>(blocks);
+      int16_t* bsum32 = reinterpret_cast<int16_t*>(planar + l.aux);
+      int32_t* neg32_sum8 = reinterpret_cast<int32_t*>(planar + l.aux2);
+      for (int64_t i = 0; i < n / kSuperBlockSize; ++i) {
+        std::memcpy(levels + kSuperBlockSize * i, b[i].qs, kSuperBlockSize);
+        scales[i] = b[i].d;
+        for (int j = 0; j < 8; ++j) {
+          bsum32[8 * i + j] = static_cast<int16_t>(b[i].bsums[2 * j] + b[i].bsums[2 * j + 1]);
+        }
+        for (int e = 0; e < 32; ++e) {
+          int32_t sum = 0;
+          for (int k = 0; k < 8; ++k) sum += b[i].qs[8 * e + k];
+          neg32_sum8[32 * i + e] = -32 * sum;
+        }
+      }
+      return;
+    }
+    default:
+      KVMESH_CHECK(false);
+  }
+}
+
+void PlanarToBlocks(const PlanarLayout& l, const uint8_t* planar, void* blocks) {
+  const int64_t n = l.cols;
+  const int8_t* levels = reinterpret_cast<const int8_t*>(planar + l.levels);
+  const float* scales = reinterpret_cast<const float*>(planar + l.scales);
+  switch (l.type) {
+    case T::kF32:
+      std::memcpy(blocks, planar, 4 * static_cast<size_t>(n));
+      return;
+    case T::kF16: {
+      uint16_t* h = static_cast<uint16_t*>(blocks);
+      const float* values = reinterpret_cast<const float*>(planar);
+      for (int64_t k = 0; k < n; ++k) h[k] = FloatToHalf(values[k]);
+      return;
+    }
+    case T::kBF16:
+      std::memcpy(blocks, planar, 2 * static_cast<size_t>(n));
+      return;
+    case T::kQ8_0: {
+      BlockQ8_0* b = static_cast<BlockQ8_0*>(blocks);
+      for (int64_t i = 0; i < n / kLegacyBlockSize; ++i) {
+        std::memcpy(b[i].qs, levels + kLegacyBlockSize * i, kLegacyBlockSize);
+        b[i].d = FloatToHalf(scales[i]);
+      }
+      return;
+    }
+    case T::kQ8_1: {
+      BlockQ8_1* b = static_cast<BlockQ8_1*>(blocks);
+      const float* s = reinterpret_cast<const float*>(planar + l.aux);
+      for (int64_t i = 0; i < n / kLegacyBlockSize; ++i) {
+        std::memcpy(b[i].qs, levels + kLegacyBlockSize * i, kLegacyBlockSize);
+        b[i].d = FloatToHalf(scales[i]);
+        b[i].s = FloatToHalf(s[i]);
+      }
+      return;
+    }
+    case T::kQ8_K: {
+      BlockQ8_K* b = static_cast<BlockQ8_K*>(blocks);
+      for (int64_t i = 0; i < n / kSuperBlockSize; ++i) {
+        std::memcpy(b[i].qs, levels + kSuperBlockSize * i, kSuperBlockSize);
+        b[i].d = scales[i];
+        for (int g = 0; g < kSuperBlockSize / 16; ++g) {
+          int sum = 0;
+          for (int k = 0; k < 16; ++k) sum += b[i].qs[16 * g + k];
+          b[i].bsums[g] = static_cast<int16_t>(sum);
+        }
+      }
+      return;
+    }
+    default:
+      KVMESH_CHECK(false);
+  }
+}
+
+}  // namespace kvmesh::kernels

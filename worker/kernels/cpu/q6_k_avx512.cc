@@ -1,0 +1,165 @@
+// Q6_K on the AVX-512 tier: panel GEMM and single-row dot product, both equal
+// to the scalar reference bit for bit (see panel_gemm.h).
+//
+// Levels are used unsigned (0..63) and the offset 32 is folded in per 8
+// elements from the planar row's neg32_sum8; the sum of (level - 32) * x over
+// 8 elements fits in int16 (8 * 32 * 127 < 2^15), so vpdpwssd multiplies it
+// by the signed sub-block scale and accumulates in one step.
+#include "worker/kernels/cpu/avx512_kquant.h"
+#include "worker/kernels/cpu/simd_kernels.h"
+
+namespace kvmesh::kernels::avx512 {
+namespace {
+
+constexpr size_t kBlockBytes = 16 * 210;
+constexpr int kScales = 32;
+constexpr int kLow = 288;
+constexpr int kHigh = 288 + 32 * 64;
+
+// Group vector G (elements 4G..4G+3 of each row) as unsigned 6-bit levels.
+inline __m512i Q6Group(const uint8_t* pb, int group) {
+  __m512i low = _mm512_loadu_si512(pb + kLow + 64 * (group % 32));
+  if (group >= 32) low = _mm512_srli_epi16(low, 4);
+  low = _mm512_and_si512(low, _mm512_set1_epi8(0x0F));
+  __m512i high = _mm512_loadu_si512(pb + kHigh + 64 * (group % 16));
+  switch (group / 16) {  // bring bits 2s, 2s+1 to bits 4, 5
+    case 0:
+      high = _mm512_slli_epi16(high, 4);
+      break;
+    case 1:
+      high = _mm512_slli_epi16(high, 2);
+      break;
+    case 3:
+      high = _mm512_srli_epi16(high, 2);
+      break;
+    default:
+      break;
+  }
+  return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8);  // low | (high & c)
+}
+
+struct Q6KTile {
+  const uint8_t* panel;
+  int64_t super_blocks;
+  const uint8_t* x;
+  size_t x_stride;
+  PlanarLayout layout;
+  float* y;
+  int64_t y_stride;
+
+  template <int kTokens>
+  void Run(int64_t t0) const {
+    const Q8KRows<kTokens> rows(x, x_stride, layout, t0);
+    const __m512i low16 = _mm512_set1_epi32(0xFFFF);
+    __m512 acc[kTokens];
+    for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < super_blocks; ++sb) {
+      const uint8_t* pb = panel + sb * kBlockBytes;
+      __m512i scales[16];  // signed scale of each row in the low int16 of its lane
+      for (int j = 0; j < 16; ++j) {
+        const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kScales + 16 * j));
+        scales[j] = _mm512_and_si512(_mm512_cvtepi8_epi32(s), low16);
+      }
+      // Two scaled sums per token, one per 8-element part: chains of 16
+      // vpdpwssd per super-block instead of 32.
+      __m512i scaled[2][kTokens];
+      for (int t = 0; t < kTokens; ++t) scaled[0][t] = scaled[1][t] = _mm512_setzero_si512();
+        // Fully unrolled, so every shift in Q6Group is a constant.
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) {
+        // Spread over the sub-blocks: a burst of prefetches would stall.
+        if constexpr (kTokens == 1) PrefetchAhead(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
+        __m512i w[4];
+        for (int g = 0; g < 4; ++g) w[g] = Q6Group(pb, 4 * j + g);
+#pragma GCC unroll 2
+        for (int e = 0; e < 2; ++e) {  // two 8-element parts per sub-block
+          __m512i part[kTokens];
+#pragma GCC unroll 8
+          for (int t = 0; t < kTokens; ++t) {
+            part[t] = _mm512_set1_epi32(rows.neg32_sum8[t][32 * sb + 2 * j + e]);
+          }
+#pragma GCC unroll 2
+          for (int g = 0; g < 2; ++g) {
+#pragma GCC unroll 8
+            for (int t = 0; t < kTokens; ++t) {
+              const int8_t* lv = rows.levels[t] + 256 * sb + 16 * j + 8 * e + 4 * g;
+              part[t] = _mm512_dpbusd_epi32(part[t], w[2 * e + g], Broadcast4(lv));
+            }
+          }
+#pragma GCC unroll 8
+          for (int t = 0; t < kTokens; ++t) {
+            scaled[e][t] = _mm512_dpwssd_epi32(scaled[e][t], part[t], scales[j]);
+          }
+        }
+      }
+      const __m512 dw = LoadHalves16(pb);
+      for (int t = 0; t < kTokens; ++t) {
+        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(rows.d[t][sb]));
+        const __m512i scaled_sum = _mm512_add_epi32(scaled[0][t], scaled[1][t]);
+        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled_sum)));
+      }
+    }
+    for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(y + (t0 + t) * y_stride, acc[t]);
+  }
+};
+
+}  // namespace
+
+void GemmQ6_K(const PanelGemmArgs& a) {
+  const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
+  const int64_t super_blocks = a.cols / 256;
+  for (int64_t p = 0; p < a.num_panels; ++p) {
+    const Q6KTile tile{a.panels + p * super_blocks * kBlockBytes,
+                       super_blocks,
+                       a.x,
+                       a.x_stride,
+                       layout,
+                       a.y + p * kPanelRows,
+                       a.y_stride};
+    ForEachTokenTile(a.num_tokens, tile);
+  }
+}
+
+float VecDotQ6_KQ8_K(int64_t n, const void* w, const void* x) {
+  const uint8_t* wb = static_cast<const uint8_t*>(w);  // blocks of 210 bytes
+  const uint8_t* xb = static_cast<const uint8_t*>(x);  // blocks of 292 bytes
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  const __m256i three = _mm256_set1_epi8(3);
+  const __m256i offset = _mm256_set1_epi8(32);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / 256; ++b, wb += 210, xb += 292) {
+    const uint8_t* ql = wb;
+    const uint8_t* qh = wb + 128;
+    const int8_t* scales = reinterpret_cast<const int8_t*>(wb + 192);
+    int32_t scaled_sum = 0;
+    for (int half = 0; half < 2; ++half) {
+      const __m256i high_bits =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 32 * half));
+      for (int quarter = 0; quarter < 4; ++quarter) {
+        // Elements 128 half + 32 quarter + l, l = 0..31: sub-blocks 2q', 2q'+1.
+        __m256i v = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(ql + 64 * half + 32 * (quarter % 2)));
+        if (quarter >= 2) v = _mm256_srli_epi16(v, 4);
+        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * quarter), three);
+        const __m256i levels =
+            _mm256_or_si256(_mm256_and_si256(v, low), _mm256_slli_epi16(high, 4));
+        const int e0 = 128 * half + 32 * quarter;
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 4 + e0));
+        const __m256i dot =
+            _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), levels, xq),
+                             _mm256_dpbusd_epi32(_mm256_setzero_si256(), offset, xq));
+        // Lanes 0..3 cover the first 16 elements, lanes 4..7 the next 16.
+        const int32_t first = ReduceAdd(_mm256_blend_epi32(dot, _mm256_setzero_si256(), 0xF0));
+        const int32_t second = ReduceAdd(_mm256_blend_epi32(dot, _mm256_setzero_si256(), 0x0F));
+        scaled_sum += scales[e0 / 16] * first;
+        scaled_sum += scales[e0 / 16 + 1] * second;
+      }
+    }
+    uint16_t dh;
+    std::memcpy(&dh, wb + 208, 2);
+    sum += HalfToFloat(dh) * LoadF32(xb) * static_cast<float>(scaled_sum);
+  }
+  return sum;
+}
+
+}  // namespace kvmesh::kernels::avx512

@@ -1,0 +1,355 @@
+#include "worker/model/synthetic_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "common/gguf/gguf_file.h"
+#include "common/gguf/gguf_writer.h"
+#include "worker/kernels/cpu/type_traits.h"
+
+namespace kvmesh {
+namespace {
+
+using T = TensorType;
+
+// llama.cpp's rule for which layers of a K-quant mix get more bits.
+bool UseMoreBits(int layer, int n_layer) {
+  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
+int LayerOf(std::string_view name) {
+  int layer = -1;
+  if (std::sscanf(std::string(name).c_str(), "blk.%d.", &layer) != 1) return -1;
+  return layer;
+}
+
+bool Contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+
+T BaseType(SyntheticMix mix) {
+  switch (mix) {
+    case SyntheticMix::kF16:
+      return T::kF16;
+    case SyntheticMix::kQ8_0:
+      return T::kQ8_0;
+    case SyntheticMix::kQ4_0:
+      return T::kQ4_0;
+    case SyntheticMix::kQ4_K_M:
+      return T::kQ4_K;
+    case SyntheticMix::kQ5_K_M:
+      return T::kQ5_K;
+  }
+  return T::kF16;
+}
+
+// llama.cpp's general.file_type values of the mixes.
+uint32_t FileType(SyntheticMix mix) {
+  switch (mix) {
+    case SyntheticMix::kF16:
+      return 1;
+    case SyntheticMix::kQ8_0:
+      return 7;
+    case SyntheticMix::kQ4_0:
+      return 2;
+    case SyntheticMix::kQ4_K_M:
+      return 15;
+    case SyntheticMix::kQ5_K_M:
+      return 17;
+  }
+  return 0;
+}
+
+// A row of the type `type` must be whole blocks; llama.cpp falls back to a
+// type with smaller blocks otherwise.
+T Fallback(T type, int64_t cols) {
+  const kernels::TypeTraits* traits = kernels::GetReferenceTypeTraits(type);
+  if (cols % traits->block_size == 0) return type;
+  switch (type) {
+    case T::kQ4_K:
+      type = T::kQ5_0;
+      break;
+    case T::kQ5_K:
+      type = T::kQ5_1;
+      break;
+    case T::kQ6_K:
+      type = T::kQ8_0;
+      break;
+    default:
+      return T::kF16;
+  }
+  return cols % kernels::GetReferenceTypeTraits(type)->block_size == 0 ? type : T::kF16;
+}
+
+// --- Random weights -----------------------------------------------------------
+
+uint64_t SplitMix(uint64_t& state) {
+  state += 0x9e3779b97f4a7c15ull;
+  uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Bell-shaped with unit variance: the sum of four 16-bit uniforms (|x| < 3.47).
+float Bell(uint64_t& state) {
+  const uint64_t bits = SplitMix(state);
+  float sum = 0.0f;
+  for (int i = 0; i < 4; ++i) sum += static_cast<float>((bits >> (16 * i)) & 0xFFFF);
+  return (sum * (1.0f / 65536.0f) - 2.0f) * 1.7320508f;
+}
+
+// One tensor to write. 1-D tensors (norms) are constant `fill`; 2-D ones are
+// `sigma` times bell noise, row by row from a stream keyed by (seed, index,
+// row), so the thread split never changes a byte.
+struct TensorPlan {
+  std::string name;
+  T type;
+  int64_t cols;
+  int64_t rows;  // 0 for a 1-D tensor
+  float sigma;
+  float fill;
+};
+
+std::vector<uint8_t> MakeTensor(const TensorPlan& plan, uint64_t seed, uint64_t index,
+                                ThreadPool& pool) {
+  if (plan.rows == 0) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(plan.cols) * sizeof(float));
+    for (int64_t i = 0; i < plan.cols; ++i) std::memcpy(bytes.data() + 4 * i, &plan.fill, 4);
+    return bytes;
+  }
+  const kernels::TypeTraits* traits = kernels::GetTypeTraits(plan.type);
+  const size_t row_bytes = kernels::RowSizeBytes(*traits, plan.cols);
+  std::vector<uint8_t> bytes(row_bytes * static_cast<size_t>(plan.rows));
+  pool.ParallelFor(
+      plan.rows,
+      [&](int64_t begin, int64_t end) {
+        std::vector<float> row(static_cast<size_t>(plan.cols));
+        for (int64_t r = begin; r < end; ++r) {
+          uint64_t state = seed * 0x632be59bd9b4e019ull + index * 0x9e3779b97f4a7c15ull +
+                           static_cast<uint64_t>(r) * 0xd1b54a32d192ed03ull;
+          for (float& v : row) v = plan.sigma * Bell(state);
+          traits->from_float(row.data(), bytes.data() + r * row_bytes, plan.cols);
+        }
+      },
+      /*min_chunk=*/16);
+  return bytes;
+}
+
+std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, int64_t n_vocab) {
+  const int64_t head_dim = s.n_embd / s.n_head;
+  const int64_t kv_dim = head_dim * s.n_head_kv;
+  const float sigma = 0.02f;
+  const float sigma_out_proj = sigma / std::sqrt(2.0f * static_cast<float>(s.n_layer));
+  // Logits spread with a standard deviation of about 3 for unit-RMS inputs.
+  const float sigma_head = 3.0f / std::sqrt(static_cast<float>(s.n_embd));
+  std::vector<TensorPlan> plans;
+  auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, float sd) {
+    plans.push_back(
+        {name, TensorTypeFor(mix, name, s.n_layer, s.tied_embeddings, cols), cols, rows, sd, 0});
+  };
+  matrix("token_embd.weight", s.n_embd, n_vocab, s.tied_embeddings ? sigma_head : sigma);
+  for (int i = 0; i < s.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    plans.push_back({p + "attn_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
+    matrix(p + "attn_q.weight", s.n_embd, s.n_embd, sigma);
+    matrix(p + "attn_k.weight", s.n_embd, kv_dim, sigma);
+    matrix(p + "attn_v.weight", s.n_embd, kv_dim, sigma);
+    matrix(p + "attn_output.weight", s.n_embd, s.n_embd, sigma_out_proj);
+    plans.push_back({p + "ffn_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
+    matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff, sigma);
+    matrix(p + "ffn_up.weight", s.n_embd, s.n_ff, sigma);
+    matrix(p + "ffn_down.weight", s.n_ff, s.n_embd, sigma_out_proj);
+  }
+  plans.push_back({"output_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
+  if (!s.tied_embeddings) matrix("output.weight", s.n_embd, n_vocab, sigma_head);
+  return plans;
+}
+
+// --- Tokenizer metadata -----------------------------------------------------
+
+template <typename V>
+void Put(std::vector<uint8_t>& out, V v) {
+  const size_t at = out.size();
+  out.resize(at + sizeof(V));
+  std::memcpy(out.data() + at, &v, sizeof(V));
+}
+
+// A value's GGUF payload (what follows its type tag).
+void EncodeValue(const gguf::Value& v, std::vector<uint8_t>& out) {
+  using VT = gguf::ValueType;
+  switch (v.type()) {
+    case VT::kBool:
+      Put<uint8_t>(out, *v.AsBool() ? 1 : 0);
+      return;
+    case VT::kUint8:
+      Put<uint8_t>(out, static_cast<uint8_t>(*v.AsUint64()));
+      return;
+    case VT::kInt8:
+      Put<int8_t>(out, static_cast<int8_t>(*v.AsInt64()));
+      return;
+    case VT::kUint16:
+      Put<uint16_t>(out, static_cast<uint16_t>(*v.AsUint64()));
+      return;
+    case VT::kInt16:
+      Put<int16_t>(out, static_cast<int16_t>(*v.AsInt64()));
+      return;
+    case VT::kUint32:
+      Put<uint32_t>(out, static_cast<uint32_t>(*v.AsUint64()));
+      return;
+    case VT::kInt32:
+      Put<int32_t>(out, static_cast<int32_t>(*v.AsInt64()));
+      return;
+    case VT::kUint64:
+      Put<uint64_t>(out, *v.AsUint64());
+      return;
+    case VT::kInt64:
+      Put<int64_t>(out, *v.AsInt64());
+      return;
+    case VT::kFloat32:
+      Put<float>(out, static_cast<float>(*v.AsDouble()));
+      return;
+    case VT::kFloat64:
+      Put<double>(out, *v.AsDouble());
+      return;
+    case VT::kString: {
+      const std::string_view s = *v.AsString();
+      Put<uint64_t>(out, s.size());
+      out.insert(out.end(), s.begin(), s.end());
+      return;
+    }
+    case VT::kArray: {
+      const gguf::Array& a = *v.AsArray();
+      Put<uint32_t>(out, static_cast<uint32_t>(a.element_type));
+      Put<uint64_t>(out, a.elements.size());
+      for (const gguf::Value& e : a.elements) EncodeValue(e, out);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
+  if (name == "llama-1b") {
+    // Llama 3.2 1B.
+    return SyntheticShape{"llama-1b", 16,        2048, 32,     8,
+                          8192,       500000.0f, true, 131072, "vocab/ggml-vocab-llama-bpe.gguf"};
+  }
+  if (name == "tinyllama-1.1b") {
+    return SyntheticShape{"tinyllama-1.1b",
+                          22,
+                          2048,
+                          32,
+                          4,
+                          5632,
+                          10000.0f,
+                          false,
+                          2048,
+                          "vocab/ggml-vocab-llama-spm.gguf"};
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> SyntheticShapeNames() { return {"llama-1b", "tinyllama-1.1b"}; }
+
+std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {
+  for (SyntheticMix mix : {SyntheticMix::kF16, SyntheticMix::kQ8_0, SyntheticMix::kQ4_0,
+                           SyntheticMix::kQ4_K_M, SyntheticMix::kQ5_K_M}) {
+    if (name == SyntheticMixName(mix)) return mix;
+  }
+  return std::nullopt;
+}
+
+std::string_view SyntheticMixName(SyntheticMix mix) {
+  switch (mix) {
+    case SyntheticMix::kF16:
+      return "f16";
+    case SyntheticMix::kQ8_0:
+      return "q8_0";
+    case SyntheticMix::kQ4_0:
+      return "q4_0";
+    case SyntheticMix::kQ4_K_M:
+      return "q4_k_m";
+    case SyntheticMix::kQ5_K_M:
+      return "q5_k_m";
+  }
+  return "?";
+}
+
+TensorType TensorTypeFor(SyntheticMix mix, std::string_view name, int n_layer, bool tied_embeddings,
+                         int64_t cols) {
+  const T base = BaseType(mix);
+  if (mix == SyntheticMix::kF16) return T::kF16;  // converted, not quantized
+  const bool is_head = name == "output.weight" || (tied_embeddings && name == "token_embd.weight");
+  if (is_head) {
+    if (cols % 256 != 0 || base == T::kQ8_0) return T::kQ8_0;
+    return T::kQ6_K;
+  }
+  T type = base;
+  const bool k_mix = mix == SyntheticMix::kQ4_K_M || mix == SyntheticMix::kQ5_K_M;
+  if (k_mix && (Contains(name, "attn_v.weight") || Contains(name, "ffn_down"))) {
+    const int layer = LayerOf(name);
+    if (layer >= 0 && UseMoreBits(layer, n_layer)) type = T::kQ6_K;
+  }
+  return Fallback(type, cols);
+}
+
+StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, ThreadPool& pool) {
+  const SyntheticShape& s = options.shape;
+  if (s.n_layer <= 0 || s.n_embd <= 0 || s.n_head <= 0 || s.n_head_kv <= 0 || s.n_ff <= 0 ||
+      s.n_embd % s.n_head != 0 || s.n_head % s.n_head_kv != 0) {
+    return InvalidArgumentError("synthetic shape " + s.name + " is inconsistent");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> vocab, gguf::GgufFile::Open(options.vocab_path));
+  ASSIGN_OR_RETURN(const gguf::Array* tokens,
+                   vocab->GetArray("tokenizer.ggml.tokens", gguf::ValueType::kString));
+  const int64_t n_vocab = static_cast<int64_t>(tokens->elements.size());
+  if (n_vocab == 0) return InvalidArgumentError(options.vocab_path + ": the vocabulary is empty");
+
+  gguf::GgufWriter writer;
+  writer.SetString("general.architecture", "llama");
+  writer.SetString("general.name",
+                   "kvmesh-synthetic-" + s.name + "-" + std::string(SyntheticMixName(options.mix)));
+  writer.SetUint32("general.file_type", FileType(options.mix));
+  writer.SetUint32("general.quantization_version", 2);
+  writer.SetUint32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
+  writer.SetUint32("llama.context_length", static_cast<uint32_t>(s.context_length));
+  writer.SetUint32("llama.embedding_length", static_cast<uint32_t>(s.n_embd));
+  writer.SetUint32("llama.block_count", static_cast<uint32_t>(s.n_layer));
+  writer.SetUint32("llama.feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  writer.SetUint32("llama.attention.head_count", static_cast<uint32_t>(s.n_head));
+  writer.SetUint32("llama.attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+  writer.SetUint32("llama.rope.dimension_count", static_cast<uint32_t>(s.n_embd / s.n_head));
+  writer.SetFloat32("llama.rope.freq_base", s.rope_freq_base);
+  writer.SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  for (const gguf::KeyValue& kv : vocab->metadata()) {
+    if (kv.key.substr(0, 10) != "tokenizer.") continue;
+    std::vector<uint8_t> payload;
+    EncodeValue(kv.value, payload);
+    writer.SetRaw(std::string(kv.key), kv.value.type(), std::move(payload));
+  }
+
+  SynthesizeReport report;
+  report.n_vocab = n_vocab;
+  const std::vector<TensorPlan> plans = PlanTensors(s, options.mix, n_vocab);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const TensorPlan& plan = plans[i];
+    std::vector<uint8_t> bytes = MakeTensor(plan, options.seed, i, pool);
+    std::vector<int64_t> dims = {plan.cols};
+    if (plan.rows > 0) dims.push_back(plan.rows);
+    report.num_params += static_cast<uint64_t>(plan.cols) * std::max<int64_t>(1, plan.rows);
+    RETURN_IF_ERROR(writer.AddTensor(plan.name, plan.type, std::move(dims), std::move(bytes)));
+  }
+  report.num_tensors = static_cast<int64_t>(plans.size());
+  RETURN_IF_ERROR(writer.WriteFile(options.output_path));
+  std::error_code error;
+  report.file_bytes = std::filesystem::file_size(options.output_path, error);
+  return report;
+}
+
+}  // namespace kvmesh

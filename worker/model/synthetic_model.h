@@ -1,0 +1,86 @@
+// Synthetic llama-family models: GGUF files with the shape of a real model,
+// random weights and a real tokenizer, for benchmarking the engine against
+// other implementations on the same bytes (`kvmesh synth`).
+//
+// Weights are drawn from a seeded generator (bell-shaped, like N(0, sigma)),
+// scaled so activations stay in a trained model's range: projections into
+// the residual stream have sigma 0.02, the two projections out of a block
+// (attn_output, ffn_down) 0.02 / sqrt(2 * n_layer), norm weights are 1, and
+// the output head is scaled so logits spread over a few units - greedy
+// decoding then has a clear winner at almost every step. Tensor types follow
+// llama.cpp's quantizer for the chosen mix (see TensorTypeFor), so a file is
+// laid out like `llama-quantize` would lay out a real model of that shape.
+// The tokenizer metadata (tokenizer.*) is copied from a vocab GGUF, which
+// also fixes the vocabulary size.
+//
+// Everything is deterministic in (shape, mix, seed, vocab): the same
+// arguments give byte-identical files whatever the thread count.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tensor_type.h"
+#include "common/thread_pool.h"
+
+namespace kvmesh {
+
+struct SyntheticShape {
+  std::string name;
+  int n_layer = 0;
+  int n_embd = 0;
+  int n_head = 0;
+  int n_head_kv = 0;
+  int n_ff = 0;
+  float rope_freq_base = 10000.0f;
+  bool tied_embeddings = false;
+  int context_length = 2048;
+  // Vocab GGUF used when none is given, relative to the shared directory.
+  std::string default_vocab;
+};
+
+// "llama-1b" (Llama 3.2 1B) and "tinyllama-1.1b" (TinyLlama 1.1B); nullopt
+// for other names.
+std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
+std::vector<std::string> SyntheticShapeNames();
+
+// The type mixes of llama.cpp's quantizer: "f16", "q8_0", "q4_0", "q4_k_m",
+// "q5_k_m".
+enum class SyntheticMix { kF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M };
+std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name);
+std::string_view SyntheticMixName(SyntheticMix mix);
+
+// The type llama.cpp's quantizer gives a 2-D weight for `mix` (norms are
+// always F32). `name` is the GGUF tensor name ("blk.3.attn_v.weight",
+// "output.weight", ...), `cols` its row length. Follows llama.cpp's rules for
+// this family: the output head (or a tied token embedding) becomes Q6_K
+// unless the mix is Q8_0 or F16; with Q4_K_M / Q5_K_M, attn_v and ffn_down of
+// the layers where use_more_bits holds (the first and last eighth, and every
+// third layer between) become Q6_K; everything else gets the mix's base type.
+TensorType TensorTypeFor(SyntheticMix mix, std::string_view name, int n_layer, bool tied_embeddings,
+                         int64_t cols);
+
+struct SynthesizeOptions {
+  SyntheticShape shape;
+  SyntheticMix mix = SyntheticMix::kQ4_0;
+  std::string vocab_path;   // a GGUF with tokenizer.* metadata
+  std::string output_path;  // the file to write
+  uint64_t seed = 1;
+};
+
+// Summary of a written file.
+struct SynthesizeReport {
+  int64_t n_vocab = 0;
+  int64_t num_tensors = 0;
+  uint64_t file_bytes = 0;
+  uint64_t num_params = 0;
+};
+
+// Generates, quantizes and writes the model, splitting the work over `pool`.
+StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, ThreadPool& pool);
+
+}  // namespace kvmesh

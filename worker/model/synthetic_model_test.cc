@@ -1,0 +1,193 @@
+#include "worker/model/synthetic_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <set>
+#include <string>
+
+#include "worker/model/model.h"
+#include "worker/runtime/cpu/cpu_executor.h"
+
+namespace kvmesh {
+namespace {
+
+using T = TensorType;
+
+const std::string kVocab = std::string(KVMESH_SHARED_DIR) + "/vocab/ggml-vocab-llama-spm.gguf";
+
+std::string Layer(int i, const char* tensor) {
+  return "blk." + std::to_string(i) + "." + tensor + ".weight";
+}
+
+TEST(SyntheticShapeTest, NamedShapesAreTheRealModels) {
+  const auto llama = FindSyntheticShape("llama-1b");
+  ASSERT_TRUE(llama.has_value());
+  EXPECT_EQ(llama->n_layer, 16);
+  EXPECT_EQ(llama->n_embd, 2048);
+  EXPECT_EQ(llama->n_head, 32);
+  EXPECT_EQ(llama->n_head_kv, 8);
+  EXPECT_EQ(llama->n_ff, 8192);
+  EXPECT_EQ(llama->rope_freq_base, 500000.0f);
+  EXPECT_TRUE(llama->tied_embeddings);
+  const auto tiny = FindSyntheticShape("tinyllama-1.1b");
+  ASSERT_TRUE(tiny.has_value());
+  EXPECT_EQ(tiny->n_layer, 22);
+  EXPECT_EQ(tiny->n_head_kv, 4);
+  EXPECT_EQ(tiny->n_ff, 5632);
+  EXPECT_EQ(tiny->rope_freq_base, 10000.0f);
+  EXPECT_FALSE(tiny->tied_embeddings);
+  EXPECT_EQ(tiny->default_vocab, "vocab/ggml-vocab-llama-spm.gguf");
+  EXPECT_FALSE(FindSyntheticShape("llama-7b").has_value());
+  EXPECT_EQ(ParseSyntheticMix("q4_k_m"), SyntheticMix::kQ4_K_M);
+  EXPECT_EQ(ParseSyntheticMix("q4_k"), std::nullopt);
+}
+
+// Layers whose attn_v and ffn_down get Q6_K in a K mix, as llama.cpp picks
+// them (use_more_bits).
+std::set<int> MoreBitsLayers(SyntheticMix mix, int n_layer) {
+  std::set<int> layers;
+  for (int i = 0; i < n_layer; ++i) {
+    const T v = TensorTypeFor(mix, Layer(i, "attn_v"), n_layer, true, 2048);
+    const T down = TensorTypeFor(mix, Layer(i, "ffn_down"), n_layer, true, 8192);
+    EXPECT_EQ(v, down) << i;
+    if (v == T::kQ6_K) layers.insert(i);
+  }
+  return layers;
+}
+
+TEST(TensorTypeForTest, KMixesFollowLlamaCpp) {
+  EXPECT_EQ(MoreBitsLayers(SyntheticMix::kQ4_K_M, 16), (std::set<int>{0, 1, 4, 7, 10, 13, 14, 15}));
+  EXPECT_EQ(MoreBitsLayers(SyntheticMix::kQ5_K_M, 16), (std::set<int>{0, 1, 4, 7, 10, 13, 14, 15}));
+  EXPECT_EQ(MoreBitsLayers(SyntheticMix::kQ4_K_M, 22),
+            (std::set<int>{0, 1, 4, 7, 10, 13, 16, 19, 20, 21}));
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_K_M, Layer(2, "attn_v"), 16, true, 2048), T::kQ4_K);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ5_K_M, Layer(2, "ffn_down"), 16, true, 8192), T::kQ5_K);
+  for (const char* t : {"attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up"}) {
+    EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_K_M, Layer(0, t), 16, true, 2048), T::kQ4_K) << t;
+    EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ5_K_M, Layer(0, t), 16, true, 2048), T::kQ5_K) << t;
+  }
+  // The head is Q6_K; a tied embedding is the head; an untied one keeps the base.
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_K_M, "token_embd.weight", 16, true, 2048), T::kQ6_K);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_K_M, "token_embd.weight", 22, false, 2048), T::kQ4_K);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_K_M, "output.weight", 22, false, 2048), T::kQ6_K);
+  // Rows that are no whole number of super-blocks fall back as llama.cpp's do.
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_K_M, Layer(3, "ffn_gate"), 16, true, 96), T::kQ5_0);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ5_K_M, Layer(3, "ffn_gate"), 16, true, 96), T::kQ5_1);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_K_M, "output.weight", 16, false, 96), T::kQ8_0);
+}
+
+TEST(TensorTypeForTest, LegacyAndFloatMixes) {
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_0, Layer(0, "attn_v"), 16, true, 2048), T::kQ4_0);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_0, Layer(0, "ffn_down"), 16, true, 8192), T::kQ4_0);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_0, "token_embd.weight", 16, true, 2048), T::kQ6_K);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_0, "token_embd.weight", 22, false, 2048), T::kQ4_0);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ8_0, "token_embd.weight", 16, true, 2048), T::kQ8_0);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ8_0, Layer(5, "attn_v"), 16, true, 2048), T::kQ8_0);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kF16, "token_embd.weight", 16, true, 2048), T::kF16);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kF16, Layer(0, "ffn_down"), 16, true, 8192), T::kF16);
+}
+
+SyntheticShape TinyShape(bool tied) {
+  return SyntheticShape{"tiny", 2, 256, 4, 2, 512, 500000.0f, tied, 256, ""};
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class SynthesizeTest : public testing::TestWithParam<SyntheticMix> {};
+
+TEST_P(SynthesizeTest, WritesAModelThatLoadsAndRuns) {
+  const SyntheticMix mix = GetParam();
+  const bool tied = mix != SyntheticMix::kQ4_K_M;  // one untied shape too
+  SynthesizeOptions options;
+  options.shape = TinyShape(tied);
+  options.mix = mix;
+  options.vocab_path = kVocab;
+  options.output_path =
+      testing::TempDir() + "/synth_" + std::string(SyntheticMixName(mix)) + ".gguf";
+  options.seed = 7;
+  ThreadPool pool(2);
+  auto report = SynthesizeModel(options, pool);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->n_vocab, 32000);
+  EXPECT_EQ(report->num_tensors, 2 + 9 * 2 + (tied ? 0 : 1));
+
+  auto model = Model::Load(options.output_path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.n_layer, 2);
+  EXPECT_EQ(c.n_embd, 256);
+  EXPECT_EQ(c.n_head_kv, 2);
+  EXPECT_EQ(c.n_vocab, 32000);
+  EXPECT_EQ(c.rope.freq_base, 500000.0f);
+  EXPECT_EQ((*model)->weights().tied_output, tied);
+  const gguf::GgufFile& file = (*model)->file();
+  EXPECT_EQ(*file.GetString("tokenizer.ggml.model"), "llama");
+  EXPECT_EQ(*file.GetBool("tokenizer.ggml.add_bos_token"), true);
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    const std::string name(t.name);
+    if (t.dims.size() == 1) {
+      EXPECT_EQ(t.type(), T::kF32) << name;
+    } else {
+      EXPECT_EQ(t.type(), TensorTypeFor(mix, name, 2, tied, t.dims[0])) << name;
+    }
+  }
+
+  // Logits are finite and spread out (a clear argmax), as a trained model's.
+  const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, T::kF16, T::kF16};
+  auto exec = CpuExecutor::Create(**model, layout, 4, 2);
+  ASSERT_TRUE(exec.ok());
+  std::vector<int32_t> table = {0, 1, 2, 3};
+  ForwardBatch batch;
+  batch.tokens = {1, 450, 4996, 17354};
+  batch.sequences.push_back({0, 4, 0, table, LogitsMode::kLast});
+  ForwardOutput out;
+  ASSERT_TRUE((*exec)->Forward(batch, &out).ok());
+  double sum = 0, sum_squares = 0;
+  for (int i = 0; i < out.n_vocab; ++i) {
+    ASSERT_TRUE(std::isfinite(out.Row(0)[i]));
+    sum += out.Row(0)[i];
+    sum_squares += static_cast<double>(out.Row(0)[i]) * out.Row(0)[i];
+  }
+  const double mean = sum / out.n_vocab;
+  const double sd = std::sqrt(sum_squares / out.n_vocab - mean * mean);
+  EXPECT_GT(sd, 1.0);
+  EXPECT_LT(sd, 10.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMix, SynthesizeTest,
+                         testing::Values(SyntheticMix::kF16, SyntheticMix::kQ8_0,
+                                         SyntheticMix::kQ4_0, SyntheticMix::kQ4_K_M,
+                                         SyntheticMix::kQ5_K_M),
+                         [](const testing::TestParamInfo<SyntheticMix>& info) {
+                           return std::string(SyntheticMixName(info.param));
+                         });
+
+TEST(SynthesizeDeterminismTest, SameSeedSameBytesWhateverTheThreads) {
+  SynthesizeOptions options;
+  options.shape = TinyShape(true);
+  options.mix = SyntheticMix::kQ4_K_M;  // K quants, Q6_K head: the slowest quantizers
+  options.vocab_path = kVocab;
+  options.seed = 3;
+  const std::string base = testing::TempDir() + "/synth_det";
+  ThreadPool one(1), three(3);
+  options.output_path = base + "_1.gguf";
+  ASSERT_TRUE(SynthesizeModel(options, one).ok());
+  options.output_path = base + "_3.gguf";
+  ASSERT_TRUE(SynthesizeModel(options, three).ok());
+  EXPECT_TRUE(ReadAll(base + "_1.gguf") == ReadAll(base + "_3.gguf"));
+  options.seed = 4;
+  options.output_path = base + "_seed4.gguf";
+  ASSERT_TRUE(SynthesizeModel(options, three).ok());
+  EXPECT_FALSE(ReadAll(base + "_1.gguf") == ReadAll(base + "_seed4.gguf"));
+}
+
+}  // namespace
+}  // namespace kvmesh

@@ -1,0 +1,74 @@
+#include "worker/runtime/cpu/aligned_buffer.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <utility>
+
+namespace kvmesh {
+namespace {
+
+constexpr size_t kAlignment = 64;
+// Below this, plain aligned_alloc; above, mmap so huge pages can back it.
+constexpr size_t kMapThreshold = size_t{4} << 20;
+
+}  // namespace
+
+AlignedBuffer::~AlignedBuffer() { Release(); }
+
+AlignedBuffer::AlignedBuffer(AlignedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      capacity_(std::exchange(other.capacity_, 0)),
+      mapped_(std::exchange(other.mapped_, false)) {}
+
+AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
+  if (this != &other) {
+    Release();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+    mapped_ = std::exchange(other.mapped_, false);
+  }
+  return *this;
+}
+
+void AlignedBuffer::Release() {
+  if (data_ == nullptr) return;
+  if (mapped_) {
+    munmap(data_, capacity_);
+  } else {
+    std::free(data_);
+  }
+  data_ = nullptr;
+  size_ = capacity_ = 0;
+  mapped_ = false;
+}
+
+void AlignedBuffer::Resize(size_t bytes) {
+  if (bytes <= capacity_) {
+    size_ = bytes;
+    return;
+  }
+  Release();
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded >= kMapThreshold) {
+    void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE);  // a hint; ignored where THP is off
+#endif
+    data_ = static_cast<uint8_t*>(p);
+    mapped_ = true;
+  } else {
+    data_ = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
+    if (data_ == nullptr) throw std::bad_alloc();
+    std::memset(data_, 0, rounded);
+  }
+  size_ = bytes;
+  capacity_ = rounded;
+}
+
+}  // namespace kvmesh

@@ -1,0 +1,158 @@
+// PagedAttention: a hand-checked case, paged vs contiguous placement of the
+// same K/V (identical outputs), and the SIMD kernels against the scalar
+// reference on whole attention rows.
+#include "worker/runtime/cpu/cpu_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "worker/kernels/cpu/kernel_parity.h"
+
+namespace kvmesh {
+namespace {
+
+constexpr TensorType kKvTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
+                                   TensorType::kQ8_0, TensorType::kQ4_0};
+
+KvLayout SmallLayout(TensorType k_type, TensorType v_type) {
+  KvLayout layout;
+  layout.n_layer = 2;
+  layout.n_head_kv = 2;
+  layout.head_dim = 64;
+  layout.block_size = 4;
+  layout.k_type = k_type;
+  layout.v_type = v_type;
+  return layout;
+}
+
+void StoreRow(TensorType type, const std::vector<float>& values, uint8_t* dst) {
+  kernels::GetTypeTraits(type)->from_float(values.data(), dst, static_cast<int64_t>(values.size()));
+}
+
+// Writes position j's K and V (every layer and head) where `table` puts it.
+// Values depend only on (layer, head, position), so two tables give the same
+// logical cache.
+void FillPositions(CpuKvPages* pages, const std::vector<int32_t>& table, int n_ctx) {
+  const KvLayout& layout = pages->layout();
+  for (int layer = 0; layer < layout.n_layer; ++layer) {
+    for (int head = 0; head < layout.n_head_kv; ++head) {
+      kernels::TestRandom rng(1000 * layer + 10 * head + 1);
+      for (int j = 0; j < n_ctx; ++j) {
+        const std::vector<float> k = kernels::MakeTestRow(rng, layout.head_dim);
+        const std::vector<float> v = kernels::MakeTestRow(rng, layout.head_dim);
+        const int32_t block = table[j / layout.block_size];
+        const int slot = j % layout.block_size;
+        StoreRow(layout.k_type, k, pages->KRow(layer, block, slot, head));
+        StoreRow(layout.v_type, v, pages->VRow(layer, block, slot, head));
+      }
+    }
+  }
+}
+
+TEST(PagedAttentionTest, WeightsFollowSoftmaxOfScores) {
+  // Scores 0 and ln 3 give weights 1/4 and 3/4; V rows 4·e1 and 8·e1 mix to
+  // 7·e1.
+  KvLayout layout = SmallLayout(TensorType::kF32, TensorType::kF32);
+  layout.n_layer = 1;
+  layout.n_head_kv = 1;
+  CpuKvPages pages(layout, 1);
+  std::vector<float> k0(64, 0.0f), k1(64, 0.0f), v0(64, 0.0f), v1(64, 0.0f), q(64, 0.0f);
+  k1[0] = std::log(3.0f);
+  v0[1] = 4.0f;
+  v1[1] = 8.0f;
+  q[0] = 1.0f;
+  StoreRow(TensorType::kF32, k0, pages.KRow(0, 0, 0, 0));
+  StoreRow(TensorType::kF32, k1, pages.KRow(0, 0, 1, 0));
+  StoreRow(TensorType::kF32, v0, pages.VRow(0, 0, 0, 0));
+  StoreRow(TensorType::kF32, v1, pages.VRow(0, 0, 1, 0));
+  const std::vector<int32_t> table = {0};
+  for (CpuIsa isa : {CpuIsa::kScalar, BestCpuIsa()}) {
+    AttentionScratch scratch;
+    std::vector<float> out(64, -1.0f);
+    PagedAttention(pages, AttentionKernels::For(layout, isa), 0, 0, table, 2, q.data(), 1.0f,
+                   &scratch, out.data());
+    EXPECT_FLOAT_EQ(out[1], 7.0f) << CpuIsaName(isa);
+    EXPECT_EQ(out[0], 0.0f);
+    EXPECT_EQ(out[63], 0.0f);
+    // Only position 0 visible: all weight on V0.
+    PagedAttention(pages, AttentionKernels::For(layout, isa), 0, 0, table, 1, q.data(), 1.0f,
+                   &scratch, out.data());
+    EXPECT_EQ(out[1], 4.0f) << CpuIsaName(isa);
+  }
+}
+
+// The same K/V in scattered blocks and in contiguous blocks: bit-identical
+// outputs for every storage type, layer, head and context length, with the
+// scattered pool's other blocks full of unrelated data.
+TEST(PagedAttentionTest, PagedEqualsContiguous) {
+  const std::vector<int32_t> scattered = {7, 2, 11, 0, 5, 9, 1, 10, 3, 8};
+  std::vector<int32_t> contiguous(scattered.size());
+  std::iota(contiguous.begin(), contiguous.end(), 0);
+  constexpr int kContext = 37;  // ten blocks of 4, the last one partly used
+  for (TensorType type : kKvTypes) {
+    const KvLayout layout = SmallLayout(type, type);
+    CpuKvPages paged(layout, 12);
+    CpuKvPages flat(layout, 12);
+    FillPositions(&paged, {4, 6}, 8);  // unrelated data in the unused blocks
+    FillPositions(&paged, scattered, kContext);
+    FillPositions(&flat, contiguous, kContext);
+    const AttentionKernels kernels = AttentionKernels::For(layout, BestCpuIsa());
+    kernels::TestRandom rng(5);
+    AttentionScratch scratch;
+    for (int layer = 0; layer < layout.n_layer; ++layer) {
+      for (int head = 0; head < layout.n_head_kv; ++head) {
+        for (int n_ctx : {1, 4, 5, 36, 37}) {
+          const std::vector<float> q = kernels::MakeTestRow(rng, layout.head_dim);
+          std::vector<float> a(layout.head_dim), b(layout.head_dim);
+          PagedAttention(paged, kernels, layer, head, scattered, n_ctx, q.data(), 0.125f, &scratch,
+                         a.data());
+          PagedAttention(flat, kernels, layer, head, contiguous, n_ctx, q.data(), 0.125f, &scratch,
+                         b.data());
+          for (int d = 0; d < layout.head_dim; ++d) {
+            ASSERT_EQ(a[d], b[d]) << TensorTypeName(type) << " layer " << layer << " head " << head
+                                  << " n_ctx " << n_ctx << " d " << d;
+          }
+        }
+      }
+    }
+  }
+}
+
+// SIMD attention against the scalar reference, for K/V type pairs the
+// engine offers: differences are float rounding only.
+TEST(PagedAttentionTest, SimdMatchesScalarReference) {
+  if (BestCpuIsa() == CpuIsa::kScalar) GTEST_SKIP() << "no SIMD KV kernels on this CPU/build";
+  std::vector<int32_t> table(16);
+  std::iota(table.begin(), table.end(), 0);
+  for (TensorType k_type : kKvTypes) {
+    for (TensorType v_type : {TensorType::kF16, k_type}) {
+      const KvLayout layout = SmallLayout(k_type, v_type);
+      CpuKvPages pages(layout, 16);
+      FillPositions(&pages, table, 64);
+      kernels::TestRandom rng(9);
+      AttentionScratch scratch;
+      for (CpuIsa isa : {CpuIsa::kAvx2, BestCpuIsa()}) {
+        const AttentionKernels reference = AttentionKernels::For(layout, CpuIsa::kScalar);
+        const AttentionKernels simd = AttentionKernels::For(layout, isa);
+        for (int n_ctx : {1, 17, 64}) {
+          const std::vector<float> q = kernels::MakeTestRow(rng, layout.head_dim);
+          std::vector<float> want(layout.head_dim), got(layout.head_dim);
+          PagedAttention(pages, reference, 1, 1, table, n_ctx, q.data(), 0.125f, &scratch,
+                         want.data());
+          PagedAttention(pages, simd, 1, 1, table, n_ctx, q.data(), 0.125f, &scratch, got.data());
+          for (int d = 0; d < layout.head_dim; ++d) {
+            ASSERT_NEAR(got[d], want[d], 2e-5 * (1.0 + std::fabs(want[d])))
+                << "K " << TensorTypeName(k_type) << " V " << TensorTypeName(v_type) << " "
+                << CpuIsaName(isa) << " n_ctx " << n_ctx << " d " << d;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvmesh

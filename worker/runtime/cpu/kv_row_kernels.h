@@ -1,0 +1,50 @@
+// The two row operations attention performs on KV pages, per storage type and
+// instruction set:
+//
+//   dot:        score = K row · query, with the query already converted to the
+//               K type's vec_dot_type (f32→f32, f16→f16, bf16→bf16,
+//               q8_0→q8_0, q4_0→q8_0), exactly the pairing of the reference
+//               vec_dot in worker/kernels/cpu/type_traits.h;
+//   accumulate: out[0..n) += weight · V row.
+//
+// Both read the row in its stored form (no page is ever dequantized as a
+// whole). The scalar variants are the reference: dot is the reference
+// vec_dot and accumulate is the reference to_float followed by a float axpy.
+// The AVX2 (+FMA, F16C) and AVX-512 (F, BW, VL) variants live in one file per
+// (type, ISA), kv_rows_<type>_<isa>.cc, each compiled with its own -m flags,
+// and are tested against the scalar ones (kv_row_kernels_test.cc). They sum
+// in a different order, so results differ by float rounding only.
+//
+// The table is immutable; every function is pure and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "common/tensor_type.h"
+#include "worker/kernels/cpu/type_traits.h"
+
+namespace kvmesh {
+
+enum class CpuIsa { kScalar, kAvx2, kAvx512 };
+
+std::string_view CpuIsaName(CpuIsa isa);
+
+// The widest ISA that both this build and this CPU support (checked once with
+// __builtin_cpu_supports).
+CpuIsa BestCpuIsa();
+
+// out[0..n) += weight * row[0..n), row being n elements of a storage type.
+using KvAccumulateFn = void (*)(int64_t n, const void* row, float weight, float* out);
+
+struct KvRowKernels {
+  kernels::VecDotFn dot;
+  KvAccumulateFn accumulate;
+  CpuIsa isa;  // the ISA these functions actually use
+};
+
+// The kernels for rows of `type` (a KV storage type, see IsKvStorageType) on
+// the widest ISA not above `isa` that this build has; nullptr for other types.
+const KvRowKernels* GetKvRowKernels(TensorType type, CpuIsa isa);
+
+}  // namespace kvmesh

@@ -1,0 +1,30 @@
+// PackedWeights: every weight matrix of a model repacked into panels for the
+// CPU kernels of one ISA tier (see cpu_matmul.h). Built once per executor -
+// the repacked copy is as large as the matrices themselves - and immutable
+// afterwards. The token embedding is not repacked (rows are looked up one at
+// a time); a tied output matrix is.
+#pragma once
+
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "worker/kernels/cpu/cpu_features.h"
+#include "worker/model/model_weights.h"
+#include "worker/runtime/cpu/cpu_matmul.h"
+
+namespace kvmesh {
+
+struct PackedLayer {
+  PackedMatrix wq, wk, wv, wo;
+  PackedMatrix w_gate, w_up, w_down;
+};
+
+struct PackedWeights {
+  std::vector<PackedLayer> layers;
+  PackedMatrix output;
+
+  // Repacks every matrix of `weights`, splitting the work over `pool`.
+  static PackedWeights Pack(const ModelWeights& weights, kernels::Isa isa, ThreadPool& pool);
+};
+
+}  // namespace kvmesh
