@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# prefix vs round_robin vs least_load on agent-like traffic: for each policy,
+# a fresh cluster (router + 2 workers, cold caches) serves the same sessions
+# (bench/router_sessions). Prints one row per policy and the machine load.
+#   bench/router_policies.sh [router_sessions args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${BUILD_DIR:-build}
+ARGS=("$@")
+[ ${#ARGS[@]} -eq 0 ] && ARGS=(--sessions 16 --turns 6 --concurrency 4)
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-12s %10s %14s %14s %10s %8s\n' policy hit% ttft_mean_ms ttft_p90_ms max/min seconds
+for policy in prefix round_robin least_load; do
+  for i in 0 1; do
+    "$B/worker/kvmesh-worker" --grpc-port 0 --http-port 0 --threads 1 --worker-id "w$i" \
+      --log-level warning >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
+  done
+  for i in 0 1; do for _ in $(seq 100); do grep -q listening "$tmp/w$i.out" && break; sleep 0.1; done; done
+  "$B/router/kvmesh-router" --grpc-port 0 --http-port 0 --policy "$policy" --log-level warning \
+    --workers "$(field grpc "$tmp/w0.out"),$(field grpc "$tmp/w1.out")" >"$tmp/r.out" 2>"$tmp/r.err" &
+  for _ in $(seq 100); do grep -q listening "$tmp/r.out" && break; sleep 0.1; done
+  sleep 1  # let the router see both workers healthy
+  json=$("$B/bench/router_sessions" --router "$(field grpc "$tmp/r.out")" "${ARGS[@]}" | tail -1)
+  python3 - "$policy" "$json" <<'PY'
+import json, sys
+p, j = sys.argv[1], json.loads(sys.argv[2])
+print(f"{p:<12} {100*j['hit_ratio']:>9.1f}% {j['ttft_mean_ms']:>14.1f} {j['ttft_p90_ms']:>14.1f} "
+      f"{str(j['max_load'])+'/'+str(j['min_load']):>10} {j['seconds']:>8.1f}")
+PY
+  kill $(jobs -p) 2>/dev/null || true
+  wait 2>/dev/null || true
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

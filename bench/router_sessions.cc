@@ -1,0 +1,133 @@
+// Agent-like traffic through a kvmesh-router: N sessions × M turns. Every
+// session starts with the same system prefix, then each turn appends a user
+// message and the model's reply, so prompts grow and share prefixes — the
+// traffic prefix-aware routing is for.
+//
+//   build/bench/router_sessions --router 127.0.0.1:50050 [--sessions 16] [--turns 6]
+//       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
+//
+// Reports the prompt tokens served from cache (worker-reported), time to first
+// token (mean, p90, measured by the client) and requests per worker. Last
+// line: one JSON object.
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kvmesh/v1/inference.grpc.pb.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<int32_t> Random(std::mt19937& rng, int n) {
+  std::vector<int32_t> out(n);
+  for (int32_t& t : out) t = 260 + static_cast<int32_t>(rng() % 250);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string router = "127.0.0.1:50050";
+  int sessions = 16, turns = 6, concurrency = 4, system_tokens = 256, user_tokens = 48, reply_tokens = 32;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    const int v = std::atoi(argv[i + 1]);
+    if (a == "--router") router = argv[i + 1];
+    else if (a == "--sessions") sessions = v;
+    else if (a == "--turns") turns = v;
+    else if (a == "--concurrency") concurrency = v;
+    else if (a == "--system-tokens") system_tokens = v;
+    else if (a == "--user-tokens") user_tokens = v;
+    else if (a == "--reply-tokens") reply_tokens = v;
+  }
+  auto stub = kvmesh::v1::Inference::NewStub(grpc::CreateChannel(router, grpc::InsecureChannelCredentials()));
+  std::mt19937 seed_rng(2024);
+  const std::vector<int32_t> system = Random(seed_rng, system_tokens);
+
+  std::mutex mu;
+  std::vector<double> ttfts;
+  std::map<std::string, int> per_worker;
+  int64_t prompt_total = 0, cached_total = 0;
+  int failures = 0;
+  std::atomic<int> next_session{0};
+  const auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < concurrency; ++c) {
+    threads.emplace_back([&] {
+      for (int s; (s = next_session++) < sessions;) {
+        std::mt19937 rng(100 + s);
+        std::vector<int32_t> history = {1};
+        history.insert(history.end(), system.begin(), system.end());
+        for (int t = 0; t < turns; ++t) {
+          const auto user = Random(rng, user_tokens);
+          history.insert(history.end(), user.begin(), user.end());
+          kvmesh::v1::GenerateTextRequest req;
+          req.mutable_prompt_tokens()->Assign(history.begin(), history.end());
+          req.mutable_options()->set_max_tokens(reply_tokens);
+          req.mutable_options()->set_ignore_eos(true);
+          req.mutable_options()->mutable_sampling()->set_temperature(0);
+          grpc::ClientContext ctx;
+          const auto t0 = Clock::now();
+          auto reader = stub->Generate(&ctx, req);
+          kvmesh::v1::GenerateTextResponse m, last;
+          double ttft = -1;
+          std::string worker;
+          std::vector<int32_t> reply;
+          while (reader->Read(&m)) {
+            if (ttft < 0 && m.tokens_size() > 0) {
+              ttft = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+            }
+            reply.insert(reply.end(), m.tokens().begin(), m.tokens().end());
+            if (!m.worker().empty()) worker = m.worker();
+            last = m;
+          }
+          const bool ok = reader->Finish().ok();
+          std::lock_guard<std::mutex> lock(mu);
+          if (!ok) {
+            ++failures;
+            break;
+          }
+          ttfts.push_back(ttft);
+          ++per_worker[worker];
+          prompt_total += last.usage().prompt_tokens();
+          cached_total += last.usage().cached_tokens();
+          history.insert(history.end(), reply.begin(), reply.end());
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::sort(ttfts.begin(), ttfts.end());
+  const double mean = ttfts.empty() ? 0 : std::accumulate(ttfts.begin(), ttfts.end(), 0.0) / ttfts.size();
+  const double p90 = ttfts.empty() ? 0 : ttfts[static_cast<size_t>(0.9 * (ttfts.size() - 1))];
+  int max_load = 0, min_load = per_worker.empty() ? 0 : 1 << 30;
+  for (auto& [w, n] : per_worker) {
+    max_load = std::max(max_load, n);
+    min_load = std::min(min_load, n);
+  }
+  std::printf("%d sessions x %d turns (%zu requests, %d failed) in %.1f s\n", sessions, turns,
+              ttfts.size(), failures, seconds);
+  std::printf("cached prompt tokens: %lld / %lld = %.1f%%\n", static_cast<long long>(cached_total),
+              static_cast<long long>(prompt_total), 100.0 * cached_total / std::max<int64_t>(1, prompt_total));
+  std::printf("time to first token: mean %.1f ms, p90 %.1f ms\n", mean, p90);
+  std::printf("requests per worker:");
+  for (auto& [w, n] : per_worker) std::printf(" %s=%d", w.c_str(), n);
+  std::printf(" (max/min %d/%d)\n", max_load, min_load);
+  std::printf("{\"hit_ratio\":%.4f,\"ttft_mean_ms\":%.2f,\"ttft_p90_ms\":%.2f,\"max_load\":%d,\"min_load\":%d,"
+              "\"seconds\":%.2f,\"failures\":%d}\n",
+              static_cast<double>(cached_total) / std::max<int64_t>(1, prompt_total), mean, p90, max_load,
+              min_load, seconds, failures);
+  return failures == 0 ? 0 : 1;
+}
