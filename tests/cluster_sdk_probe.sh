@@ -1,0 +1,34 @@
+#!/bin/sh
+# ctest entry: starts a real cluster (router + 2 workers on the default
+# model) on free loopback ports and runs cluster_sdk_probe.mjs against it.
+# Prints SKIP and passes when node or the pinned npm packages are missing.
+# Usage: cluster_sdk_probe.sh WORKER_BINARY ROUTER_BINARY CI_DIR
+set -eu
+worker="$1"; router="$2"; ci_dir="$3"
+case "$0" in */*) here="${0%/*}" ;; *) here=. ;; esac
+if ! command -v node >/dev/null 2>&1; then
+  echo "SKIP: node is not installed; the cluster SDK check did not run"; exit 0
+fi
+for package in openai @anthropic-ai/sdk; do
+  if [ ! -f "$ci_dir/node_modules/$package/package.json" ]; then
+    echo "SKIP: npm package $package is not installed in $ci_dir; the cluster SDK check did not run"; exit 0
+  fi
+done
+tmp=$(mktemp -d)
+pids=""
+cleanup() { for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
+trap cleanup EXIT INT TERM
+wait_line() { i=0; while ! grep -q listening "$1" 2>/dev/null; do i=$((i+1)); [ $i -gt 300 ] && { cat "$1" "$1.err" >&2; exit 1; }; sleep 0.1; done; }
+field() { grep -o "$1=[^ ]*" "$2" | head -1 | cut -d= -f2; }
+for i in 0 1; do
+  "$worker" --grpc-port 0 --http-port 0 --threads 1 --log-level warning >"$tmp/w$i" 2>"$tmp/w$i.err" &
+  pids="$pids $!"
+done
+wait_line "$tmp/w0"; wait_line "$tmp/w1"
+"$router" --grpc-port 0 --http-port 0 --log-level warning \
+  --workers "$(field grpc "$tmp/w0"),$(field grpc "$tmp/w1")" >"$tmp/r" 2>"$tmp/r.err" &
+pids="$pids $!"
+wait_line "$tmp/r"
+http=$(field http "$tmp/r")
+i=0; until curl -sf "http://$http/healthz" >/dev/null; do i=$((i+1)); [ $i -gt 100 ] && exit 1; sleep 0.1; done
+node "$here/cluster_sdk_probe.mjs" "http://$http" "$ci_dir"
