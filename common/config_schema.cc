@@ -245,6 +245,7 @@ std::string ConfigSchema::ValueString(const Option& o) const {
     return s->empty() ? "\"\"" : "\"<set>\"";
   }
   YAML::Emitter out;
+  out.SetDoublePrecision(6);
   out << YAML::Flow;
   switch (o.kind) {
     case Kind::kString:

@@ -29,7 +29,7 @@ void RouterOptions::Register(ConfigSchema* s) {
   s->AddStringList("api_keys", &api_keys, "accepted API keys (empty: none needed)");
   s->MarkSecret("api_keys");
   s->AddString("chat_template", &chat_template,
-               "chat template family for every model (default: from each model)");
+               "chat template family for every model (empty: from each model)");
   s->AddInt("max_attempts", &max_attempts, 1, 10,
             "workers tried for a request that fails before its first token");
   s->AddInt("default_max_tokens", &default_max_tokens, 1, 1 << 20,
@@ -45,7 +45,7 @@ void RouterOptions::Register(ConfigSchema* s) {
   s->AddString("tls_key", &tls_key, "PEM private key for tls_cert");
   s->AddInt("http_threads", &http_threads, 4, 4096, "HTTP connection threads (concurrent streams)");
   s->AddString("log_level", &log_level, "debug, info, warning, error");
-  s->AddString("router_id", &router_id, "name in logs (default host:grpc_port)");
+  s->AddString("router_id", &router_id, "name in logs (empty: host:grpc_port)");
 }
 
 Status RouterOptions::Validate() const {

@@ -11,7 +11,7 @@ namespace kvmesh {
 
 void WorkerOptions::Register(ConfigSchema* s) {
   s->AddString("model", &model,
-               "GGUF model file (default: stories260K.gguf from ../shared/models or models/)");
+               "GGUF model file (empty: stories260K.gguf from ../shared/models or models/)");
   s->AddString("model_sha256", &model_sha256,
                "expected SHA-256 of the model (implies require_sha256)");
   s->AddBool("require_sha256", &require_sha256,
@@ -39,10 +39,10 @@ void WorkerOptions::Register(ConfigSchema* s) {
   s->AddDouble("shutdown_grace_seconds", &shutdown_grace_seconds, 0, 3600,
                "on SIGTERM, time running requests get to finish");
   s->AddString("worker_id", &worker_id,
-               "name in logs, metrics and the router (default host:grpc_port)");
+               "name in logs and the router (empty: host:grpc_port)");
   s->AddString("router", &router, "router address to register with (optional)");
   s->AddString("advertise_address", &advertise_address,
-               "address routers should dial (default host:grpc_port)");
+               "address routers should dial (empty: host:grpc_port)");
 }
 
 Status WorkerOptions::Validate() const {
