@@ -43,6 +43,7 @@ class ConfigSchema {
   // flags), `--print-config`, `--help`. Applies file, then env, then flags.
   Status Parse(int argc, const char* const* argv);
 
+  const std::string& program() const { return program_; }
   bool print_config() const { return print_config_; }
   bool help() const { return help_; }
   std::string Usage() const;

@@ -265,7 +265,6 @@ bool Engine::Step() {
   }
   ForwardOutput fo;
   const Status status = executor_->Forward(batch, &fo);
-  std::vector<Request*> finished;
   for (size_t i = 0; i < out.chunks.size(); ++i) {
     const ScheduledChunk& c = out.chunks[i];
     Request* r = c.request;
@@ -275,7 +274,7 @@ bool Engine::Step() {
     }
     r->num_computed += c.num_tokens;
     kv_.CommitComputed(&r->kv, r->tokens, r->num_computed);
-    if (c.sample) SampleAndStream(r, fo.Row(fo.first_row[i]), &finished);
+    if (c.sample) SampleAndStream(r, fo.Row(fo.first_row[i]));
   }
   hub_.Publish(kv_.pool().TakeEvents());
   const double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
@@ -285,7 +284,7 @@ bool Engine::Step() {
   return true;
 }
 
-void Engine::SampleAndStream(Request* r, const float* logits, std::vector<Request*>* finished) {
+void Engine::SampleAndStream(Request* r, const float* logits) {
   const SamplingParams& sp = r->spec.sampling;
   const auto now = SteadyClock::now();
   if (sp.max_tokens == 0) {  // prefill only (e.g. warming the prefix cache)
@@ -314,7 +313,6 @@ void Engine::SampleAndStream(Request* r, const float* logits, std::vector<Reques
   } else {
     r->spec.on_output(std::move(delta));
   }
-  (void)finished;
 }
 
 void Engine::Finish(Request* r, FinishReason reason, RequestOutput pending, Status error) {

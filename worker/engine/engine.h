@@ -114,7 +114,7 @@ class Engine {
   void DrainInbox();
   void ExpireRequests();
   bool Step();
-  void SampleAndStream(Request* r, const float* logits, std::vector<Request*>* finished);
+  void SampleAndStream(Request* r, const float* logits);
   void Finish(Request* r, FinishReason reason, RequestOutput pending, Status error = Status::Ok());
   void PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t decode_tokens);
   Status RunOnLoop(std::function<void()> fn);
