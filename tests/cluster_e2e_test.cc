@@ -138,6 +138,39 @@ TEST_F(ClusterTest, FollowUpsLandOnThePrefixHolderAndSessionsSpread) {
   EXPECT_THAT(m, HasSubstr("kvmesh_router_cached_tokens_prediction_error_tokens_bucket"));
 }
 
+TEST_F(ClusterTest, ASecondRouterSeesTheSameIndex) {
+  // Sessions started through the first router; their follow-ups through a
+  // second router (subscribed to the same workers' events) find the same
+  // workers.
+  ProcessHandle second = StartRouter(kRouterBin, {w0_->grpc, w1_->grpc}, {}, "cluster_router2");
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE(WaitForHealthyWorkers(second.grpc, 2, std::chrono::seconds(30)));
+  auto stub2 = v1::Inference::NewStub(grpc::CreateChannel(second.grpc, grpc::InsecureChannelCredentials()));
+  std::mt19937 rng(99);
+  for (int s = 0; s < 4; ++s) {
+    std::vector<int32_t> history = {1};
+    const auto prefix = RandomTokens(rng, 160);
+    history.insert(history.end(), prefix.begin(), prefix.end());
+    const std::string metrics_before = HttpGet(second.http, "/metrics");
+    Result first = Generate(*stub_, history, 8);
+    ASSERT_TRUE(first.status.ok());
+    history.insert(history.end(), first.tokens.begin(), first.tokens.end());
+    const auto more = RandomTokens(rng, 10);
+    history.insert(history.end(), more.begin(), more.end());
+    // The second router learns of the blocks only from the worker's events
+    // (it routed nothing of this session): wait until its index has them.
+    const std::string series = "kvmesh_router_index_blocks{worker=\"" + first.worker + "\"}";
+    const double before = std::max(0.0, Metric(metrics_before, series));
+    for (int i = 0; i < 100 && Metric(HttpGet(second.http, "/metrics"), series) < before + 10; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    Result follow = Generate(*stub2, history, 8);
+    ASSERT_TRUE(follow.status.ok());
+    EXPECT_EQ(follow.worker, first.worker) << "session " << s;
+    EXPECT_GE(follow.last.usage().cached_tokens(), 160u);
+  }
+}
+
 TEST_F(ClusterTest, SdkClientGeneratesChatsAndLists) {
   ClientOptions options;
   options.address = router_->grpc;
