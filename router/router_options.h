@@ -20,7 +20,7 @@ struct RouterOptions {
   int64_t grpc_port = 50050;  // 0: any free port
   int64_t http_port = 8080;   // OpenAI/Anthropic gateway, /metrics, /healthz; 0: any free port
   std::string policy = "prefix";
-  double prefix_tokens_per_running_request = 256;
+  double prefix_tokens_per_running_request = 32;
   double prefix_default_prefill_tokens_per_s = 2000;
   double prefix_guard_ratio = 2.0;
   int64_t prefix_guard_slack = 4;

@@ -46,8 +46,10 @@ struct Decision {
 
 // Weights of the prefix policy (config keys prefix_*).
 struct PrefixPolicyWeights {
-  // Load expressed in prompt tokens per request already on the worker.
-  double tokens_per_running_request = 256;
+  // Load expressed in prompt tokens per request already on the worker. A
+  // running request costs a new one little (decodes share each step with the
+  // new prefill); queued prompt tokens are counted separately and in full.
+  double tokens_per_running_request = 32;
   // Prefill speed assumed for a worker that has not reported one yet.
   double default_prefill_tokens_per_s = 2000;
   // Go to the least-loaded worker when the chosen one has more than

@@ -350,19 +350,12 @@ void Engine::Finish(Request* r, FinishReason reason, RequestOutput pending, Stat
 }
 
 void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t decode_tokens) {
-  // Moving averages of the rates seen in steps that did that kind of work.
-  constexpr double kAlpha = 0.2;
-  // Only sizeable prefills say how fast this worker prefills: a step of a few
-  // tokens is mostly fixed per-step cost, and a worker serving cache hits
-  // (small prefills) must not look slow for it.
-  if (step_seconds > 0 && prefill_tokens >= 64) {
-    const double rate = prefill_tokens / step_seconds;
-    prefill_rate_ = prefill_rate_ == 0 ? rate : (1 - kAlpha) * prefill_rate_ + kAlpha * rate;
-  }
-  if (step_seconds > 0 && decode_tokens > 0) {
-    const double rate = decode_tokens / step_seconds;
-    decode_rate_ = decode_rate_ == 0 ? rate : (1 - kAlpha) * decode_rate_ + kAlpha * rate;
-  }
+  // Recent rates of steps that did that kind of work. Only sizeable
+  // prefills say how fast this worker prefills: a step of a few tokens is
+  // mostly fixed per-step cost, and a worker serving cache hits (small
+  // prefills) must not look slow for it.
+  if (step_seconds > 0 && prefill_tokens >= 64) prefill_rate_.Add(prefill_tokens / step_seconds);
+  if (step_seconds > 0 && decode_tokens > 0) decode_rate_.Add(decode_tokens / step_seconds);
   EngineLoad load;
   load.running = static_cast<int32_t>(scheduler_.running().size());
   load.waiting = static_cast<int32_t>(scheduler_.waiting().size());
@@ -374,8 +367,8 @@ void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t de
   for (const Request* r : scheduler_.running()) {
     if (r->num_computed < r->num_prompt_tokens) load.queued_prefill_tokens += r->num_uncomputed();
   }
-  load.prefill_tokens_per_s = prefill_rate_;
-  load.decode_tokens_per_s = decode_rate_;
+  load.prefill_tokens_per_s = prefill_rate_.Median();
+  load.decode_tokens_per_s = decode_rate_.Median();
   load.steps = steps_;
   load.preemptions = scheduler_.num_preemptions();
   std::lock_guard<std::mutex> lock(mu_);

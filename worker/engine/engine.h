@@ -25,6 +25,7 @@
 
 #include "common/tokenizer/tokenizer.h"
 #include "worker/engine/kv_event_hub.h"
+#include "worker/engine/rate_tracker.h"
 #include "worker/engine/request.h"
 #include "worker/engine/scheduler.h"
 #include "worker/kv/kv_cache_manager.h"
@@ -49,7 +50,7 @@ struct EngineLoad {
   int64_t blocks_free = 0;
   int64_t blocks_cached = 0;  // free blocks still holding a cached prefix
   int64_t queued_prefill_tokens = 0;
-  double prefill_tokens_per_s = 0;  // recent rates (moving averages)
+  double prefill_tokens_per_s = 0;  // recent rates (medians of recent steps)
   double decode_tokens_per_s = 0;
   int64_t steps = 0;
   int64_t preemptions = 0;
@@ -130,8 +131,8 @@ class Engine {
   KvCacheManager kv_;
   Scheduler scheduler_;
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
-  double prefill_rate_ = 0;
-  double decode_rate_ = 0;
+  RateTracker prefill_rate_;
+  RateTracker decode_rate_;
   int64_t steps_ = 0;
 
   KvEventHub hub_;

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "common/tokenizer/tokenizer.h"
+#include "worker/engine/rate_tracker.h"
 
 namespace kvmesh {
 namespace {
@@ -159,6 +160,19 @@ TEST_F(SchedulerTest, RequestThatCannotFitAloneIsReported) {
   EXPECT_EQ(o.unfittable[0], big.get());
   EXPECT_TRUE(s.waiting().empty());
   EXPECT_EQ(kv.pool().num_free(), 2);
+}
+
+TEST(RateTrackerTest, MedianOfTheRecentWindowIgnoresOutliers) {
+  RateTracker r(4);
+  EXPECT_EQ(r.Median(), 0);
+  r.Add(100);
+  r.Add(5);  // one slow step
+  r.Add(110);
+  EXPECT_EQ(r.Median(), 100);
+  r.Add(120);
+  r.Add(130);                  // replaces 100 (oldest)
+  r.Add(140);                  // replaces 5
+  EXPECT_EQ(r.Median(), 130);  // window {130, 140, 110, 120}
 }
 
 }  // namespace
