@@ -50,7 +50,8 @@ struct PrefixPolicyWeights {
   // running request costs a new one little (decodes share each step with the
   // new prefill); queued prompt tokens are counted separately and in full.
   double tokens_per_running_request = 32;
-  // Prefill speed assumed for a worker that has not reported one yet.
+  // Prefill speed assumed when no candidate worker has reported one yet
+  // (an unmeasured worker otherwise counts as fast as the fastest measured).
   double default_prefill_tokens_per_s = 2000;
   // Go to the least-loaded worker when the chosen one has more than
   // `guard_ratio` × (least load + 1) + `guard_slack` requests.

@@ -75,6 +75,16 @@ TEST(PolicyTest, PrefixSpreadsNewPrefixesOverTheCaches) {
   EXPECT_EQ(picked.size(), 2u);
 }
 
+TEST(PolicyTest, AnUnmeasuredWorkerIsAssumedAsFastAsTheFastest) {
+  auto p = MakePrefixPolicy({});
+  // w0 measured 10000 tokens/s; w1 has not measured yet. Without a cache hit
+  // anywhere they tie, so the new prefix goes to the worker with fewer cached
+  // blocks rather than to the only one with a measurement.
+  std::vector<WorkerView> ws = {W(0, 0, 0, 10000), W(1, 0, 0, 0)};
+  ws[0].blocks_cached = 30;
+  EXPECT_EQ(p->Choose({400, ws}).index, 1);
+}
+
 TEST(PolicyTest, PrefixWeighsPrefillSpeed) {
   auto p = MakePrefixPolicy({});
   // Same cache, w0 four times faster at prefill: w0 wins despite one request more.

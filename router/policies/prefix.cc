@@ -34,10 +34,15 @@ class PrefixPolicy final : public Policy {
     std::vector<double> cost(n);
     double best_cost = std::numeric_limits<double>::infinity();
     int least = 0;
+    // A worker that has not measured its prefill speed yet is assumed as fast
+    // as the fastest one that has (workers of a model usually run on the same
+    // hardware); otherwise a single measurement would attract every request.
+    double fastest_known = 0;
+    for (const WorkerView& v : ws) fastest_known = std::max(fastest_known, v.prefill_tokens_per_s);
+    const double unknown_rate = fastest_known > 0 ? fastest_known : w_.default_prefill_tokens_per_s;
     for (int i = 0; i < n; ++i) {
       const WorkerView& v = ws[i];
-      const double rate =
-          v.prefill_tokens_per_s > 0 ? v.prefill_tokens_per_s : w_.default_prefill_tokens_per_s;
+      const double rate = v.prefill_tokens_per_s > 0 ? v.prefill_tokens_per_s : unknown_rate;
       const double uncached = std::max(0, input.prompt_tokens - v.cached_tokens);
       cost[i] = (uncached + static_cast<double>(v.queued_prefill_tokens) +
                  w_.tokens_per_running_request * v.load()) /
