@@ -44,14 +44,14 @@ int Main(int argc, char** argv) {
   }
   const TensorType types[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
                               TensorType::kQ8_0, TensorType::kQ4_0};
-  std::vector<CpuIsa> isas = {CpuIsa::kScalar};
-  if (BestCpuIsa() != CpuIsa::kScalar) isas.push_back(CpuIsa::kAvx2);
-  if (BestCpuIsa() == CpuIsa::kAvx512) isas.push_back(CpuIsa::kAvx512);
+  std::vector<kernels::Isa> isas = {kernels::Isa::kScalar};
+  if (kernels::ActiveIsa() != kernels::Isa::kScalar) isas.push_back(kernels::Isa::kAvx2);
+  if (kernels::ActiveIsa() == kernels::Isa::kAvx512) isas.push_back(kernels::Isa::kAvx512);
   std::printf("head_dim %d, one query head, K and V of the same type, %d iterations\n\n", kHeadDim,
               iters);
   std::printf("| K/V type | context | scalar µs |");
   for (size_t i = 1; i < isas.size(); ++i) {
-    std::printf(" %s µs | speed-up |", std::string(CpuIsaName(isas[i])).c_str());
+    std::printf(" %s µs | speed-up |", std::string(kernels::IsaName(isas[i])).c_str());
   }
   std::printf("\n|---|---|---|");
   for (size_t i = 1; i < isas.size(); ++i) std::printf("---|---|");
@@ -78,8 +78,8 @@ int Main(int argc, char** argv) {
         traits->from_float(v.data(), pages.VRow(0, j / kBlockSize, j % kBlockSize, 0), kHeadDim);
       }
       const std::vector<float> q = kernels::MakeTestRow(rng, kHeadDim);
-      const double scalar = NanosPerCall(pages, AttentionKernels::For(layout, CpuIsa::kScalar),
-                                         table, n_ctx, q, iters);
+      const double scalar = NanosPerCall(
+          pages, AttentionKernels::For(layout, kernels::Isa::kScalar), table, n_ctx, q, iters);
       std::printf("| %s | %d | %.1f |", TensorTypeName(type).c_str(), n_ctx, scalar / 1e3);
       for (size_t i = 1; i < isas.size(); ++i) {
         const double t =

@@ -121,7 +121,7 @@ int Perplexity(const PerplexityOptions& o) {
                tokens.size(), plan->n_chunk, ctx, plan->scored_per_chunk(),
                layout->TypeName().c_str(), layout->bytes_per_token(),
                layout->rounding == KvRounding::kReference ? "reference" : "min-error", threads,
-               std::string(CpuIsaName(BestCpuIsa())).c_str());
+               std::string(kernels::IsaName(kernels::ActiveIsa())).c_str());
   const auto start = std::chrono::steady_clock::now();
   NllStats nll;
   KlStats kl;

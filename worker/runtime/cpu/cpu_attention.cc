@@ -8,7 +8,7 @@
 
 namespace kvmesh {
 
-AttentionKernels AttentionKernels::For(const KvLayout& layout, CpuIsa isa) {
+AttentionKernels AttentionKernels::For(const KvLayout& layout, kernels::Isa isa) {
   const KvRowKernels* k = GetKvRowKernels(layout.k_type, isa);
   const KvRowKernels* v = GetKvRowKernels(layout.v_type, isa);
   KVMESH_CHECK(k != nullptr && v != nullptr);

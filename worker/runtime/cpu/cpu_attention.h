@@ -26,7 +26,7 @@ namespace kvmesh {
 // The kernels attention needs for one layout, chosen once.
 struct AttentionKernels {
   // CHECKs that the layout's types are KV storage types.
-  static AttentionKernels For(const KvLayout& layout, CpuIsa isa);
+  static AttentionKernels For(const KvLayout& layout, kernels::Isa isa);
 
   const kernels::TypeTraits* query_traits;  // the K type's vec_dot_type
   KvRowKernels k;

@@ -69,18 +69,18 @@ TEST(PagedAttentionTest, WeightsFollowSoftmaxOfScores) {
   StoreRow(TensorType::kF32, v0, pages.VRow(0, 0, 0, 0));
   StoreRow(TensorType::kF32, v1, pages.VRow(0, 0, 1, 0));
   const std::vector<int32_t> table = {0};
-  for (CpuIsa isa : {CpuIsa::kScalar, BestCpuIsa()}) {
+  for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::ActiveIsa()}) {
     AttentionScratch scratch;
     std::vector<float> out(64, -1.0f);
     PagedAttention(pages, AttentionKernels::For(layout, isa), 0, 0, table, 2, q.data(), 1.0f,
                    &scratch, out.data());
-    EXPECT_FLOAT_EQ(out[1], 7.0f) << CpuIsaName(isa);
+    EXPECT_FLOAT_EQ(out[1], 7.0f) << kernels::IsaName(isa);
     EXPECT_EQ(out[0], 0.0f);
     EXPECT_EQ(out[63], 0.0f);
     // Only position 0 visible: all weight on V0.
     PagedAttention(pages, AttentionKernels::For(layout, isa), 0, 0, table, 1, q.data(), 1.0f,
                    &scratch, out.data());
-    EXPECT_EQ(out[1], 4.0f) << CpuIsaName(isa);
+    EXPECT_EQ(out[1], 4.0f) << kernels::IsaName(isa);
   }
 }
 
@@ -99,7 +99,7 @@ TEST(PagedAttentionTest, PagedEqualsContiguous) {
     FillPositions(&paged, {4, 6}, 8);  // unrelated data in the unused blocks
     FillPositions(&paged, scattered, kContext);
     FillPositions(&flat, contiguous, kContext);
-    const AttentionKernels kernels = AttentionKernels::For(layout, BestCpuIsa());
+    const AttentionKernels kernels = AttentionKernels::For(layout, kernels::ActiveIsa());
     kernels::TestRandom rng(5);
     AttentionScratch scratch;
     for (int layer = 0; layer < layout.n_layer; ++layer) {
@@ -124,7 +124,8 @@ TEST(PagedAttentionTest, PagedEqualsContiguous) {
 // SIMD attention against the scalar reference, for K/V type pairs the
 // engine offers: differences are float rounding only.
 TEST(PagedAttentionTest, SimdMatchesScalarReference) {
-  if (BestCpuIsa() == CpuIsa::kScalar) GTEST_SKIP() << "no SIMD KV kernels on this CPU/build";
+  if (kernels::ActiveIsa() == kernels::Isa::kScalar)
+    GTEST_SKIP() << "no SIMD KV kernels on this CPU/build";
   std::vector<int32_t> table(16);
   std::iota(table.begin(), table.end(), 0);
   for (TensorType k_type : kKvTypes) {
@@ -134,8 +135,8 @@ TEST(PagedAttentionTest, SimdMatchesScalarReference) {
       FillPositions(&pages, table, 64);
       kernels::TestRandom rng(9);
       AttentionScratch scratch;
-      for (CpuIsa isa : {CpuIsa::kAvx2, BestCpuIsa()}) {
-        const AttentionKernels reference = AttentionKernels::For(layout, CpuIsa::kScalar);
+      for (kernels::Isa isa : {kernels::Isa::kAvx2, kernels::ActiveIsa()}) {
+        const AttentionKernels reference = AttentionKernels::For(layout, kernels::Isa::kScalar);
         const AttentionKernels simd = AttentionKernels::For(layout, isa);
         for (int n_ctx : {1, 17, 64}) {
           const std::vector<float> q = kernels::MakeTestRow(rng, layout.head_dim);
@@ -146,7 +147,7 @@ TEST(PagedAttentionTest, SimdMatchesScalarReference) {
           for (int d = 0; d < layout.head_dim; ++d) {
             ASSERT_NEAR(got[d], want[d], 2e-5 * (1.0 + std::fabs(want[d])))
                 << "K " << TensorTypeName(k_type) << " V " << TensorTypeName(v_type) << " "
-                << CpuIsaName(isa) << " n_ctx " << n_ctx << " d " << d;
+                << kernels::IsaName(isa) << " n_ctx " << n_ctx << " d " << d;
           }
         }
       }

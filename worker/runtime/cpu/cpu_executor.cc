@@ -13,27 +13,14 @@ namespace {
 
 // The matrix kernels' tier: the process's (kernels::ActiveIsa), capped by the
 // executor's `isa` like the attention kernels.
-kernels::Isa MatMulIsa(CpuIsa isa) {
-  kernels::Isa cap = kernels::Isa::kAvx512;
-  switch (isa) {
-    case CpuIsa::kScalar:
-      cap = kernels::Isa::kScalar;
-      break;
-    case CpuIsa::kAvx2:
-      cap = kernels::Isa::kAvx2;
-      break;
-    case CpuIsa::kAvx512:
-      break;
-  }
-  return std::min(kernels::ActiveIsa(), cap);
-}
+kernels::Isa MatMulIsa(kernels::Isa isa) { return std::min(kernels::ActiveIsa(), isa); }
 
 }  // namespace
 
 StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const Model& model,
                                                            const KvLayout& layout,
                                                            int64_t num_blocks, int num_threads,
-                                                           CpuIsa isa) {
+                                                           kernels::Isa isa) {
   const ModelConfig& c = model.config();
   RETURN_IF_ERROR(layout.Validate());
   if (layout.n_layer != c.n_layer || layout.n_head_kv != c.n_head_kv ||
@@ -55,7 +42,7 @@ StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const Model& model,
 }
 
 CpuExecutor::CpuExecutor(const Model& model, const KvLayout& layout, int64_t num_blocks,
-                         int num_threads, CpuIsa isa)
+                         int num_threads, kernels::Isa isa)
     : model_(model),
       config_(model.config()),
       pool_(num_threads),

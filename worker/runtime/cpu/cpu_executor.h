@@ -31,7 +31,7 @@ class CpuExecutor : public Executor {
   // (tests and benchmarks compare the scalar reference with SIMD this way).
   static StatusOr<std::unique_ptr<CpuExecutor>> Create(const Model& model, const KvLayout& layout,
                                                        int64_t num_blocks, int num_threads,
-                                                       CpuIsa isa = BestCpuIsa());
+                                                       kernels::Isa isa = kernels::ActiveIsa());
 
   const KvLayout& kv_layout() const override { return pages_.layout(); }
   int64_t num_blocks() const override { return pages_.num_blocks(); }
@@ -43,7 +43,7 @@ class CpuExecutor : public Executor {
 
  private:
   CpuExecutor(const Model& model, const KvLayout& layout, int64_t num_blocks, int num_threads,
-              CpuIsa isa);
+              kernels::Isa isa);
 
   Status Validate(const ForwardBatch& batch) const;
   void Embed(const std::vector<int32_t>& tokens);

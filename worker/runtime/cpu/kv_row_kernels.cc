@@ -40,21 +40,21 @@ struct Entry {
 constexpr Entry kScalarEntries[] = {
     {TensorType::kF32,
      {kernels::VecDotF32, AccumulateReference<kernels::DequantizeRowF32, 1, sizeof(float)>,
-      CpuIsa::kScalar}},
+      kernels::Isa::kScalar}},
     {TensorType::kF16,
      {kernels::VecDotF16, AccumulateReference<kernels::DequantizeRowF16, 1, sizeof(uint16_t)>,
-      CpuIsa::kScalar}},
+      kernels::Isa::kScalar}},
     {TensorType::kBF16,
      {kernels::VecDotBf16, AccumulateReference<kernels::DequantizeRowBf16, 1, sizeof(uint16_t)>,
-      CpuIsa::kScalar}},
+      kernels::Isa::kScalar}},
     {TensorType::kQ8_0,
      {kernels::VecDotQ8_0Q8_0,
       AccumulateReference<kernels::DequantizeRowQ8_0, kLegacyBlockSize, sizeof(BlockQ8_0)>,
-      CpuIsa::kScalar}},
+      kernels::Isa::kScalar}},
     {TensorType::kQ4_0,
      {kernels::VecDotQ4_0Q8_0,
       AccumulateReference<kernels::DequantizeRowQ4_0, kLegacyBlockSize, sizeof(BlockQ4_0)>,
-      CpuIsa::kScalar}},
+      kernels::Isa::kScalar}},
 };
 
 #if defined(KVMESH_HAVE_X86_KV_ROWS)
@@ -62,19 +62,19 @@ namespace avx2 = kv_rows::avx2;
 namespace avx512 = kv_rows::avx512;
 
 constexpr Entry kAvx2Entries[] = {
-    {TensorType::kF32, {avx2::DotF32, avx2::AccumulateF32, CpuIsa::kAvx2}},
-    {TensorType::kF16, {avx2::DotF16, avx2::AccumulateF16, CpuIsa::kAvx2}},
-    {TensorType::kBF16, {avx2::DotBf16, avx2::AccumulateBf16, CpuIsa::kAvx2}},
-    {TensorType::kQ8_0, {avx2::DotQ8_0, avx2::AccumulateQ8_0, CpuIsa::kAvx2}},
-    {TensorType::kQ4_0, {avx2::DotQ4_0, avx2::AccumulateQ4_0, CpuIsa::kAvx2}},
+    {TensorType::kF32, {avx2::DotF32, avx2::AccumulateF32, kernels::Isa::kAvx2}},
+    {TensorType::kF16, {avx2::DotF16, avx2::AccumulateF16, kernels::Isa::kAvx2}},
+    {TensorType::kBF16, {avx2::DotBf16, avx2::AccumulateBf16, kernels::Isa::kAvx2}},
+    {TensorType::kQ8_0, {avx2::DotQ8_0, avx2::AccumulateQ8_0, kernels::Isa::kAvx2}},
+    {TensorType::kQ4_0, {avx2::DotQ4_0, avx2::AccumulateQ4_0, kernels::Isa::kAvx2}},
 };
 
 constexpr Entry kAvx512Entries[] = {
-    {TensorType::kF32, {avx512::DotF32, avx512::AccumulateF32, CpuIsa::kAvx512}},
-    {TensorType::kF16, {avx512::DotF16, avx512::AccumulateF16, CpuIsa::kAvx512}},
-    {TensorType::kBF16, {avx512::DotBf16, avx512::AccumulateBf16, CpuIsa::kAvx512}},
-    {TensorType::kQ8_0, {avx512::DotQ8_0, avx512::AccumulateQ8_0, CpuIsa::kAvx512}},
-    {TensorType::kQ4_0, {avx512::DotQ4_0, avx512::AccumulateQ4_0, CpuIsa::kAvx512}},
+    {TensorType::kF32, {avx512::DotF32, avx512::AccumulateF32, kernels::Isa::kAvx512}},
+    {TensorType::kF16, {avx512::DotF16, avx512::AccumulateF16, kernels::Isa::kAvx512}},
+    {TensorType::kBF16, {avx512::DotBf16, avx512::AccumulateBf16, kernels::Isa::kAvx512}},
+    {TensorType::kQ8_0, {avx512::DotQ8_0, avx512::AccumulateQ8_0, kernels::Isa::kAvx512}},
+    {TensorType::kQ4_0, {avx512::DotQ4_0, avx512::AccumulateQ4_0, kernels::Isa::kAvx512}},
 };
 #endif
 
@@ -85,43 +85,12 @@ const KvRowKernels* Find(std::span<const Entry> table, TensorType type) {
   return nullptr;
 }
 
-CpuIsa DetectCpuIsa() {
-#if defined(KVMESH_HAVE_X86_KV_ROWS)
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
-  if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl")) {
-    return CpuIsa::kAvx512;
-  }
-  if (avx2) return CpuIsa::kAvx2;
-#endif
-  return CpuIsa::kScalar;
-}
-
 }  // namespace
 
-std::string_view CpuIsaName(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kScalar:
-      return "scalar";
-    case CpuIsa::kAvx2:
-      return "avx2";
-    case CpuIsa::kAvx512:
-      return "avx512";
-  }
-  return "unknown";
-}
-
-CpuIsa BestCpuIsa() {
-  static const CpuIsa isa = DetectCpuIsa();
-  return isa;
-}
-
-const KvRowKernels* GetKvRowKernels(TensorType type, CpuIsa isa) {
+const KvRowKernels* GetKvRowKernels(TensorType type, kernels::Isa isa) {
 #if defined(KVMESH_HAVE_X86_KV_ROWS)
-  if (isa == CpuIsa::kAvx512) return Find(kAvx512Entries, type);
-  if (isa == CpuIsa::kAvx2) return Find(kAvx2Entries, type);
+  if (isa == kernels::Isa::kAvx512) return Find(kAvx512Entries, type);
+  if (isa == kernels::Isa::kAvx2) return Find(kAvx2Entries, type);
 #endif
   return Find(kScalarEntries, type);
 }

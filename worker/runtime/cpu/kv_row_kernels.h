@@ -22,17 +22,10 @@
 #include <string_view>
 
 #include "common/tensor_type.h"
+#include "worker/kernels/cpu/cpu_features.h"
 #include "worker/kernels/cpu/type_traits.h"
 
 namespace kvmesh {
-
-enum class CpuIsa { kScalar, kAvx2, kAvx512 };
-
-std::string_view CpuIsaName(CpuIsa isa);
-
-// The widest ISA that both this build and this CPU support (checked once with
-// __builtin_cpu_supports).
-CpuIsa BestCpuIsa();
 
 // out[0..n) += weight * row[0..n), row being n elements of a storage type.
 using KvAccumulateFn = void (*)(int64_t n, const void* row, float weight, float* out);
@@ -40,11 +33,11 @@ using KvAccumulateFn = void (*)(int64_t n, const void* row, float weight, float*
 struct KvRowKernels {
   kernels::VecDotFn dot;
   KvAccumulateFn accumulate;
-  CpuIsa isa;  // the ISA these functions actually use
+  kernels::Isa isa;  // the ISA these functions actually use
 };
 
 // The kernels for rows of `type` (a KV storage type, see IsKvStorageType) on
 // the widest ISA not above `isa` that this build has; nullptr for other types.
-const KvRowKernels* GetKvRowKernels(TensorType type, CpuIsa isa);
+const KvRowKernels* GetKvRowKernels(TensorType type, kernels::Isa isa);
 
 }  // namespace kvmesh

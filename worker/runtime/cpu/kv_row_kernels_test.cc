@@ -17,50 +17,52 @@ namespace {
 constexpr TensorType kKvTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
                                    TensorType::kQ8_0, TensorType::kQ4_0};
 
-std::vector<CpuIsa> RunnableSimdIsas() {
-  std::vector<CpuIsa> isas;
-  if (BestCpuIsa() == CpuIsa::kAvx2 || BestCpuIsa() == CpuIsa::kAvx512)
-    isas.push_back(CpuIsa::kAvx2);
-  if (BestCpuIsa() == CpuIsa::kAvx512) isas.push_back(CpuIsa::kAvx512);
+std::vector<kernels::Isa> RunnableSimdIsas() {
+  std::vector<kernels::Isa> isas;
+  if (kernels::ActiveIsa() == kernels::Isa::kAvx2 || kernels::ActiveIsa() == kernels::Isa::kAvx512)
+    isas.push_back(kernels::Isa::kAvx2);
+  if (kernels::ActiveIsa() == kernels::Isa::kAvx512) isas.push_back(kernels::Isa::kAvx512);
   return isas;
 }
 
 TEST(KvRowKernelsTest, ScalarEntriesAreTheReferenceKernels) {
-  EXPECT_EQ(GetKvRowKernels(TensorType::kF32, CpuIsa::kScalar)->dot, kernels::VecDotF32);
-  EXPECT_EQ(GetKvRowKernels(TensorType::kF16, CpuIsa::kScalar)->dot, kernels::VecDotF16);
-  EXPECT_EQ(GetKvRowKernels(TensorType::kBF16, CpuIsa::kScalar)->dot, kernels::VecDotBf16);
-  EXPECT_EQ(GetKvRowKernels(TensorType::kQ8_0, CpuIsa::kScalar)->dot, kernels::VecDotQ8_0Q8_0);
-  EXPECT_EQ(GetKvRowKernels(TensorType::kQ4_0, CpuIsa::kScalar)->dot, kernels::VecDotQ4_0Q8_0);
+  EXPECT_EQ(GetKvRowKernels(TensorType::kF32, kernels::Isa::kScalar)->dot, kernels::VecDotF32);
+  EXPECT_EQ(GetKvRowKernels(TensorType::kF16, kernels::Isa::kScalar)->dot, kernels::VecDotF16);
+  EXPECT_EQ(GetKvRowKernels(TensorType::kBF16, kernels::Isa::kScalar)->dot, kernels::VecDotBf16);
+  EXPECT_EQ(GetKvRowKernels(TensorType::kQ8_0, kernels::Isa::kScalar)->dot,
+            kernels::VecDotQ8_0Q8_0);
+  EXPECT_EQ(GetKvRowKernels(TensorType::kQ4_0, kernels::Isa::kScalar)->dot,
+            kernels::VecDotQ4_0Q8_0);
   for (TensorType type : kKvTypes) {
-    EXPECT_EQ(GetKvRowKernels(type, CpuIsa::kScalar)->isa, CpuIsa::kScalar);
+    EXPECT_EQ(GetKvRowKernels(type, kernels::Isa::kScalar)->isa, kernels::Isa::kScalar);
   }
 }
 
 TEST(KvRowKernelsTest, OnlyKvStorageTypesHaveKernels) {
-  EXPECT_EQ(GetKvRowKernels(TensorType::kQ4_K, CpuIsa::kScalar), nullptr);
-  EXPECT_EQ(GetKvRowKernels(TensorType::kQ8_1, CpuIsa::kAvx2), nullptr);
+  EXPECT_EQ(GetKvRowKernels(TensorType::kQ4_K, kernels::Isa::kScalar), nullptr);
+  EXPECT_EQ(GetKvRowKernels(TensorType::kQ8_1, kernels::Isa::kAvx2), nullptr);
 }
 
 #if defined(KVMESH_HAVE_X86_KV_ROWS)
 TEST(KvRowKernelsTest, X86BuildHasEveryVariant) {
   for (TensorType type : kKvTypes) {
-    EXPECT_EQ(GetKvRowKernels(type, CpuIsa::kAvx2)->isa, CpuIsa::kAvx2);
-    EXPECT_EQ(GetKvRowKernels(type, CpuIsa::kAvx512)->isa, CpuIsa::kAvx512);
+    EXPECT_EQ(GetKvRowKernels(type, kernels::Isa::kAvx2)->isa, kernels::Isa::kAvx2);
+    EXPECT_EQ(GetKvRowKernels(type, kernels::Isa::kAvx512)->isa, kernels::Isa::kAvx512);
   }
 }
 #endif
 
 TEST(KvRowKernelsTest, SimdDotMatchesReference) {
-  const std::vector<CpuIsa> isas = RunnableSimdIsas();
+  const std::vector<kernels::Isa> isas = RunnableSimdIsas();
   if (isas.empty()) GTEST_SKIP() << "this CPU or build has no AVX2 KV kernels";
   kernels::ParityOptions options;
   options.long_length = 512;  // longer than any head; covers loops and tails
-  for (CpuIsa isa : isas) {
+  for (kernels::Isa isa : isas) {
     for (TensorType type : kKvTypes) {
       const KvRowKernels* k = GetKvRowKernels(type, isa);
       const kernels::ParityReport report =
           kernels::CheckVecDotParity(*kernels::GetTypeTraits(type), k->dot, options);
-      EXPECT_TRUE(report.ok) << CpuIsaName(isa) << " " << TensorTypeName(type) << ": "
+      EXPECT_TRUE(report.ok) << kernels::IsaName(isa) << " " << TensorTypeName(type) << ": "
                              << report.failure;
       EXPECT_GT(report.rows_checked, 60);
     }
@@ -69,14 +71,14 @@ TEST(KvRowKernelsTest, SimdDotMatchesReference) {
 
 // out starts non-zero so the kernels' read-modify-write is checked too.
 TEST(KvRowKernelsTest, SimdAccumulateMatchesReference) {
-  const std::vector<CpuIsa> isas = RunnableSimdIsas();
+  const std::vector<kernels::Isa> isas = RunnableSimdIsas();
   if (isas.empty()) GTEST_SKIP() << "this CPU or build has no AVX2 KV kernels";
   kernels::TestRandom rng(77);
-  for (CpuIsa isa : isas) {
+  for (kernels::Isa isa : isas) {
     for (TensorType type : kKvTypes) {
       const kernels::TypeTraits* traits = kernels::GetTypeTraits(type);
       const KvRowKernels* simd = GetKvRowKernels(type, isa);
-      const KvRowKernels* reference = GetKvRowKernels(type, CpuIsa::kScalar);
+      const KvRowKernels* reference = GetKvRowKernels(type, kernels::Isa::kScalar);
       const std::vector<int64_t> lengths = traits->block_size == 1
                                                ? std::vector<int64_t>{1, 7, 16, 17, 33, 64, 200}
                                                : std::vector<int64_t>{32, 64, 96, 256};
@@ -96,7 +98,7 @@ TEST(KvRowKernelsTest, SimdAccumulateMatchesReference) {
           const double bound =
               4 * 0x1p-23 * (std::fabs(start[i]) + std::fabs(weight * dequantized[i])) + 1e-30;
           ASSERT_LE(std::fabs(got[i] - want[i]), bound)
-              << CpuIsaName(isa) << " " << TensorTypeName(type) << " n=" << n << " i=" << i;
+              << kernels::IsaName(isa) << " " << TensorTypeName(type) << " n=" << n << " i=" << i;
         }
       }
     }
@@ -111,7 +113,8 @@ TEST(KvRowKernelsTest, ReferenceAccumulateIsToFloatThenAxpy) {
   std::vector<uint8_t> row(kernels::RowSizeBytes(*traits, 32));
   traits->from_float(source.data(), row.data(), 32);
   std::vector<float> out(32, 1.0f);
-  GetKvRowKernels(TensorType::kQ4_0, CpuIsa::kScalar)->accumulate(32, row.data(), 0.5f, out.data());
+  GetKvRowKernels(TensorType::kQ4_0, kernels::Isa::kScalar)
+      ->accumulate(32, row.data(), 0.5f, out.data());
   for (int i = 0; i < 32; ++i) EXPECT_EQ(out[i], 1.0f + 0.5f * source[i]) << i;
 }
 
