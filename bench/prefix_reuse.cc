@@ -52,12 +52,17 @@ int main(int argc, char** argv) {
   int prefix = 400, suffix = 16, rounds = 8;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--worker") worker = argv[i + 1];
-    else if (a == "--prefix-tokens") prefix = std::atoi(argv[i + 1]);
-    else if (a == "--suffix-tokens") suffix = std::atoi(argv[i + 1]);
-    else if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
+    if (a == "--worker")
+      worker = argv[i + 1];
+    else if (a == "--prefix-tokens")
+      prefix = std::atoi(argv[i + 1]);
+    else if (a == "--suffix-tokens")
+      suffix = std::atoi(argv[i + 1]);
+    else if (a == "--rounds")
+      rounds = std::atoi(argv[i + 1]);
   }
-  auto stub = kvmesh::v1::Worker::NewStub(grpc::CreateChannel(worker, grpc::InsecureChannelCredentials()));
+  auto stub =
+      kvmesh::v1::Worker::NewStub(grpc::CreateChannel(worker, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ictx;
   kvmesh::v1::InfoResponse info;
   if (!stub->Info(&ictx, {}, &info).ok()) {
@@ -92,9 +97,13 @@ int main(int argc, char** argv) {
               info.model_name().c_str(), prefix, suffix, rounds);
   std::printf("  cold: %4.0f prompt tokens computed, time to first token %7.2f ms\n",
               Median(cold_computed), Median(cold_ttft));
-  std::printf("  warm: %4.0f prompt tokens computed, time to first token %7.2f ms  (%.1fx faster)\n",
-              Median(warm_computed), Median(warm_ttft), Median(cold_ttft) / std::max(1e-9, Median(warm_ttft)));
-  std::printf("{\"cold_computed\":%.0f,\"warm_computed\":%.0f,\"cold_ttft_ms\":%.3f,\"warm_ttft_ms\":%.3f}\n",
-              Median(cold_computed), Median(warm_computed), Median(cold_ttft), Median(warm_ttft));
+  std::printf(
+      "  warm: %4.0f prompt tokens computed, time to first token %7.2f ms  (%.1fx faster)\n",
+      Median(warm_computed), Median(warm_ttft),
+      Median(cold_ttft) / std::max(1e-9, Median(warm_ttft)));
+  std::printf(
+      "{\"cold_computed\":%.0f,\"warm_computed\":%.0f,\"cold_ttft_ms\":%.3f,\"warm_ttft_ms\":%.3f}"
+      "\n",
+      Median(cold_computed), Median(warm_computed), Median(cold_ttft), Median(warm_ttft));
   return 0;
 }

@@ -39,19 +39,28 @@ std::vector<int32_t> Random(std::mt19937& rng, int n) {
 
 int main(int argc, char** argv) {
   std::string router = "127.0.0.1:50050";
-  int sessions = 16, turns = 6, concurrency = 4, system_tokens = 256, user_tokens = 48, reply_tokens = 32;
+  int sessions = 16, turns = 6, concurrency = 4, system_tokens = 256, user_tokens = 48,
+      reply_tokens = 32;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::atoi(argv[i + 1]);
-    if (a == "--router") router = argv[i + 1];
-    else if (a == "--sessions") sessions = v;
-    else if (a == "--turns") turns = v;
-    else if (a == "--concurrency") concurrency = v;
-    else if (a == "--system-tokens") system_tokens = v;
-    else if (a == "--user-tokens") user_tokens = v;
-    else if (a == "--reply-tokens") reply_tokens = v;
+    if (a == "--router")
+      router = argv[i + 1];
+    else if (a == "--sessions")
+      sessions = v;
+    else if (a == "--turns")
+      turns = v;
+    else if (a == "--concurrency")
+      concurrency = v;
+    else if (a == "--system-tokens")
+      system_tokens = v;
+    else if (a == "--user-tokens")
+      user_tokens = v;
+    else if (a == "--reply-tokens")
+      reply_tokens = v;
   }
-  auto stub = kvmesh::v1::Inference::NewStub(grpc::CreateChannel(router, grpc::InsecureChannelCredentials()));
+  auto stub = kvmesh::v1::Inference::NewStub(
+      grpc::CreateChannel(router, grpc::InsecureChannelCredentials()));
   std::mt19937 seed_rng(2024);
   const std::vector<int32_t> system = Random(seed_rng, system_tokens);
 
@@ -110,7 +119,8 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::sort(ttfts.begin(), ttfts.end());
-  const double mean = ttfts.empty() ? 0 : std::accumulate(ttfts.begin(), ttfts.end(), 0.0) / ttfts.size();
+  const double mean =
+      ttfts.empty() ? 0 : std::accumulate(ttfts.begin(), ttfts.end(), 0.0) / ttfts.size();
   const double p90 = ttfts.empty() ? 0 : ttfts[static_cast<size_t>(0.9 * (ttfts.size() - 1))];
   int max_load = 0, min_load = per_worker.empty() ? 0 : 1 << 30;
   for (auto& [w, n] : per_worker) {
@@ -120,14 +130,17 @@ int main(int argc, char** argv) {
   std::printf("%d sessions x %d turns (%zu requests, %d failed) in %.1f s\n", sessions, turns,
               ttfts.size(), failures, seconds);
   std::printf("cached prompt tokens: %lld / %lld = %.1f%%\n", static_cast<long long>(cached_total),
-              static_cast<long long>(prompt_total), 100.0 * cached_total / std::max<int64_t>(1, prompt_total));
+              static_cast<long long>(prompt_total),
+              100.0 * cached_total / std::max<int64_t>(1, prompt_total));
   std::printf("time to first token: mean %.1f ms, p90 %.1f ms\n", mean, p90);
   std::printf("requests per worker:");
   for (auto& [w, n] : per_worker) std::printf(" %s=%d", w.c_str(), n);
   std::printf(" (max/min %d/%d)\n", max_load, min_load);
-  std::printf("{\"hit_ratio\":%.4f,\"ttft_mean_ms\":%.2f,\"ttft_p90_ms\":%.2f,\"max_load\":%d,\"min_load\":%d,"
-              "\"seconds\":%.2f,\"failures\":%d}\n",
-              static_cast<double>(cached_total) / std::max<int64_t>(1, prompt_total), mean, p90, max_load,
-              min_load, seconds, failures);
+  std::printf(
+      "{\"hit_ratio\":%.4f,\"ttft_mean_ms\":%.2f,\"ttft_p90_ms\":%.2f,\"max_load\":%d,\"min_load\":"
+      "%d,"
+      "\"seconds\":%.2f,\"failures\":%d}\n",
+      static_cast<double>(cached_total) / std::max<int64_t>(1, prompt_total), mean, p90, max_load,
+      min_load, seconds, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -95,7 +95,8 @@ Level Run(kvmesh::v1::Worker::Stub& stub, int concurrency, int prompt_tokens, in
   l.tokens_per_s = tokens / seconds;
   l.requests = concurrency * per_stream;
   l.failures = failures;
-  if (!ttfts.empty()) l.ttft_ms_mean = std::accumulate(ttfts.begin(), ttfts.end(), 0.0) / ttfts.size();
+  if (!ttfts.empty())
+    l.ttft_ms_mean = std::accumulate(ttfts.begin(), ttfts.end(), 0.0) / ttfts.size();
   if (!itls.empty()) {
     l.itl_ms_mean = std::accumulate(itls.begin(), itls.end(), 0.0) / itls.size();
     std::sort(itls.begin(), itls.end());
@@ -112,13 +113,19 @@ int main(int argc, char** argv) {
   int prompt_tokens = 64, max_tokens = 64, per_stream = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--worker") worker = argv[i + 1];
-    else if (a == "--concurrency") levels = argv[i + 1];
-    else if (a == "--prompt-tokens") prompt_tokens = std::atoi(argv[i + 1]);
-    else if (a == "--max-tokens") max_tokens = std::atoi(argv[i + 1]);
-    else if (a == "--requests-per-stream") per_stream = std::atoi(argv[i + 1]);
+    if (a == "--worker")
+      worker = argv[i + 1];
+    else if (a == "--concurrency")
+      levels = argv[i + 1];
+    else if (a == "--prompt-tokens")
+      prompt_tokens = std::atoi(argv[i + 1]);
+    else if (a == "--max-tokens")
+      max_tokens = std::atoi(argv[i + 1]);
+    else if (a == "--requests-per-stream")
+      per_stream = std::atoi(argv[i + 1]);
   }
-  auto stub = kvmesh::v1::Worker::NewStub(grpc::CreateChannel(worker, grpc::InsecureChannelCredentials()));
+  auto stub =
+      kvmesh::v1::Worker::NewStub(grpc::CreateChannel(worker, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ictx;
   kvmesh::v1::InfoResponse info;
   if (!stub->Info(&ictx, {}, &info).ok()) {
@@ -126,7 +133,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("model %s (%s), prompt %d tokens, %d generated per request, %d requests per stream\n",
-              info.model_name().c_str(), info.arch().c_str(), prompt_tokens, max_tokens, per_stream);
+              info.model_name().c_str(), info.arch().c_str(), prompt_tokens, max_tokens,
+              per_stream);
   std::printf("%-12s %14s %12s %12s %12s %9s\n", "concurrency", "tokens/s", "ttft ms", "itl ms",
               "itl p90 ms", "failures");
   std::ostringstream json;
@@ -135,7 +143,8 @@ int main(int argc, char** argv) {
   std::string item;
   bool first = true;
   while (std::getline(in, item, ',')) {
-    const Level l = Run(*stub, std::atoi(item.c_str()), prompt_tokens, max_tokens, per_stream, info.n_vocab());
+    const Level l =
+        Run(*stub, std::atoi(item.c_str()), prompt_tokens, max_tokens, per_stream, info.n_vocab());
     std::printf("%-12d %14.1f %12.1f %12.2f %12.2f %9d\n", l.concurrency, l.tokens_per_s,
                 l.ttft_ms_mean, l.itl_ms_mean, l.itl_ms_p90, l.failures);
     json << (first ? "" : ",") << "{\"concurrency\":" << l.concurrency

@@ -52,7 +52,7 @@ int Calibrate(const CalibrateOptions& o) {
   }
 
   KvCliOptions kv;
-  kv.type = o.kv_type;
+  kv.cache.type = o.kv_type;
   auto layout = BuildKvLayout(kv, model);
   if (!layout.ok()) return Fail(layout.status());
   auto accumulator = KMeanAccumulator::Create(*layout);

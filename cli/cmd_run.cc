@@ -92,17 +92,7 @@ int Run(const RunOptions& o) {
   // Without --kv-memory the cache holds exactly one context.
   int64_t blocks = (ctx + layout->block_size - 1) / layout->block_size;
   if (!o.kv.memory.empty()) {
-    auto budget = ParseKvMemoryBudget(o.kv.memory);
-    if (!budget.ok()) return Fail(budget.status());
-    KvFitInputs inputs;
-    inputs.context_tokens = ctx;
-    inputs.weights_bytes = (*model)->file().file_size();
-    if (budget->fraction > 0.0) {
-      auto available = ReadMemAvailable();
-      if (!available.ok()) return Fail(available.status());
-      inputs.available_bytes = *available;
-    }
-    auto fit = FitKvBlocks(*budget, *layout, inputs);
+    auto fit = FitKvBlocksOnHost(o.kv.memory, *layout, (*model)->file().file_size(), ctx);
     if (!fit.ok()) return Fail(fit.status());
     blocks = fit->num_blocks;
   }

@@ -100,9 +100,11 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
 void RouterServer::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
-  gateway_->Stop();
-  grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  registry_->Stop();
+  // Start() may have failed half way: every piece is optional here.
+  if (gateway_) gateway_->Stop();
+  if (grpc_server_)
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (registry_) registry_->Stop();
 }
 
 RouterServer::~RouterServer() { Shutdown(); }

@@ -107,7 +107,7 @@ TEST(CliKvTest, CalibrateThenCenter) {
   Result run = RunCli("run -m " + model + " -p \"Once upon a time\" -n 8 --temp 0 --json " +
                       "--kv-type q4_0 --kv-bias " + bias + " --kv-rotate");
   ASSERT_EQ(run.exit_code, 0) << run.out;
-  EXPECT_EQ(LastJson(run.out)["kv"]["type"], "k=q4_0+center+rotate,v=q4_0");
+  EXPECT_EQ(LastJson(run.out)["kv"]["type"], "k=q4_0+center+rotate,v=q4_0+rotate");
   // The table belongs to tinystories-d64; stories260K refuses it, naming both.
   Result other = RunCli("run -m " + kModels + "stories260K.gguf -p hi -n 2 --kv-bias " + bias);
   EXPECT_EQ(other.exit_code, 1);
@@ -122,7 +122,7 @@ TEST(CliKvTest, RunReportsKvAndFitsMemory) {
                     "--block-size 32 --kv-memory 1MiB");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const nlohmann::json kv = LastJson(r.out)["kv"];
-  EXPECT_EQ(kv["type"], "q8_0");
+  EXPECT_EQ(kv["type"], "q8_0+rotate");  // quantized pages are rotated by default
   EXPECT_EQ(kv["bytes_per_token"], 1088);
   EXPECT_EQ(kv["block_size"], 32);
   EXPECT_EQ(kv["blocks"], 30);  // 1 MiB / (1088 B x 32 tokens)

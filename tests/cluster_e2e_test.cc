@@ -145,7 +145,8 @@ TEST_F(ClusterTest, ASecondRouterSeesTheSameIndex) {
   ProcessHandle second = StartRouter(kRouterBin, {w0_->grpc, w1_->grpc}, {}, "cluster_router2");
   ASSERT_TRUE(second.ok());
   ASSERT_TRUE(WaitForHealthyWorkers(second.grpc, 2, std::chrono::seconds(30)));
-  auto stub2 = v1::Inference::NewStub(grpc::CreateChannel(second.grpc, grpc::InsecureChannelCredentials()));
+  auto stub2 =
+      v1::Inference::NewStub(grpc::CreateChannel(second.grpc, grpc::InsecureChannelCredentials()));
   std::mt19937 rng(99);
   for (int s = 0; s < 4; ++s) {
     std::vector<int32_t> history = {1};
@@ -161,7 +162,8 @@ TEST_F(ClusterTest, ASecondRouterSeesTheSameIndex) {
     // (it routed nothing of this session): wait until its index has them.
     const std::string series = "kvmesh_router_index_blocks{worker=\"" + first.worker + "\"}";
     const double before = std::max(0.0, Metric(metrics_before, series));
-    for (int i = 0; i < 100 && Metric(HttpGet(second.http, "/metrics"), series) < before + 10; ++i) {
+    for (int i = 0; i < 100 && Metric(HttpGet(second.http, "/metrics"), series) < before + 10;
+         ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     Result follow = Generate(*stub2, history, 8);

@@ -137,7 +137,7 @@ StatusOr<KvFit> FitKvBlocks(const KvMemoryBudget& budget, const KvLayout& layout
     message +=
         std::to_string(inputs.context_tokens) + " tokens needs " + std::to_string(blocks_needed);
     message += " blocks (" + FormatBytes(static_cast<uint64_t>(blocks_needed) * bytes_per_block);
-    message += "); raise --kv-memory, lower the context (-c) or use a smaller --kv-type";
+    message += "); raise --kv-memory, lower the context length or use a smaller --kv-type";
     return ResourceExhaustedError(std::move(message));
   }
   fit.bytes_used = static_cast<uint64_t>(fit.num_blocks) * bytes_per_block;
@@ -186,6 +186,18 @@ std::string FormatBytes(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), value < 10.0 ? "%.2f %s" : "%.1f %s", value, kNames[unit]);
   return buf;
+}
+
+StatusOr<KvFit> FitKvBlocksOnHost(std::string_view budget_text, const KvLayout& layout,
+                                  uint64_t weights_bytes, int64_t context_tokens) {
+  ASSIGN_OR_RETURN(KvMemoryBudget budget, ParseKvMemoryBudget(budget_text));
+  KvFitInputs inputs;
+  inputs.context_tokens = context_tokens;
+  inputs.weights_bytes = weights_bytes;
+  if (budget.fraction > 0.0) {
+    ASSIGN_OR_RETURN(inputs.available_bytes, ReadMemAvailable());
+  }
+  return FitKvBlocks(budget, layout, inputs);
 }
 
 }  // namespace kvmesh

@@ -56,6 +56,12 @@ struct KvFit {
 StatusOr<KvFit> FitKvBlocks(const KvMemoryBudget& budget, const KvLayout& layout,
                             const KvFitInputs& inputs);
 
+// Parses `budget_text` and fits it for `layout` on this machine's CPU memory:
+// reads MemAvailable only for a fractional budget. `weights_bytes` is the
+// model's size (its memory-mapped file).
+StatusOr<KvFit> FitKvBlocksOnHost(std::string_view budget_text, const KvLayout& layout,
+                                  uint64_t weights_bytes, int64_t context_tokens);
+
 // The MemAvailable line of /proc/meminfo text, in bytes.
 StatusOr<uint64_t> ParseMemAvailable(std::string_view meminfo);
 StatusOr<uint64_t> ReadMemAvailable(const std::string& path = "/proc/meminfo");

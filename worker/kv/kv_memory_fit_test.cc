@@ -97,7 +97,7 @@ TEST(KvMemoryFitTest, TooSmallForOneSequence) {
   EXPECT_EQ(s.message(),
             "KV memory budget 1MiB (1.00 MiB) holds 32 blocks of 16 tokens at 2048 bytes per "
             "token (f16), but one sequence's context of 4096 tokens needs 256 blocks (8.00 MiB); "
-            "raise --kv-memory, lower the context (-c) or use a smaller --kv-type");
+            "raise --kv-memory, lower the context length or use a smaller --kv-type");
 }
 
 TEST(KvMemoryFitTest, NothingLeftAfterWeights) {

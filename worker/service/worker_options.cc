@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/tensor_type.h"
+#include "worker/kv/kv_memory_fit.h"
 
 namespace kvmesh {
 
@@ -21,12 +22,20 @@ void WorkerOptions::Register(ConfigSchema* s) {
   s->AddInt("http_port", &http_port, 0, 65535,
             "HTTP port for /metrics and /healthz (0: any free port)");
   s->AddInt("threads", &threads, 0, 1024, "CPU threads for the forward pass (0: all cores)");
-  s->AddString("kv_type", &kv_type, "KV cache storage type: f16, f32");
+  s->AddString("kv_type", &kv_type,
+               "KV cache storage type for K and V: f32, f16, bf16, q8_0, q4_0");
+  s->AddString("kv_type_k", &kv_type_k, "K storage type (overrides kv_type for K)");
+  s->AddString("kv_type_v", &kv_type_v, "V storage type (overrides kv_type for V)");
+  s->AddString("kv_bias", &kv_bias, "K centering table from `kvmesh kv-calibrate` (same model)");
+  s->AddString("kv_rotate", &kv_rotate, "Hadamard rotation of K: auto (q8_0/q4_0 pages), on, off");
+  s->AddString("kv_rotate_v", &kv_rotate_v, "Hadamard rotation of V: auto, on, off");
+  s->AddString("kv_rounding", &kv_rounding, "q4_0 page rounding: min-error or reference");
   s->AddString("kv_memory", &kv_memory,
-               "KV cache memory: bytes (512MiB, 2G) or a fraction of free memory (0.3)");
+               "KV cache memory: bytes (512MiB, 2G) or a fraction of the memory left after the "
+               "weights (0.3, 30%)");
   s->AddInt("block_size", &block_size, 1, 1024, "tokens per KV block");
   s->AddInt("context_length", &context_length, 0, 1 << 24,
-            "maximum tokens per sequence (0: the model's)");
+            "maximum tokens per sequence (0: the model's, at most 8192)");
   s->AddInt("max_tokens_per_step", &max_tokens_per_step, 1, 1 << 20,
             "token budget of one engine step");
   s->AddInt("max_running_requests", &max_running_requests, 1, 1 << 16, "requests decoded together");
@@ -38,8 +47,7 @@ void WorkerOptions::Register(ConfigSchema* s) {
   s->AddString("log_level", &log_level, "debug, info, warning, error");
   s->AddDouble("shutdown_grace_seconds", &shutdown_grace_seconds, 0, 3600,
                "on SIGTERM, time running requests get to finish");
-  s->AddString("worker_id", &worker_id,
-               "name in logs and the router (empty: host:grpc_port)");
+  s->AddString("worker_id", &worker_id, "name in logs and the router (empty: host:grpc_port)");
   s->AddString("router", &router, "router address to register with (optional)");
   s->AddString("advertise_address", &advertise_address,
                "address routers should dial (empty: host:grpc_port)");
@@ -51,11 +59,10 @@ Status WorkerOptions::Validate() const {
     return InvalidArgumentError("option log_level: \"" + log_level +
                                 "\" is not one of debug, info, warning, error");
   }
-  const auto type = ParseTensorType(kv_type);
-  if (!type)
-    return InvalidArgumentError("option kv_type: \"" + kv_type + "\" is not a tensor type");
-  auto mem = ParseMemoryAmount(kv_memory);
-  if (!mem.ok()) return mem.status().WithPrefix("option kv_memory");
+  auto kv = KvOptions();
+  if (!kv.ok()) return kv.status();
+  auto budget = ParseKvMemoryBudget(kv_memory);
+  if (!budget.ok()) return budget.status().WithPrefix("option kv_memory");
   if (grpc_port != 0 && grpc_port == http_port) {
     return InvalidArgumentError("options grpc_port and http_port are both " +
                                 std::to_string(grpc_port));
@@ -63,37 +70,33 @@ Status WorkerOptions::Validate() const {
   return Status::Ok();
 }
 
-StatusOr<MemoryAmount> ParseMemoryAmount(const std::string& text) {
-  MemoryAmount out;
-  if (text.empty()) return InvalidArgumentError("empty memory amount");
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !std::isfinite(value) || value <= 0) {
-    return InvalidArgumentError("\"" + text + "\" is not a positive amount (e.g. 512MiB, 2G, 0.3)");
+StatusOr<KvCacheOptions> WorkerOptions::KvOptions() const {
+  KvCacheOptions o;
+  o.type = kv_type;
+  o.type_k = kv_type_k;
+  o.type_v = kv_type_v;
+  o.bias_path = kv_bias;
+  auto rotate = ParseKvRotation(kv_rotate);
+  if (!rotate.ok()) return rotate.status().WithPrefix("option kv_rotate");
+  o.rotate_k = *rotate;
+  auto rotate_v = ParseKvRotation(kv_rotate_v);
+  if (!rotate_v.ok()) return rotate_v.status().WithPrefix("option kv_rotate_v");
+  o.rotate_v = *rotate_v;
+  o.rounding = kv_rounding;
+  o.block_size = static_cast<int>(block_size);
+  for (const std::string* t : {&kv_type, &kv_type_k, &kv_type_v}) {
+    if (t->empty()) continue;
+    const auto type = ParseTensorType(*t);
+    if (!type || !IsKvStorageType(*type)) {
+      return InvalidArgumentError("option kv_type: \"" + *t +
+                                  "\" is not a KV cache type (f32, f16, bf16, q8_0, q4_0)");
+    }
   }
-  std::string unit(end);
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (unit.empty() && value <= 1.0 && text.find('.') != std::string::npos) {
-    out.fraction = value;
-    return out;
+  if (kv_rounding != "min-error" && kv_rounding != "reference") {
+    return InvalidArgumentError("option kv_rounding: \"" + kv_rounding +
+                                "\" is not min-error or reference");
   }
-  double scale = 1;
-  if (unit.empty() || unit == "b") {
-    scale = 1;
-  } else if (unit == "k" || unit == "kib" || unit == "kb") {
-    scale = 1024.0;
-  } else if (unit == "m" || unit == "mib" || unit == "mb") {
-    scale = 1024.0 * 1024;
-  } else if (unit == "g" || unit == "gib" || unit == "gb") {
-    scale = 1024.0 * 1024 * 1024;
-  } else if (unit == "t" || unit == "tib" || unit == "tb") {
-    scale = 1024.0 * 1024 * 1024 * 1024;
-  } else {
-    return InvalidArgumentError("\"" + text + "\" has an unknown unit (use KiB, MiB, GiB, TiB)");
-  }
-  out.bytes = static_cast<int64_t>(value * scale);
-  if (out.bytes <= 0) return InvalidArgumentError("\"" + text + "\" is less than one byte");
-  return out;
+  return o;
 }
 
 }  // namespace kvmesh

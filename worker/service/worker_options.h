@@ -7,6 +7,7 @@
 
 #include "common/config_schema.h"
 #include "common/status.h"
+#include "worker/kv/kv_cache_options.h"
 
 namespace kvmesh {
 
@@ -15,13 +16,19 @@ struct WorkerOptions {
   std::string model_sha256;
   bool require_sha256 = false;
   std::string host = "127.0.0.1";
-  int64_t grpc_port = 50051;  // 0: pick a free port
-  int64_t http_port = 9090;   // /metrics and /healthz; 0: pick a free port
-  int64_t threads = 0;        // 0: all cores
-  std::string kv_type = "f16";
-  std::string kv_memory = "256MiB";  // bytes ("512MiB", "2G") or a fraction of free memory ("0.3")
+  int64_t grpc_port = 50051;    // 0: pick a free port
+  int64_t http_port = 9090;     // /metrics and /healthz; 0: pick a free port
+  int64_t threads = 0;          // 0: all cores
+  std::string kv_type = "f16";  // K and V; kv_type_k / kv_type_v override one
+  std::string kv_type_k;
+  std::string kv_type_v;
+  std::string kv_bias;               // K centering table from `kvmesh kv-calibrate`
+  std::string kv_rotate = "auto";    // K rotation: auto (quantized pages), on, off
+  std::string kv_rotate_v = "auto";  // V rotation, likewise
+  std::string kv_rounding = "min-error";
+  std::string kv_memory = "512MiB";  // bytes ("512MiB", "2G") or a fraction ("0.3", "30%")
   int64_t block_size = 16;
-  int64_t context_length = 0;  // 0: the model's training context
+  int64_t context_length = 0;  // 0: the model's training context, at most 8192
   int64_t max_tokens_per_step = 512;
   int64_t max_running_requests = 64;
   int64_t max_waiting_requests = 256;
@@ -35,13 +42,13 @@ struct WorkerOptions {
 
   void Register(ConfigSchema* schema);
   Status Validate() const;
+  // The KV options as the engine-independent KvCacheOptions.
+  StatusOr<KvCacheOptions> KvOptions() const;
 };
 
-// "512MiB" / "2G" / "1048576" → bytes; "0.3" → a fraction in (0, 1].
-struct MemoryAmount {
-  int64_t bytes = 0;
-  double fraction = 0;  // used when bytes == 0
-};
-StatusOr<MemoryAmount> ParseMemoryAmount(const std::string& text);
+// What context_length 0 means: the model's context, capped here (a model
+// trained for 128k tokens would otherwise need its whole context's KV memory
+// per sequence).
+inline constexpr int64_t kDefaultMaxContext = 8192;
 
 }  // namespace kvmesh

@@ -9,41 +9,11 @@
 #include "common/log.h"
 #include "common/model_path.h"
 #include "kvmesh/v1/router.grpc.pb.h"
+#include "worker/kv/kv_memory_fit.h"
 #include "worker/runtime/cpu/cpu_executor.h"
 
 namespace kvmesh {
-namespace {
-
-// Bytes of memory the OS reports available (MemAvailable), or 0.
-int64_t AvailableMemoryBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  std::string unit;
-  while (in >> key >> kb >> unit) {
-    if (key == "MemAvailable:") return kb * 1024;
-  }
-  return 0;
-}
-
-StatusOr<int64_t> BlocksForBudget(const WorkerOptions& o, const KvLayout& layout) {
-  ASSIGN_OR_RETURN(MemoryAmount amount, ParseMemoryAmount(o.kv_memory));
-  int64_t bytes = amount.bytes;
-  if (bytes == 0) {
-    const int64_t avail = AvailableMemoryBytes();
-    if (avail <= 0)
-      return FailedPreconditionError("kv_memory is a fraction but /proc/meminfo is unreadable");
-    bytes = static_cast<int64_t>(avail * amount.fraction);
-  }
-  const int64_t blocks = bytes / static_cast<int64_t>(layout.bytes_per_block());
-  if (blocks < 1) {
-    return InvalidArgumentError("kv_memory " + o.kv_memory + " holds no KV block of " +
-                                std::to_string(layout.bytes_per_block()) + " bytes");
-  }
-  return std::min<int64_t>(blocks, (1ll << 31) - 1);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions& o) {
   RETURN_IF_ERROR(o.Validate());
@@ -62,11 +32,14 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   ASSIGN_OR_RETURN(w->tokenizer_, Tokenizer::Create(std::move(tc)));
 
   const ModelConfig& c = w->model_->config();
-  const TensorType kv_type = *ParseTensorType(o.kv_type);
-  KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, static_cast<int>(o.block_size),
-                  kv_type,   kv_type};
-  RETURN_IF_ERROR(layout.Validate());
-  ASSIGN_OR_RETURN(int64_t blocks, BlocksForBudget(o, layout));
+  ASSIGN_OR_RETURN(KvCacheOptions kv_options, o.KvOptions());
+  ASSIGN_OR_RETURN(KvLayout layout, BuildKvLayout(kv_options, *w->model_));
+  const int64_t context = o.context_length > 0
+                              ? o.context_length
+                              : std::min<int64_t>(c.n_ctx_train, kDefaultMaxContext);
+  auto fit = FitKvBlocksOnHost(o.kv_memory, layout, w->model_->file().file_size(), context);
+  if (!fit.ok()) return fit.status().WithPrefix("option kv_memory");
+  const int64_t blocks = fit->num_blocks;
   const int threads = o.threads > 0
                           ? static_cast<int>(o.threads)
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -77,7 +50,7 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   ec.limits = {static_cast<int32_t>(o.max_tokens_per_step),
                static_cast<int32_t>(o.max_running_requests),
                static_cast<int32_t>(o.max_waiting_requests)};
-  ec.max_model_len = static_cast<int32_t>(o.context_length);
+  ec.max_model_len = static_cast<int32_t>(context);
   ec.enable_prefix_caching = o.prefix_caching;
   ec.model_identity = w->model_->identity();
 
@@ -95,7 +68,7 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   // The worker id depends on the port, known only after BuildAndStart; the
   // services read it from identity, so build them with a placeholder and fix
   // the id right after (nothing is served before BuildAndStart returns).
-  WorkerIdentity identity{o.worker_id, o.kv_type};
+  WorkerIdentity identity{o.worker_id, layout.TypeName()};
   w->admin_ = std::make_unique<WorkerAdminImpl>(*w->engine_, o.admin_token);
   // Port 0 is resolved by BuildAndStart; the Info id must carry the real one.
   if (o.grpc_port != 0 && identity.worker_id.empty()) {
@@ -203,15 +176,21 @@ void WorkerServer::Shutdown(std::chrono::milliseconds grace) {
   draining_ = true;
   shutdown_cv_.notify_all();  // ends the registration heartbeats
   if (registration_thread_.joinable()) registration_thread_.join();
-  if (auto* health = grpc_server_->GetHealthCheckService()) health->SetServingStatus(false);
-  engine_->BeginDrain();
-  if (!engine_->WaitIdle(grace)) {
-    Log(LogLevel::kWarning, "worker", "grace period over; cancelling the remaining requests");
+  // Start() may have failed half way: every piece is optional here.
+  if (grpc_server_) {
+    if (auto* health = grpc_server_->GetHealthCheckService()) health->SetServingStatus(false);
   }
-  service_->Shutdown();
-  engine_->Stop();  // cancels whatever is left; its streams end
-  grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  http_->stop();
+  if (engine_) {
+    engine_->BeginDrain();
+    if (!engine_->WaitIdle(grace)) {
+      Log(LogLevel::kWarning, "worker", "grace period over; cancelling the remaining requests");
+    }
+  }
+  if (service_) service_->Shutdown();
+  if (engine_) engine_->Stop();  // cancels whatever is left; its streams end
+  if (grpc_server_)
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (http_) http_->stop();
   if (http_thread_.joinable()) http_thread_.join();
   {
     std::lock_guard<std::mutex> lock(shutdown_mu_);
