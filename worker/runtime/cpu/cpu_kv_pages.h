@@ -36,21 +36,26 @@ class CpuKvPages {
   void WriteBlock(int32_t block, const uint8_t* bytes);
 
  private:
-  size_t LayerBytes() const {
-    return (layout_.k_block_bytes() + layout_.v_block_bytes()) * static_cast<size_t>(num_blocks_);
-  }
+  // Row and block sizes are fixed by the layout; they are computed once here
+  // rather than per row (attention asks for a row address per token and head).
   size_t KOffset(int layer, int32_t block, int slot, int head) const {
-    return layer * LayerBytes() + block * layout_.k_block_bytes() +
-           (static_cast<size_t>(slot) * layout_.n_head_kv + head) * layout_.k_row_bytes();
+    return layer * layer_bytes_ + block * k_block_bytes_ +
+           (static_cast<size_t>(slot) * n_head_kv_ + head) * k_row_bytes_;
   }
   size_t VOffset(int layer, int32_t block, int slot, int head) const {
-    return layer * LayerBytes() + num_blocks_ * layout_.k_block_bytes() +
-           block * layout_.v_block_bytes() +
-           (static_cast<size_t>(slot) * layout_.n_head_kv + head) * layout_.v_row_bytes();
+    return layer * layer_bytes_ + v_base_ + block * v_block_bytes_ +
+           (static_cast<size_t>(slot) * n_head_kv_ + head) * v_row_bytes_;
   }
 
   KvLayout layout_;
   int64_t num_blocks_;
+  size_t n_head_kv_;
+  size_t k_row_bytes_;
+  size_t v_row_bytes_;
+  size_t k_block_bytes_;
+  size_t v_block_bytes_;
+  size_t v_base_;       // offset of a layer's V pages within the layer
+  size_t layer_bytes_;  // K and V pages of one layer
   std::vector<uint8_t> storage_;
 };
 
