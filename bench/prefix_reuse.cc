@@ -61,8 +61,11 @@ int main(int argc, char** argv) {
     else if (a == "--rounds")
       rounds = std::atoi(argv[i + 1]);
   }
-  auto stub =
-      kvmesh::v1::Worker::NewStub(grpc::CreateChannel(worker, grpc::InsecureChannelCredentials()));
+  // Info carries the whole tokenizer (megabytes for a 128k vocabulary).
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  auto stub = kvmesh::v1::Worker::NewStub(
+      grpc::CreateCustomChannel(worker, grpc::InsecureChannelCredentials(), args));
   grpc::ClientContext ictx;
   kvmesh::v1::InfoResponse info;
   if (!stub->Info(&ictx, {}, &info).ok()) {

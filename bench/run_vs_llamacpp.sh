@@ -64,7 +64,11 @@ import json, sys
 k = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
 p = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")][-1]
 same = k["prompt_tokens"] == p["prompt_tokens"] and k["tokens"] == p["generated_tokens"]
-print(len(k["prompt_tokens"]), "yes" if same else "no (%d vs %d tokens)" % (len(k["tokens"]), len(p["generated_tokens"])))
+a, b = k["tokens"], p["generated_tokens"]
+first = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+why = "prompt tokens differ" if k["prompt_tokens"] != p["prompt_tokens"] else \
+      "first %d of %d/%d equal" % (first, len(a), len(b))
+print(len(k["prompt_tokens"]), "yes" if same else "no: " + why)
 EOF
   )
   k_pp=(); k_tg=(); p_pp=(); p_tg=()

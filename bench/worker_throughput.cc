@@ -124,12 +124,18 @@ int main(int argc, char** argv) {
     else if (a == "--requests-per-stream")
       per_stream = std::atoi(argv[i + 1]);
   }
-  auto stub =
-      kvmesh::v1::Worker::NewStub(grpc::CreateChannel(worker, grpc::InsecureChannelCredentials()));
+  // Info carries the whole tokenizer (megabytes for a 128k vocabulary).
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  auto stub = kvmesh::v1::Worker::NewStub(
+      grpc::CreateCustomChannel(worker, grpc::InsecureChannelCredentials(), args));
   grpc::ClientContext ictx;
+  ictx.set_wait_for_ready(true);
+  ictx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   kvmesh::v1::InfoResponse info;
-  if (!stub->Info(&ictx, {}, &info).ok()) {
-    std::fprintf(stderr, "worker_throughput: cannot reach %s\n", worker.c_str());
+  if (grpc::Status st = stub->Info(&ictx, {}, &info); !st.ok()) {
+    std::fprintf(stderr, "worker_throughput: cannot reach %s: %s\n", worker.c_str(),
+                 st.error_message().c_str());
     return 1;
   }
   std::printf("model %s (%s), prompt %d tokens, %d generated per request, %d requests per stream\n",

@@ -129,6 +129,12 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
                                                        " does not divide the head count " +
                                                        std::to_string(c.n_head));
   }
+  if (c.n_head / c.n_head_kv > kMaxQueryHeadsPerKvHead) {
+    return r.Bad(r.Key("attention.head_count_kv"),
+                 "= " + std::to_string(c.n_head_kv) + " gives " +
+                     std::to_string(c.n_head / c.n_head_kv) + " query heads per KV head; at most " +
+                     std::to_string(kMaxQueryHeadsPerKvHead) + " are supported");
+  }
   ASSIGN_OR_RETURN(c.rms_eps, r.OptionalFloat("attention.layer_norm_rms_epsilon", 1e-5f));
   if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f)) {
     return r.Bad(r.Key("attention.layer_norm_rms_epsilon"), "must be in (0, 1)");

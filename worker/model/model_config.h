@@ -37,6 +37,10 @@ struct RopeConfig {
   float yarn_beta_slow = 1.0f;
 };
 
+// The most query heads that may share one KV head (grouped-query attention);
+// every real model has at most 16.
+inline constexpr int kMaxQueryHeadsPerKvHead = 64;
+
 struct ModelConfig {
   ModelArch arch = ModelArch::kLlama;
   std::string arch_name;  // as in the file

@@ -24,7 +24,8 @@ struct FloatTile {
     __m256 acc[kTokens];
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t k = 0; k < steps; ++k) {
-      if (kTokens == 1 && half == 0) PrefetchAhead(panel + k * P::kStepBytes, P::kStepBytes);
+      if ((kTokens == 1 || t0 == 0) && half == 0)
+        PrefetchAhead(panel + k * P::kStepBytes, P::kStepBytes);
       const auto w = P::Load(panel + k * P::kStepBytes, half);
       for (int t = 0; t < kTokens; ++t) acc[t] = P::Accumulate(acc[t], w, xs[t] + k * P::kXBytes);
     }

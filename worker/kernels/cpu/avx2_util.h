@@ -172,7 +172,7 @@ struct LegacyTile {
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
       const uint8_t* pb = panel + b * P::kBlockBytes;
-      if (kTokens == 1 && half == 0) PrefetchAhead(pb, P::kBlockBytes);
+      if ((kTokens == 1 || t0 == 0) && half == 0) PrefetchAhead(pb, P::kBlockBytes);
       __m256i w[8];
       P::Unpack(pb, half, w);
       const __m256 dw = P::Scales(pb, half);

@@ -35,7 +35,7 @@ struct FloatTile {
     const uint8_t* p = panel;
     size_t offset = 0;
     for (int64_t k = 0; k < steps; ++k, p += P::kStepBytes, offset += P::kXBytes) {
-      if constexpr (kTokens == 1) PrefetchAhead(p, P::kStepBytes);
+      if (kTokens == 1 || t0 == 0) PrefetchAhead(p, P::kStepBytes);
       const auto w = P::Load(p);
 #pragma GCC unroll 16
       for (int t = 0; t < kTokens; ++t) acc[t] = P::Accumulate(acc[t], w, xs[t] + offset);

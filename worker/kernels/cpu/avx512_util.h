@@ -145,7 +145,7 @@ struct LegacyTile {
     size_t levels = layout.levels, scales = layout.scales, extra = corr;
     for (int64_t b = 0; b < blocks;
          ++b, pb += P::kBlockBytes, levels += 32, scales += 4, extra += 4) {
-      if constexpr (kTokens == 1) PrefetchAhead(pb, P::kBlockBytes);
+      if (kTokens == 1 || t0 == 0) PrefetchAhead(pb, P::kBlockBytes);
       __m512i w[8];
       P::Unpack(pb, w);
       const __m512 dw = P::Scales(pb);

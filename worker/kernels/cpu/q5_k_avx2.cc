@@ -37,7 +37,7 @@ struct Q5KTile {
       __m256i scaled[kTokens];
       for (int t = 0; t < kTokens; ++t) scaled[t] = _mm256_setzero_si256();
       for (int j = 0; j < 8; ++j) {
-        if (kTokens == 1 && half == 0) {
+        if ((kTokens == 1 || t0 == 0) && half == 0) {
           PrefetchAhead(pb + j * (kBlockBytes / 8), kBlockBytes / 8);
         }
         const uint8_t* nibbles = pb + kNibbles + 64 * 8 * (j / 2) + 32 * half;

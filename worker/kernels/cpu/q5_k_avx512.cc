@@ -50,7 +50,7 @@ struct Q5KTile {
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
         // Spread over the sub-blocks: a burst of prefetches would stall.
-        if constexpr (kTokens == 1) PrefetchAhead(pb + j * (kBlockBytes / 8), kBlockBytes / 8);
+        if (kTokens == 1 || t0 == 0) PrefetchAhead(pb + j * (kBlockBytes / 8), kBlockBytes / 8);
         const uint8_t* nibbles = pb + kNibbles + 64 * 8 * (j / 2);
         __m512i w[8];
         for (int g = 0; g < 8; ++g) {

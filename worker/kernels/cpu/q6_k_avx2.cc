@@ -47,7 +47,7 @@ struct Q6KTile {
       __m256i scaled[kTokens];
       for (int t = 0; t < kTokens; ++t) scaled[t] = _mm256_setzero_si256();
       for (int j = 0; j < 16; ++j) {
-        if (kTokens == 1 && half == 0) {
+        if ((kTokens == 1 || t0 == 0) && half == 0) {
           PrefetchAhead(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
         }
         // (scale, scale) int16 pairs of the 8 rows of this half.

@@ -68,7 +68,7 @@ struct Q6KTile {
 #pragma GCC unroll 16
       for (int j = 0; j < 16; ++j) {
         // Spread over the sub-blocks: a burst of prefetches would stall.
-        if constexpr (kTokens == 1) PrefetchAhead(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
+        if (kTokens == 1 || t0 == 0) PrefetchAhead(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
         __m512i w[4];
         for (int g = 0; g < 4; ++g) w[g] = Q6Group(pb, 4 * j + g);
 #pragma GCC unroll 2

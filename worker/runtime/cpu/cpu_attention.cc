@@ -19,41 +19,65 @@ AttentionKernels AttentionKernels::For(const KvLayout& layout, kernels::Isa isa)
   return AttentionKernels{q_traits, *k, *v, layout.v_type == TensorType::kF16};
 }
 
-void PagedAttention(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
-                    int kv_head, std::span<const int32_t> block_table, int n_ctx, const float* q,
-                    float scale, AttentionScratch* scratch, float* out) {
+void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
+                         int kv_head, std::span<const int32_t> block_table, int n_ctx,
+                         const float* q, int n_q, float scale, AttentionScratch* scratch,
+                         float* out) {
   const KvLayout& layout = pages.layout();
   const int head_dim = layout.head_dim;
   const int bs = layout.block_size;
 
-  scratch->query.resize(kernels::RowSizeBytes(*kernels.query_traits, head_dim));
-  kernels.query_traits->from_float(q, scratch->query.data(), head_dim);
-
-  scratch->scores.resize(n_ctx);
-  float* scores = scratch->scores.data();
-  float max_score = -INFINITY;
+  // Each query head's arithmetic is exactly that of a lone head; the group
+  // only shares the walk over K and V rows (one row address per position,
+  // one load into cache for all n_q heads).
+  const size_t query_bytes = kernels::RowSizeBytes(*kernels.query_traits, head_dim);
+  scratch->query.resize(query_bytes * n_q);
+  for (int g = 0; g < n_q; ++g) {
+    kernels.query_traits->from_float(q + g * head_dim, scratch->query.data() + g * query_bytes,
+                                     head_dim);
+  }
+  scratch->scores.resize(static_cast<size_t>(n_ctx) * n_q);
+  float* scores = scratch->scores.data();  // [n_q][n_ctx]
+  KVMESH_CHECK(n_q >= 1 && n_q <= kMaxQueryHeadsPerKvHead);
+  float max_score[kMaxQueryHeadsPerKvHead];
+  std::fill(max_score, max_score + n_q, -INFINITY);
   for (int j = 0; j < n_ctx; ++j) {
     const uint8_t* k = pages.KRow(layer, block_table[j / bs], j % bs, kv_head);
-    scores[j] = kernels.k.dot(head_dim, k, scratch->query.data()) * scale;
-    max_score = std::max(max_score, scores[j]);
+    for (int g = 0; g < n_q; ++g) {
+      float& s = scores[g * n_ctx + j];
+      s = kernels.k.dot(head_dim, k, scratch->query.data() + g * query_bytes) * scale;
+      max_score[g] = std::max(max_score[g], s);
+    }
   }
-  double sum = 0.0;
-  for (int j = 0; j < n_ctx; ++j) {
-    scores[j] = std::exp(scores[j] - max_score);
-    sum += scores[j];
-  }
-  const float inv_sum = static_cast<float>(1.0 / sum);
-  for (int j = 0; j < n_ctx; ++j) {
-    float w = scores[j] * inv_sum;
-    if (kernels.round_weights_to_f16) w = HalfToFloat(FloatToHalf(w));
-    scores[j] = w;
+  for (int g = 0; g < n_q; ++g) {
+    float* sg = scores + g * n_ctx;
+    double sum = 0.0;
+    for (int j = 0; j < n_ctx; ++j) {
+      sg[j] = std::exp(sg[j] - max_score[g]);
+      sum += sg[j];
+    }
+    const float inv_sum = static_cast<float>(1.0 / sum);
+    for (int j = 0; j < n_ctx; ++j) {
+      float w = sg[j] * inv_sum;
+      if (kernels.round_weights_to_f16) w = HalfToFloat(FloatToHalf(w));
+      sg[j] = w;
+    }
   }
 
-  std::fill(out, out + head_dim, 0.0f);
+  std::fill(out, out + static_cast<size_t>(head_dim) * n_q, 0.0f);
   for (int j = 0; j < n_ctx; ++j) {
     const uint8_t* v = pages.VRow(layer, block_table[j / bs], j % bs, kv_head);
-    kernels.v.accumulate(head_dim, v, scores[j], out);
+    for (int g = 0; g < n_q; ++g) {
+      kernels.v.accumulate(head_dim, v, scores[g * n_ctx + j], out + g * head_dim);
+    }
   }
+}
+
+void PagedAttention(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
+                    int kv_head, std::span<const int32_t> block_table, int n_ctx, const float* q,
+                    float scale, AttentionScratch* scratch, float* out) {
+  PagedAttentionGroup(pages, kernels, layer, kv_head, block_table, n_ctx, q, 1, scale, scratch,
+                      out);
 }
 
 }  // namespace kvmesh

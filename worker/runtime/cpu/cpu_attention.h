@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "worker/kernels/cpu/type_traits.h"
+#include "worker/model/model_config.h"
 #include "worker/runtime/cpu/cpu_kv_pages.h"
 #include "worker/runtime/cpu/kv_row_kernels.h"
 
@@ -44,5 +45,13 @@ struct AttentionScratch {
 void PagedAttention(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
                     int kv_head, std::span<const int32_t> block_table, int n_ctx, const float* q,
                     float scale, AttentionScratch* scratch, float* out);
+
+// PagedAttention for the n_q query heads that share KV head `kv_head`: q and
+// out hold n_q (at most kMaxQueryHeadsPerKvHead) consecutive head vectors. Each head's result is
+// bit for bit what PagedAttention gives it alone; K and V rows are walked once for all.
+void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
+                         int kv_head, std::span<const int32_t> block_table, int n_ctx,
+                         const float* q, int n_q, float scale, AttentionScratch* scratch,
+                         float* out);
 
 }  // namespace kvmesh

@@ -155,5 +155,43 @@ TEST(PagedAttentionTest, SimdMatchesScalarReference) {
   }
 }
 
+// A group of query heads sharing a KV head gets, head by head, exactly what
+// each head gets alone (the executor attends a whole group per call).
+TEST(PagedAttentionTest, GroupEqualsHeadsAlone) {
+  std::vector<int32_t> table(16);
+  std::iota(table.begin(), table.end(), 0);
+  for (TensorType k_type : kKvTypes) {
+    const KvLayout layout = SmallLayout(k_type, TensorType::kF16);
+    CpuKvPages pages(layout, 16);
+    FillPositions(&pages, table, 64);
+    kernels::TestRandom rng(21);
+    for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::ActiveIsa()}) {
+      const AttentionKernels attention = AttentionKernels::For(layout, isa);
+      for (int n_q : {1, 4, 7}) {
+        for (int n_ctx : {1, 33, 64}) {
+          std::vector<float> q;
+          for (int g = 0; g < n_q; ++g) {
+            const std::vector<float> row = kernels::MakeTestRow(rng, layout.head_dim);
+            q.insert(q.end(), row.begin(), row.end());
+          }
+          AttentionScratch scratch;
+          std::vector<float> group(q.size()), alone(layout.head_dim);
+          PagedAttentionGroup(pages, attention, 1, 1, table, n_ctx, q.data(), n_q, 0.125f, &scratch,
+                              group.data());
+          for (int g = 0; g < n_q; ++g) {
+            PagedAttention(pages, attention, 1, 1, table, n_ctx, q.data() + g * layout.head_dim,
+                           0.125f, &scratch, alone.data());
+            for (int d = 0; d < layout.head_dim; ++d) {
+              ASSERT_EQ(group[g * layout.head_dim + d], alone[d])
+                  << "K " << TensorTypeName(k_type) << " " << kernels::IsaName(isa) << " n_q "
+                  << n_q << " head " << g << " n_ctx " << n_ctx << " d " << d;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvmesh

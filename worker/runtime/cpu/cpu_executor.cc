@@ -169,22 +169,24 @@ void CpuExecutor::AttentionLayer(int layer, const ForwardBatch& batch) {
   });
 
   // Causal attention: token t attends to positions 0..positions_[t] of its
-  // own sequence. Work items are (token, head) pairs.
+  // own sequence. Work items are (token, KV head) pairs; an item computes the
+  // `group` query heads that share the KV head, reading its rows once.
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int group = n_head / n_head_kv;
   // Items are numbered head-major: a causal prompt's later tokens cost more,
   // and token-major chunks would give one thread most of that work.
-  const int64_t items = n_tokens * n_head;
+  const int64_t items = n_tokens * n_head_kv;
   pool_.ParallelFor(items, [&](int64_t b, int64_t e) {
     thread_local AttentionScratch scratch;
     for (int64_t it = b; it < e; ++it) {
-      const int h = static_cast<int>(it / n_tokens);
+      const int kv_head = static_cast<int>(it / n_tokens);
       const int64_t t = it % n_tokens;
       const SequenceChunk& seq = batch.sequences[token_seq_[t]];
-      float* out = attn_.data() + t * q_dim + h * head_dim;
-      PagedAttention(pages_, attention_kernels_, layer, h / group, seq.block_table,
-                     positions_[t] + 1, q_.data() + t * q_dim + h * head_dim, scale, &scratch, out);
-      RestoreAttentionOutput(layout, out);
+      const int64_t first = t * q_dim + static_cast<int64_t>(kv_head) * group * head_dim;
+      float* out = attn_.data() + first;
+      PagedAttentionGroup(pages_, attention_kernels_, layer, kv_head, seq.block_table,
+                          positions_[t] + 1, q_.data() + first, group, scale, &scratch, out);
+      for (int g = 0; g < group; ++g) RestoreAttentionOutput(layout, out + g * head_dim);
     }
   });
 
