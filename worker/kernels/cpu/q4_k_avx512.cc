@@ -47,8 +47,13 @@ struct Q4KTile {
       DecodeAffineKScales(pb + kScaleWords, pickers->scale, pickers->pairs, &sm);
       // Two scaled sums per token, one per half sub-block: each is a chain of
       // 8 vpdpwssd per super-block instead of 16, short enough to hide.
-      __m512i scaled[2][kTokens];
-      for (int t = 0; t < kTokens; ++t) scaled[0][t] = scaled[1][t] = _mm512_setzero_si512();
+      // Wide tiles keep one: their tokens are enough independent chains, and
+      // registers run out otherwise. Integer sums: the split changes no bit.
+      constexpr int kParts = kTokens >= 4 ? 1 : 2;
+      __m512i scaled[kParts][kTokens];
+      for (int e = 0; e < kParts; ++e) {
+        for (int t = 0; t < kTokens; ++t) scaled[e][t] = _mm512_setzero_si512();
+      }
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
         // Spread over the sub-blocks: a burst of prefetches would stall.
@@ -77,7 +82,8 @@ struct Q4KTile {
           }
 #pragma GCC unroll 8
           for (int t = 0; t < kTokens; ++t) {
-            scaled[h][t] = _mm512_dpwssd_epi32(scaled[h][t], half[t], sm.scales[j]);
+            __m512i& sum = scaled[kParts == 2 ? h : 0][t];
+            sum = _mm512_dpwssd_epi32(sum, half[t], sm.scales[j]);
           }
         }
       }
@@ -93,7 +99,8 @@ struct Q4KTile {
         const __m512 dx = _mm512_set1_ps(rows.d[t][sb]);
         const __m512 d = _mm512_mul_ps(dw, dx);
         const __m512 dmin = _mm512_mul_ps(dminw, dx);
-        const __m512i scaled_sum = _mm512_add_epi32(scaled[0][t], scaled[1][t]);
+        __m512i scaled_sum = scaled[0][t];
+        if constexpr (kParts == 2) scaled_sum = _mm512_add_epi32(scaled_sum, scaled[1][t]);
         const __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled_sum)),
                                           _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(min_sum)));
         acc[t] = _mm512_add_ps(acc[t], term);

@@ -51,24 +51,27 @@ struct Q6KTile {
   void Run(int64_t t0) const {
     const Q8KRows<kTokens> rows(x, x_stride, layout, t0);
     const __m512i low16 = _mm512_set1_epi32(0xFFFF);
+    // Scaled sums per token: two (one per 8-element part) for short tiles,
+    // so each chain of vpdpwssd is short enough to hide its latency; one for
+    // wide tiles, whose tokens are enough independent chains and which would
+    // otherwise run out of registers. Integer sums: the split changes no bit.
+    constexpr int kParts = kTokens >= 4 ? 1 : 2;
     __m512 acc[kTokens];
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < super_blocks; ++sb) {
       const uint8_t* pb = panel + sb * kBlockBytes;
-      __m512i scales[16];  // signed scale of each row in the low int16 of its lane
-      for (int j = 0; j < 16; ++j) {
-        const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kScales + 16 * j));
-        scales[j] = _mm512_and_si512(_mm512_cvtepi8_epi32(s), low16);
+      __m512i scaled[kParts][kTokens];
+      for (int e = 0; e < kParts; ++e) {
+        for (int t = 0; t < kTokens; ++t) scaled[e][t] = _mm512_setzero_si512();
       }
-      // Two scaled sums per token, one per 8-element part: chains of 16
-      // vpdpwssd per super-block instead of 32.
-      __m512i scaled[2][kTokens];
-      for (int t = 0; t < kTokens; ++t) scaled[0][t] = scaled[1][t] = _mm512_setzero_si512();
-        // Fully unrolled, so every shift in Q6Group is a constant.
+      // Fully unrolled, so every shift in Q6Group is a constant.
 #pragma GCC unroll 16
       for (int j = 0; j < 16; ++j) {
         // Spread over the sub-blocks: a burst of prefetches would stall.
         if (kTokens == 1 || t0 == 0) PrefetchAhead(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
+        // Signed scale of each row for sub-block j, in the low int16 of its lane.
+        const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kScales + 16 * j));
+        const __m512i scale = _mm512_and_si512(_mm512_cvtepi8_epi32(s), low16);
         __m512i w[4];
         for (int g = 0; g < 4; ++g) w[g] = Q6Group(pb, 4 * j + g);
 #pragma GCC unroll 2
@@ -88,14 +91,16 @@ struct Q6KTile {
           }
 #pragma GCC unroll 8
           for (int t = 0; t < kTokens; ++t) {
-            scaled[e][t] = _mm512_dpwssd_epi32(scaled[e][t], part[t], scales[j]);
+            __m512i& sum = scaled[kParts == 2 ? e : 0][t];
+            sum = _mm512_dpwssd_epi32(sum, part[t], scale);
           }
         }
       }
       const __m512 dw = LoadHalves16(pb);
       for (int t = 0; t < kTokens; ++t) {
         const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(rows.d[t][sb]));
-        const __m512i scaled_sum = _mm512_add_epi32(scaled[0][t], scaled[1][t]);
+        __m512i scaled_sum = scaled[0][t];
+        if constexpr (kParts == 2) scaled_sum = _mm512_add_epi32(scaled_sum, scaled[1][t]);
         acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled_sum)));
       }
     }
