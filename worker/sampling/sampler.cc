@@ -40,6 +40,17 @@ void Sampler::ApplyPenalties(std::span<const int32_t> history) {
 }
 
 int32_t Sampler::Sample(const float* logits, std::span<const int32_t> history) {
+  const bool penalties = params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+                         params_.frequency_penalty != 0.0f;
+  if (params_.greedy() && !penalties) {
+    // The first of the largest logits: what the general path below picks
+    // (lowest id among ties), without copying the vocabulary.
+    int32_t best = 0;
+    for (int i = 1; i < n_vocab_; ++i) {
+      if (logits[i] > logits[best]) best = i;
+    }
+    return best;
+  }
   candidates_.resize(n_vocab_);
   for (int i = 0; i < n_vocab_; ++i) candidates_[i] = {i, logits[i]};
   ApplyPenalties(history);
