@@ -2,10 +2,11 @@
 # prefix vs round_robin vs least_load on agent-like traffic: for each policy,
 # a fresh cluster (router + 2 workers, cold caches) serves the same sessions
 # (bench/router_sessions). Prints one row per policy and the machine load.
-#   bench/router_policies.sh [router_sessions args...]
+#   [WORKERS=2] [BUILD_DIR=build] bench/router_policies.sh [router_sessions args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
+WORKERS=${WORKERS:-2}
 ARGS=("$@")
 [ ${#ARGS[@]} -eq 0 ] && ARGS=(--sessions 16 --turns 6 --concurrency 4)
 tmp=$(mktemp -d)
@@ -14,15 +15,19 @@ field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-12s %10s %14s %14s %10s %8s\n' policy hit% ttft_mean_ms ttft_p90_ms max/min seconds
 for policy in prefix round_robin least_load; do
-  for i in 0 1; do
+  for ((i = 0; i < WORKERS; ++i)); do
     "$B/worker/kvmesh-worker" --grpc-port 0 --http-port 0 --threads 1 --worker-id "w$i" \
       --log-level warning >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
   done
-  for i in 0 1; do for _ in $(seq 100); do grep -q listening "$tmp/w$i.out" && break; sleep 0.1; done; done
+  addrs=()
+  for ((i = 0; i < WORKERS; ++i)); do
+    for _ in $(seq 100); do grep -qs listening "$tmp/w$i.out" && break; sleep 0.1; done
+    addrs+=("$(field grpc "$tmp/w$i.out")")
+  done
   "$B/router/kvmesh-router" --grpc-port 0 --http-port 0 --policy "$policy" --log-level warning \
-    --workers "$(field grpc "$tmp/w0.out"),$(field grpc "$tmp/w1.out")" >"$tmp/r.out" 2>"$tmp/r.err" &
-  for _ in $(seq 100); do grep -q listening "$tmp/r.out" && break; sleep 0.1; done
-  sleep 1  # let the router see both workers healthy
+    --workers "$(IFS=,; echo "${addrs[*]}")" >"$tmp/r.out" 2>"$tmp/r.err" &
+  for _ in $(seq 100); do grep -qs listening "$tmp/r.out" && break; sleep 0.1; done
+  sleep 1  # let the router see every worker healthy
   json=$("$B/bench/router_sessions" --router "$(field grpc "$tmp/r.out")" "${ARGS[@]}" | tail -1)
   python3 - "$policy" "$json" <<'PY'
 import json, sys
