@@ -4,6 +4,9 @@
 //   build/bench/worker_throughput --worker 127.0.0.1:50051 [--concurrency 1,4,16]
 //       [--prompt-tokens 64] [--max-tokens 64] [--requests-per-stream 4]
 //
+// Each run and level uses its own cache salt, so no level reuses the prompts
+// an earlier one (same seeds) left in the cache.
+//
 // Per level: total generated tokens/s, mean time to first token, mean and p90
 // inter-token latency (gap between streamed tokens within a request). Last
 // line: one JSON object with every level.
@@ -40,7 +43,7 @@ struct Level {
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 Level Run(kvmesh::v1::Worker::Stub& stub, int concurrency, int prompt_tokens, int max_tokens,
-          int per_stream, uint32_t n_vocab) {
+          int per_stream, uint32_t n_vocab, const std::string& salt) {
   std::mutex mu;
   std::vector<double> ttfts, itls;
   int64_t tokens = 0;
@@ -57,6 +60,9 @@ Level Run(kvmesh::v1::Worker::Stub& stub, int concurrency, int prompt_tokens, in
         req.mutable_sampling()->set_temperature(0);
         req.set_max_tokens(max_tokens);
         req.set_ignore_eos(true);
+        // Every level and run computes its prompts: no hits on a cache that
+        // an earlier level (same seeds, same prompts) or run left behind.
+        req.set_cache_salt(salt);
         grpc::ClientContext ctx;
         const auto t0 = Clock::now();
         auto reader = stub.Generate(&ctx, req);
@@ -148,9 +154,10 @@ int main(int argc, char** argv) {
   std::istringstream in(levels);
   std::string item;
   bool first = true;
+  const std::string run_salt = "worker_throughput-" + std::to_string(std::random_device{}());
   while (std::getline(in, item, ',')) {
-    const Level l =
-        Run(*stub, std::atoi(item.c_str()), prompt_tokens, max_tokens, per_stream, info.n_vocab());
+    const Level l = Run(*stub, std::atoi(item.c_str()), prompt_tokens, max_tokens, per_stream,
+                        info.n_vocab(), run_salt + "-" + item);
     std::printf("%-12d %14.1f %12.1f %12.2f %12.2f %9d\n", l.concurrency, l.tokens_per_s,
                 l.ttft_ms_mean, l.itl_ms_mean, l.itl_ms_p90, l.failures);
     json << (first ? "" : ",") << "{\"concurrency\":" << l.concurrency
