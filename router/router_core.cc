@@ -212,6 +212,7 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       const bool last = resp.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
       if (last) {
         out.set_finish_reason(resp.finish_reason());
+        out.set_stop_sequence(resp.stop_sequence());
         *out.mutable_usage() = resp.usage();
         *out.mutable_timings() = resp.timings();
         out.mutable_timings()->set_ttft_ms(resp.timings().ttft_ms());

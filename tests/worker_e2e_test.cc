@@ -143,6 +143,26 @@ TEST_F(WorkerE2eTest, GreedyGenerationMatchesTheGolden) {
   EXPECT_EQ(by_text.tokens, out.tokens);
 }
 
+TEST_F(WorkerE2eTest, StopStringEndsTheTextAndIsNamed) {
+  const nlohmann::json g = Golden()[0];
+  const std::string full = g["generated_text"].get<std::string>();
+  // A stop string from the middle of the golden text: the text ends before it.
+  const std::string stop = full.substr(full.size() / 2, 6);
+  v1::GenerateRequest req = Greedy(g["prompt_tokens"].get<std::vector<int32_t>>(), 64);
+  req.add_stop("no such text");
+  req.add_stop(stop);
+  Generation out = Generate(*worker_->stub, req);
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  EXPECT_EQ(out.text, full.substr(0, full.find(stop)));
+  EXPECT_EQ(out.last.finish_reason(), v1::FINISH_REASON_STOP);
+  EXPECT_EQ(out.last.stop_sequence(), stop);
+  // Ended by the length: no stop string named.
+  Generation plain =
+      Generate(*worker_->stub, Greedy(g["prompt_tokens"].get<std::vector<int32_t>>(), 4));
+  EXPECT_EQ(plain.last.finish_reason(), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(plain.last.stop_sequence(), "");
+}
+
 TEST_F(WorkerE2eTest, ConcurrentStreamsEqualSequentialOnes) {
   const nlohmann::json golden = Golden();
   std::vector<std::vector<int32_t>> prompts;

@@ -160,14 +160,21 @@ StatusOr<AnthropicMessagesRequest> ParseAnthropicMessagesRequest(const json& bod
   return parsed;
 }
 
-std::string_view AnthropicStopReason(v1::FinishReason reason) {
+std::string_view AnthropicStopReason(v1::FinishReason reason, std::string_view stop_sequence) {
   switch (reason) {
     case v1::FINISH_REASON_LENGTH:
     case v1::FINISH_REASON_CONTEXT:
       return "max_tokens";
+    case v1::FINISH_REASON_STOP:
+      return stop_sequence.empty() ? "end_turn" : "stop_sequence";
     default:
       return "end_turn";
   }
+}
+
+ordered_json AnthropicStopSequence(std::string_view stop_sequence) {
+  if (stop_sequence.empty()) return nullptr;
+  return std::string(stop_sequence);
 }
 
 ordered_json AnthropicUsageJson(const v1::Usage& usage) {
@@ -190,8 +197,8 @@ ordered_json AnthropicMessageJson(const ResponseMeta& meta, const GenerationResu
   out["role"] = "assistant";
   out["model"] = meta.model;
   out["content"] = ordered_json::array({std::move(block)});
-  out["stop_reason"] = AnthropicStopReason(result.finish_reason);
-  out["stop_sequence"] = nullptr;
+  out["stop_reason"] = AnthropicStopReason(result.finish_reason, result.stop_sequence);
+  out["stop_sequence"] = AnthropicStopSequence(result.stop_sequence);
   out["usage"] = AnthropicUsageJson(result.usage);
   return out;
 }

@@ -35,7 +35,9 @@ struct AnthropicMessagesRequest {
 
 StatusOr<AnthropicMessagesRequest> ParseAnthropicMessagesRequest(const nlohmann::json& body);
 
-std::string_view AnthropicStopReason(v1::FinishReason reason);
+std::string_view AnthropicStopReason(v1::FinishReason reason, std::string_view stop_sequence = {});
+// The "stop_sequence" field: the matched stop string, or null.
+nlohmann::ordered_json AnthropicStopSequence(std::string_view stop_sequence);
 
 // {"input_tokens","cache_creation_input_tokens","cache_read_input_tokens",
 //  "output_tokens"}

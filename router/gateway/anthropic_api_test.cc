@@ -96,8 +96,26 @@ TEST(AnthropicApiTest, MessageJson) {
             R"("cache_read_input_tokens":16,"output_tokens":3}})");
 }
 
+TEST(AnthropicApiTest, MessageJsonNamesTheMatchedStopSequence) {
+  GenerationResult result;
+  v1::GenerateTextResponse last;
+  last.set_text("Hi");
+  last.set_finish_reason(v1::FINISH_REASON_STOP);
+  last.set_stop_sequence("\n\nHuman:");
+  last.mutable_usage()->set_prompt_tokens(5);
+  last.mutable_usage()->set_completion_tokens(2);
+  result.Add(last);
+  EXPECT_EQ(ToJsonText(AnthropicMessageJson(ResponseMeta{"msg_2", 0, "tiny"}, result)),
+            R"({"id":"msg_2","type":"message","role":"assistant","model":"tiny",)"
+            R"("content":[{"type":"text","text":"Hi"}],"stop_reason":"stop_sequence",)"
+            R"("stop_sequence":"\n\nHuman:","usage":{"input_tokens":5,)"
+            R"("cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":2}})");
+}
+
 TEST(AnthropicApiTest, StopReasons) {
   EXPECT_EQ(AnthropicStopReason(v1::FINISH_REASON_STOP), "end_turn");
+  EXPECT_EQ(AnthropicStopReason(v1::FINISH_REASON_STOP, "END"), "stop_sequence");
+  EXPECT_EQ(AnthropicStopReason(v1::FINISH_REASON_LENGTH, "END"), "max_tokens");
   EXPECT_EQ(AnthropicStopReason(v1::FINISH_REASON_LENGTH), "max_tokens");
   EXPECT_EQ(AnthropicStopReason(v1::FINISH_REASON_CONTEXT), "max_tokens");
   EXPECT_EQ(AnthropicStopReason(v1::FINISH_REASON_UNSPECIFIED), "end_turn");

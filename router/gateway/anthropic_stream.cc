@@ -54,6 +54,7 @@ std::string AnthropicStreamEncoder::Encode(const v1::GenerateTextResponse& messa
   }
   if (message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
     finish_reason_ = message.finish_reason();
+    stop_sequence_ = message.stop_sequence();
   }
   if (message.has_usage()) usage_ = message.usage();
   return out;
@@ -72,8 +73,8 @@ std::string AnthropicStreamEncoder::Finish(const Status& status) {
 
   ordered_json delta;
   delta["type"] = "message_delta";
-  delta["delta"] = {{"stop_reason", AnthropicStopReason(finish_reason_)},
-                    {"stop_sequence", nullptr}};
+  delta["delta"] = {{"stop_reason", AnthropicStopReason(finish_reason_, stop_sequence_)},
+                    {"stop_sequence", AnthropicStopSequence(stop_sequence_)}};
   delta["usage"] = AnthropicUsageJson(usage_);
   out += Event("message_delta", delta);
   out += Event("message_stop", {{"type", "message_stop"}});

@@ -31,6 +31,7 @@ class AnthropicStreamEncoder : public StreamEncoder {
   ResponseMeta meta_;
   bool started_ = false;
   v1::FinishReason finish_reason_ = v1::FINISH_REASON_UNSPECIFIED;
+  std::string stop_sequence_;
   v1::Usage usage_;
 };
 

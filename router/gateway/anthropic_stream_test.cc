@@ -55,6 +55,19 @@ TEST(AnthropicStreamTest, EventSequence) {
             "\n\n");
 }
 
+TEST(AnthropicStreamTest, MessageDeltaNamesTheMatchedStopSequence) {
+  AnthropicStreamEncoder encoder(ResponseMeta{"msg_1", 0, "tiny"});
+  encoder.Encode(Message("Hel"));
+  v1::GenerateTextResponse last = Message("");
+  last.set_finish_reason(v1::FINISH_REASON_STOP);
+  last.set_stop_sequence("END");
+  encoder.Encode(last);
+  const std::string tail = encoder.Finish(Status::Ok());
+  EXPECT_NE(tail.find(R"("delta":{"stop_reason":"stop_sequence","stop_sequence":"END"})"),
+            std::string::npos)
+      << tail;
+}
+
 TEST(AnthropicStreamTest, ErrorEvent) {
   AnthropicStreamEncoder encoder(ResponseMeta{"msg_1", 0, "tiny"});
   encoder.Encode(Message("Hel"));

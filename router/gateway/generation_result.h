@@ -21,7 +21,8 @@ struct GenerationResult {
   std::string text;
   v1::FinishReason finish_reason = v1::FINISH_REASON_UNSPECIFIED;
   v1::Usage usage;
-  std::string worker;  // the first worker named by a message
+  std::string worker;         // the first worker named by a message
+  std::string stop_sequence;  // the stop string that ended it, if one did
 
   // Folds in one message of the core's stream (text deltas append; the last
   // message's finish reason and usage win).
@@ -29,6 +30,7 @@ struct GenerationResult {
     text += message.text();
     if (message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
       finish_reason = message.finish_reason();
+      stop_sequence = message.stop_sequence();
     }
     if (message.has_usage()) usage = message.usage();
     if (worker.empty()) worker = message.worker();

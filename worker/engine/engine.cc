@@ -324,6 +324,7 @@ void Engine::Finish(Request* r, FinishReason reason, RequestOutput pending, Stat
   }
   out.finished = true;
   out.finish_reason = reason;
+  if (r->stop_matcher.stopped()) out.stop_sequence = r->stop_matcher.matched();
   out.error = std::move(error);
   out.prompt_tokens = r->num_prompt_tokens;
   out.cached_tokens = std::max(0, r->num_cached_tokens);

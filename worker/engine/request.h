@@ -42,6 +42,7 @@ struct RequestOutput {
   double ttft_ms = 0;
   double total_ms = 0;
   uint64_t seed = 0;
+  std::string stop_sequence;  // the stop string that ended it, if one did
 };
 
 // Called on the engine thread for every output; must not block (hand the

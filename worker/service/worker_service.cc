@@ -219,6 +219,7 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
                                    (out.total_ms - out.ttft_ms));
       }
       resp.set_seed(out.seed);
+      resp.set_stop_sequence(out.stop_sequence);
     }
     if (!cancelled && !writer->Write(resp)) {
       engine_.Cancel(id);  // the client is gone
