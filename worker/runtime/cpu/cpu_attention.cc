@@ -23,6 +23,7 @@ void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernel
                          int kv_head, std::span<const int32_t> block_table, int n_ctx,
                          const float* q, int n_q, float scale, AttentionScratch* scratch,
                          float* out) {
+  KVMESH_CHECK(n_q >= 1 && n_q <= kMaxQueryHeadsPerKvHead);
   const KvLayout& layout = pages.layout();
   const int head_dim = layout.head_dim;
   const int bs = layout.block_size;
@@ -38,7 +39,6 @@ void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernel
   }
   scratch->scores.resize(static_cast<size_t>(n_ctx) * n_q);
   float* scores = scratch->scores.data();  // [n_q][n_ctx]
-  KVMESH_CHECK(n_q >= 1 && n_q <= kMaxQueryHeadsPerKvHead);
   float max_score[kMaxQueryHeadsPerKvHead];
   std::fill(max_score, max_score + n_q, -INFINITY);
   for (int j = 0; j < n_ctx; ++j) {
