@@ -1,35 +1,22 @@
 // f32 KV rows, AVX2 + FMA.
-#include "worker/runtime/cpu/kv_rows_simd.h"
+#include "worker/runtime/cpu/kv_rows_float_avx2.h"
 #include "worker/runtime/cpu/kv_rows_x86.h"
 
 namespace kvmesh::kv_rows::avx2 {
+namespace {
 
-float DotF32(int64_t n, const void* k, const void* q) {
-  const float* a = static_cast<const float*>(k);
-  const float* b = static_cast<const float*>(q);
-  __m256 acc0 = _mm256_setzero_ps();
-  __m256 acc1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-  }
-  for (; i + 8 <= n; i += 8) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  }
-  float sum = HorizontalSum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
+struct F32 {
+  using Element = float;
+  static __m256 Load(const float* p) { return _mm256_loadu_ps(p); }
+  static float Scalar(float x) { return x; }
+};
+
+}  // namespace
+
+float DotF32(int64_t n, const void* k, const void* q) { return DotFloatRow<F32>(n, k, q); }
 
 void AccumulateF32(int64_t n, const void* v, float weight, float* out) {
-  const float* x = static_cast<const float*>(v);
-  const __m256 w = _mm256_set1_ps(weight);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(out + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), w, _mm256_loadu_ps(out + i)));
-  }
-  for (; i < n; ++i) out[i] += weight * x[i];
+  AccumulateFloatRow<F32>(n, v, weight, out);
 }
 
 }  // namespace kvmesh::kv_rows::avx2
