@@ -87,35 +87,12 @@ void GemmQ4_K(const PanelGemmArgs& a) {
 }
 
 float VecDotQ4_KQ8_K(int64_t n, const void* w, const void* x) {
-  const uint8_t* wb = static_cast<const uint8_t*>(w);
-  const uint8_t* xb = static_cast<const uint8_t*>(x);
   const __m256i low = _mm256_set1_epi8(0x0F);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / 256; ++b, wb += 144, xb += 292) {
-    int32_t scaled_sum = 0;
-    int32_t min_sum = 0;
-    int16_t bsums[16];
-    std::memcpy(bsums, xb + 260, sizeof bsums);
-    for (int j = 0; j < 8; ++j) {
-      __m256i v = Load256(wb + 16 + 32 * (j / 2));
-      if (j % 2 == 1) v = _mm256_srli_epi16(v, 4);
-      const __m256i levels = _mm256_and_si256(v, low);
-      const int32_t sub =
-          ReduceAdd(PairSums(_mm256_maddubs_epi16(levels, Load256(xb + 4 + 32 * j))));
-      int scale, min;
-      ScaleMinK4(wb + 4, j, &scale, &min);
-      scaled_sum += scale * sub;
-      min_sum += min * (bsums[2 * j] + bsums[2 * j + 1]);
-    }
-    uint16_t dh, dminh;
-    std::memcpy(&dh, wb, 2);
-    std::memcpy(&dminh, wb + 2, 2);
-    const float dx = LoadF32(xb);
-    const float d = HalfToFloat(dh) * dx;
-    const float dmin = HalfToFloat(dminh) * dx;
-    sum += d * static_cast<float>(scaled_sum) - dmin * static_cast<float>(min_sum);
-  }
-  return sum;
+  return VecDotAffineKQ8_K<144>(n, w, x, [&](const uint8_t* wb, int j) {
+    __m256i v = Load256(wb + 16 + 32 * (j / 2));
+    if (j % 2 == 1) v = _mm256_srli_epi16(v, 4);
+    return _mm256_and_si256(v, low);
+  });
 }
 
 }  // namespace kvmesh::kernels::avx2

@@ -118,38 +118,15 @@ void GemmQ5_K(const PanelGemmArgs& a) {
 }
 
 float VecDotQ5_KQ8_K(int64_t n, const void* w, const void* x) {
-  const uint8_t* wb = static_cast<const uint8_t*>(w);  // blocks of 176 bytes
-  const uint8_t* xb = static_cast<const uint8_t*>(x);  // blocks of 292 bytes
   const __m256i low = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / 256; ++b, wb += 176, xb += 292) {
-    int32_t scaled_sum = 0;
-    int32_t min_sum = 0;
-    int16_t bsums[16];
-    std::memcpy(bsums, xb + 260, sizeof bsums);
+  return VecDotAffineKQ8_K<176>(n, w, x, [&](const uint8_t* wb, int j) {
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + 16));
-    for (int j = 0; j < 8; ++j) {
-      __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + 48 + 32 * (j / 2)));
-      if (j % 2 == 1) v = _mm256_srli_epi16(v, 4);
-      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, j), one);
-      const __m256i levels = _mm256_or_si256(_mm256_and_si256(v, low), _mm256_slli_epi16(high, 4));
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 4 + 32 * j));
-      const int32_t sub = ReduceAdd(_mm256_dpbusd_epi32(_mm256_setzero_si256(), levels, xq));
-      int scale, min;
-      ScaleMinK4(wb + 4, j, &scale, &min);
-      scaled_sum += scale * sub;
-      min_sum += min * (bsums[2 * j] + bsums[2 * j + 1]);
-    }
-    uint16_t dh, dminh;
-    std::memcpy(&dh, wb, 2);
-    std::memcpy(&dminh, wb + 2, 2);
-    const float dx = LoadF32(xb);
-    const float d = HalfToFloat(dh) * dx;
-    const float dmin = HalfToFloat(dminh) * dx;
-    sum += d * static_cast<float>(scaled_sum) - dmin * static_cast<float>(min_sum);
-  }
-  return sum;
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + 48 + 32 * (j / 2)));
+    if (j % 2 == 1) v = _mm256_srli_epi16(v, 4);
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, j), one);
+    return _mm256_or_si256(_mm256_and_si256(v, low), _mm256_slli_epi16(high, 4));
+  });
 }
 
 }  // namespace kvmesh::kernels::avx512
