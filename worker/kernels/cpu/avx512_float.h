@@ -17,9 +17,14 @@ namespace kvmesh::kernels::avx512 {
 //   Load(panel_step)           per-step weight operand (any type W)
 //   Accumulate(acc, w, xp)     acc for one token after this step, xp = the
 //                              token's planar values of this step
-template <typename P>
+//
+// A tile is kPanels consecutive panels (16 rows each) x kTokens tokens. Two
+// panels let each token's broadcast activation feed two multiply-adds instead
+// of one, which halves the loads per multiply-add that bound the one-panel
+// tile. Each row's sum is formed in the same order either way.
+template <typename P, int kPanels = 1>
 struct FloatTile {
-  const uint8_t* panel;
+  const uint8_t* panel;  // the first panel; the others follow it
   int64_t steps;
   const uint8_t* x;
   size_t x_stride;
@@ -30,57 +35,33 @@ struct FloatTile {
   void Run(int64_t t0) const {
     const uint8_t* xs[kTokens];
     for (int t = 0; t < kTokens; ++t) xs[t] = x + (t0 + t) * x_stride;
-    __m512 acc[kTokens];
-    for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
-    const uint8_t* p = panel;
-    size_t offset = 0;
-    for (int64_t k = 0; k < steps; ++k, p += P::kStepBytes, offset += P::kXBytes) {
-      if (kTokens == 1 || t0 == 0) PrefetchAhead(p, P::kStepBytes);
-      const auto w = P::Load(p);
-#pragma GCC unroll 16
-      for (int t = 0; t < kTokens; ++t) acc[t] = P::Accumulate(acc[t], w, xs[t] + offset);
+    __m512 acc[kPanels][kTokens];
+    for (int r = 0; r < kPanels; ++r) {
+      for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm512_setzero_ps();
     }
-    for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(y + (t0 + t) * y_stride, acc[t]);
-  }
-};
-
-// Two panels (32 rows) at once: each token's broadcast activation feeds two
-// multiply-adds instead of one, which halves the loads per multiply-add that
-// bound the one-panel tile. Each row's sum is formed in the same order.
-template <typename P>
-struct FloatPairTile {
-  const uint8_t* panel;  // the first panel; the second follows it
-  int64_t steps;
-  const uint8_t* x;
-  size_t x_stride;
-  float* y;
-  int64_t y_stride;
-
-  template <int kTokens>
-  void Run(int64_t t0) const {
-    const uint8_t* xs[kTokens];
-    for (int t = 0; t < kTokens; ++t) xs[t] = x + (t0 + t) * x_stride;
-    __m512 acc0[kTokens], acc1[kTokens];
-    for (int t = 0; t < kTokens; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
-    const size_t second = static_cast<size_t>(steps) * P::kStepBytes;
+    const size_t panel_bytes = static_cast<size_t>(steps) * P::kStepBytes;
     const uint8_t* p = panel;
     size_t offset = 0;
     for (int64_t k = 0; k < steps; ++k, p += P::kStepBytes, offset += P::kXBytes) {
       if (kTokens == 1 || t0 == 0) {
-        PrefetchAhead(p, P::kStepBytes);
-        PrefetchAhead(p + second, P::kStepBytes);
+#pragma GCC unroll 2
+        for (int r = 0; r < kPanels; ++r) PrefetchAhead(p + r * panel_bytes, P::kStepBytes);
       }
-      const auto w0 = P::Load(p);
-      const auto w1 = P::Load(p + second);
-#pragma GCC unroll 8
+      decltype(P::Load(p)) w[kPanels];
+#pragma GCC unroll 2
+      for (int r = 0; r < kPanels; ++r) w[r] = P::Load(p + r * panel_bytes);
+#pragma GCC unroll 16
       for (int t = 0; t < kTokens; ++t) {
-        acc0[t] = P::Accumulate(acc0[t], w0, xs[t] + offset);
-        acc1[t] = P::Accumulate(acc1[t], w1, xs[t] + offset);
+#pragma GCC unroll 2
+        for (int r = 0; r < kPanels; ++r) {
+          acc[r][t] = P::Accumulate(acc[r][t], w[r], xs[t] + offset);
+        }
       }
     }
     for (int t = 0; t < kTokens; ++t) {
-      _mm512_storeu_ps(y + (t0 + t) * y_stride, acc0[t]);
-      _mm512_storeu_ps(y + (t0 + t) * y_stride + kPanelRows, acc1[t]);
+      for (int r = 0; r < kPanels; ++r) {
+        _mm512_storeu_ps(y + (t0 + t) * y_stride + r * kPanelRows, acc[r][t]);
+      }
     }
   }
 };
@@ -93,8 +74,8 @@ inline void FloatGemm(const PanelGemmArgs& a) {
   // Several tokens: pairs of panels (the last odd panel alone).
   if (a.num_tokens >= 4) {
     for (; p + 2 <= a.num_panels; p += 2) {
-      const FloatPairTile<P> tile{a.panels + p * panel_bytes, steps,     a.x, a.x_stride,
-                                  a.y + p * kPanelRows,       a.y_stride};
+      const FloatTile<P, 2> tile{a.panels + p * panel_bytes, steps,     a.x, a.x_stride,
+                                 a.y + p * kPanelRows,       a.y_stride};
       ForEachTokenTile<8>(a.num_tokens, tile);
     }
   }
