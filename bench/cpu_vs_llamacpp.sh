@@ -82,7 +82,9 @@ echo "- load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$PROBE" --mib 2048 --repetitions 7 --threads 1,2 --json > "$TMP/probe.json"
 BW1=$(json_get "$TMP/probe.json" 'd["read_gbps"]["1"]')
 BW2=$(json_get "$TMP/probe.json" 'd["read_gbps"]["2"]')
-echo "- read bandwidth ($(json_get "$TMP/probe.json" 'd["loop"]') probe, 2 GiB, median of 7): $BW1 GB/s on 1 thread, $BW2 GB/s on 2"
+echo "- read bandwidth ($(json_get "$TMP/probe.json" 'd["loop"]') probe, 2 GiB, median of 7): $BW1 GB/s on 1 thread, $BW2 GB/s on 2 at the start;"
+echo "  each round re-measures it (1 GiB, median of 5) just before kvmesh runs, and tg / roofline is"
+echo "  the median over rounds of kvmesh's tg divided by that round's roofline"
 echo "- pp$PP / tg$TG, $REPS repetitions per run, $ROUNDS alternating rounds; cells are medians"
 echo
 echo "| model | threads | kvmesh pp | llama.cpp pp | pp ratio | kvmesh tg | llama.cpp tg | tg ratio | MiB/token | roofline t/s | tg / roofline |"
@@ -91,12 +93,19 @@ for i in "${!NAMES[@]}"; do
   name=${NAMES[$i]}
   file=${FILES[$i]}
   for t in $THREADS; do
-    kpp=(); ktg=(); lpp=(); ltg=(); bpt=0
+    kpp=(); ktg=(); lpp=(); ltg=(); roofs=(); fracs=(); bpt=0
     for round in $(seq "$ROUNDS"); do
+      # The machine's bandwidth drifts (shared host): each round measures its
+      # own roofline right before kvmesh's run.
+      "$PROBE" --mib 1024 --repetitions 5 --threads "$t" --json > "$TMP/p.json"
+      bw=$(json_get "$TMP/p.json" "d['read_gbps']['$t']")
       "$KVMESH" bench -m "$file" -p "$PP" -n "$TG" -t "$t" -r "$REPS" --json > "$TMP/k.json" 2>&1
       kpp+=("$(json_get "$TMP/k.json" 'd["pp_tokens_per_s"]')")
       ktg+=("$(json_get "$TMP/k.json" 'd["tg_tokens_per_s"]')")
       bpt=$(json_get "$TMP/k.json" 'd["bytes_per_token"]')
+      roofs+=("$(python3 -c "print($bw * 1e9 / $bpt)")")
+      echo "$name -t $t round $round: probe $bw GB/s" >> "$TMP/probes.txt"
+      fracs+=("$(python3 -c "print(${ktg[-1]} / ${roofs[-1]})")")
       (cd "$NLC_DIR" && node "$PEER" bench --model "$file" --pp "$PP" --tg "$TG" -r "$REPS" \
         --threads "$t") > "$TMP/l.json" 2>/dev/null
       lpp+=("$(json_get "$TMP/l.json" "d['pp$PP']['median']")")
@@ -104,10 +113,18 @@ for i in "${!NAMES[@]}"; do
     done
     mkpp=$(median "${kpp[@]}"); mktg=$(median "${ktg[@]}")
     mlpp=$(median "${lpp[@]}"); mltg=$(median "${ltg[@]}")
-    bw=$BW1; [ "$t" -gt 1 ] && bw=$BW2
-    roof=$(python3 -c "print(f'{$bw * 1e9 / $bpt:.1f}')")
-    echo "| $name | $t | $mkpp | $mlpp | $(ratio "$mkpp" "$mlpp") | $mktg | $mltg | $(ratio "$mktg" "$mltg") | $(python3 -c "print(f'{$bpt / 1048576:.1f}')") | $roof | $(ratio "$mktg" "$roof") |"
+    roof=$(median "${roofs[@]}")
+    echo "| $name | $t | $mkpp | $mlpp | $(ratio "$mkpp" "$mlpp") | $mktg | $mltg | $(ratio "$mktg" "$mltg") | $(python3 -c "print(f'{$bpt / 1048576:.1f}')") | $roof | $(median "${fracs[@]}") |"
   done
 done
 echo
 echo "- load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$TMP/probes.txt" <<'PY'
+import sys
+by = {}
+for line in open(sys.argv[1]):
+    threads = line.split(" -t ")[1].split()[0]
+    by.setdefault(threads, []).append(float(line.split("probe ")[1].split()[0]))
+for t, v in sorted(by.items()):
+    print(f"- per-round probe, {t} thread(s): {min(v):.2f}-{max(v):.2f} GB/s over {len(v)} rounds")
+PY

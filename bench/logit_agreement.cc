@@ -10,7 +10,11 @@
 // llama.cpp's top-K tokens with llama.cpp's.
 //
 //   kvmesh_logit_agreement -m MODEL --peer-json FILE [-t 2] [--kv-type f16]
+//                          [--dump FILE]
 //
+// --dump writes kvmesh's log-probabilities of llama.cpp's top-K tokens, one
+// JSON array per step, so two kvmesh configurations can be compared with
+// each other as well as with llama.cpp.
 // Prints one JSON line: steps, top1_agree, first_disagreement (-1 if none),
 // max_abs_dlogprob and max_rel_dlogprob (|d| / |llama.cpp's logprob|) over
 // the top-K tokens of every step.
@@ -36,7 +40,7 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_path, peer_path, kv_type = "f16";
+  std::string model_path, peer_path, dump_path, kv_type = "f16";
   int threads = 2;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -50,8 +54,12 @@ int main(int argc, char** argv) {
       threads = std::stoi(v);
     } else if (a == "--kv-type") {
       kv_type = v;
+    } else if (a == "--dump") {
+      dump_path = v;
     } else {
-      return Fail("usage: kvmesh_logit_agreement -m MODEL --peer-json FILE [-t N] [--kv-type T]");
+      return Fail(
+          "usage: kvmesh_logit_agreement -m MODEL --peer-json FILE [-t N] [--kv-type T] [--dump "
+          "FILE]");
     }
   }
   std::ifstream in(peer_path);
@@ -86,6 +94,7 @@ int main(int argc, char** argv) {
 
   int agree = 0, first_disagreement = -1;
   double max_abs = 0, max_rel = 0;
+  nlohmann::json dump = nlohmann::json::array();
   for (size_t s = 0; s < steps.size(); ++s) {
     const float* row = out.Row(static_cast<int64_t>(n_prompt - 1 + s));
     const int n = out.n_vocab;
@@ -99,12 +108,20 @@ int main(int argc, char** argv) {
     double sum = 0;
     for (int i = 0; i < n; ++i) sum += std::exp(row[i] - m);
     const double lse = m + std::log(sum);
+    nlohmann::json ours = nlohmann::json::array();
     for (const nlohmann::json& t : steps[s]["top"]) {
       const double theirs = t["logprob"].get<double>();
       const double d = std::fabs(row[t["token"].get<int>()] - lse - theirs);
+      ours.push_back(row[t["token"].get<int>()] - lse);
       max_abs = std::max(max_abs, d);
       if (theirs != 0) max_rel = std::max(max_rel, d / std::fabs(theirs));
     }
+    dump.push_back(std::move(ours));
+  }
+  if (!dump_path.empty()) {
+    std::ofstream dump_out(dump_path);
+    dump_out << dump.dump() << "\n";
+    if (!dump_out) return Fail(dump_path + ": cannot write");
   }
   nlohmann::json result;
   result["steps"] = steps.size();

@@ -7,6 +7,12 @@
 # Prints a markdown table: top-1 agreement, the first step that disagrees,
 # and the largest |d logprob| (absolute, and relative to llama.cpp's).
 #
+# Next to it, the noise floor of the comparison: llama.cpp against itself
+# with flash attention on (the same weights and tokens; only the order and
+# precision of the attention arithmetic change), as the first step where the
+# two greedy paths part and the largest |d logprob| of the top-10 before it;
+# and kvmesh against itself with an f32 instead of an f16 KV cache.
+#
 #   bench/synthetic_agreement.sh [--types "q8_0 q4_0 q4_k_m f16"] [--steps 64]
 #
 # Environment as bench/cpu_vs_llamacpp.sh (BUILD, MODELS, SHARED, NLC_DIR).
@@ -33,21 +39,40 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$MODELS"
 
-echo "| model | prompt | top-1 agreement | first disagreement | max abs d logprob | max rel d logprob |"
-echo "|---|---|---|---|---|---|"
+echo "| model | prompt | top-1 agreement | first disagreement | max abs d logprob | max rel d logprob |" \
+  "llama.cpp vs llama.cpp --fa: first split, max abs d logprob | kvmesh f16 vs f32 KV: top-1, max abs d logprob |"
+echo "|---|---|---|---|---|---|---|---|"
 for type in $TYPES; do
   f=$MODELS/llama-1b-$type.gguf
   [ -f "$f" ] || "$KVMESH" synth --shape llama-1b --type "$type" -o "$f" >&2
   for prompt in "${PROMPTS[@]}"; do
     (cd "$NLC_DIR" && node "$PEER" topk --model "$f" --prompt "$prompt" --steps "$STEPS" -k 10 \
       --threads 2) > "$TMP/peer.json" 2>/dev/null
-    "$AGREE" -m "$f" --peer-json "$TMP/peer.json" -t 2 > "$TMP/ours.json"
-    python3 - "$TMP/ours.json" "llama-1b $type" "$prompt" <<'PY'
+    (cd "$NLC_DIR" && node "$PEER" topk --model "$f" --prompt "$prompt" --steps "$STEPS" -k 10 \
+      --threads 2 --fa) > "$TMP/peer_fa.json" 2>/dev/null
+    "$AGREE" -m "$f" --peer-json "$TMP/peer.json" -t 2 --dump "$TMP/ours_f16.json" > "$TMP/ours.json"
+    "$AGREE" -m "$f" --peer-json "$TMP/peer.json" -t 2 --kv-type f32 --dump "$TMP/ours_f32.json" \
+      > /dev/null
+    python3 - "$TMP" "llama-1b $type" "$prompt" <<'PY'
 import json, sys
-d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+tmp = sys.argv[1]
+d = json.loads(open(f"{tmp}/ours.json").read().strip().splitlines()[-1])
 first = d["first_disagreement"]
+# llama.cpp against itself: greedy paths compared up to where they part.
+a = json.load(open(f"{tmp}/peer.json"))["steps"]
+b = json.load(open(f"{tmp}/peer_fa.json"))["steps"]
+split = next((i for i, (x, y) in enumerate(zip(a, b)) if x["argmax"] != y["argmax"]), None)
+before = zip(a, b) if split is None else zip(a[:split], b[:split])
+peer_d = max((abs(x["logprob"] - y["logprob"]) for sa, sb in before
+              for x, y in zip(sa["top"], sb["top"]) if x["token"] == y["token"]), default=0.0)
+# kvmesh against itself: the same teacher-forced tokens, f16 and f32 KV.
+f16 = json.load(open(f"{tmp}/ours_f16.json"))
+f32 = json.load(open(f"{tmp}/ours_f32.json"))
+self_d = max(abs(x - y) for r, q in zip(f16, f32) for x, y in zip(r, q))
+self_top = sum(r.index(max(r)) == q.index(max(q)) for r, q in zip(f16, f32))
 print(f"| {sys.argv[2]} | {sys.argv[3]} | {d['top1_agree']}/{d['steps']} | "
-      f"{'none' if first < 0 else first} | {d['max_abs_dlogprob']:.4f} | {d['max_rel_dlogprob']:.4f} |")
+      f"{'none' if first < 0 else first} | {d['max_abs_dlogprob']:.4f} | {d['max_rel_dlogprob']:.4f} | "
+      f"{'none' if split is None else split}, {peer_d:.4f} | {self_top}/{len(f16)}, {self_d:.4f} |")
 PY
   done
 done

@@ -13,6 +13,9 @@ namespace {
 constexpr size_t kAlignment = 64;
 // Below this, plain aligned_alloc; above, mmap so huge pages can back it.
 constexpr size_t kMapThreshold = size_t{4} << 20;
+// A transparent huge page covers an aligned 2 MiB; a mapping that starts
+// elsewhere loses one at each end.
+constexpr size_t kHugePage = size_t{2} << 20;
 
 }  // namespace
 
@@ -55,13 +58,26 @@ void AlignedBuffer::Resize(size_t bytes) {
   Release();
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded >= kMapThreshold) {
-    void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    // Map a huge page more than needed, then give back the unaligned head
+    // and the tail, so the buffer starts on a huge-page boundary.
+    const size_t mapped = (rounded + kHugePage - 1) / kHugePage * kHugePage;
+    void* p = mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
+    const uintptr_t start = reinterpret_cast<uintptr_t>(p);
+    const uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
+    if (aligned > start) munmap(p, aligned - start);
+    const size_t tail = start + mapped + kHugePage - (aligned + mapped);
+    if (tail > 0) munmap(reinterpret_cast<void*>(aligned + mapped), tail);
+    p = reinterpret_cast<void*>(aligned);
 #ifdef MADV_HUGEPAGE
-    madvise(p, rounded, MADV_HUGEPAGE);  // a hint; ignored where THP is off
+    madvise(p, mapped, MADV_HUGEPAGE);  // a hint; ignored where THP is off
 #endif
     data_ = static_cast<uint8_t*>(p);
     mapped_ = true;
+    size_ = bytes;
+    capacity_ = mapped;
+    return;
   } else {
     data_ = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
     if (data_ == nullptr) throw std::bad_alloc();

@@ -1,7 +1,8 @@
 // AlignedBuffer: an owned, 64-byte aligned block of bytes for kernel operands
 // (repacked weights, converted activations). Large buffers come from
-// anonymous mmap with transparent huge pages requested, which cuts the TLB
-// misses of streaming hundreds of megabytes of weights per token. Move-only;
+// anonymous mmap, aligned to 2 MiB, with transparent huge pages requested,
+// which cuts the TLB misses of streaming hundreds of megabytes of weights per
+// token. Move-only;
 // the memory is released in the destructor. Not thread-safe to resize, safe
 // to read concurrently.
 #pragma once

@@ -119,7 +119,19 @@ void RunUnit(const PackedMatrix& w, float* y, const QuantizedRows& x, int64_t p0
 
 }  // namespace
 
+size_t PackedMatrix::PackedBytes(const WeightMatrix& w) {
+  return kernels::PanelBytes(w.type, w.cols) * static_cast<size_t>(kernels::NumPanels(w.rows));
+}
+
 PackedMatrix PackedMatrix::Pack(const WeightMatrix& w, kernels::Isa isa, ThreadPool& pool) {
+  AlignedBuffer panels(PackedBytes(w));
+  PackedMatrix m = PackInto(w, isa, pool, panels.data());
+  m.panels_ = std::move(panels);  // the bytes stay where they are
+  return m;
+}
+
+PackedMatrix PackedMatrix::PackInto(const WeightMatrix& w, kernels::Isa isa, ThreadPool& pool,
+                                    uint8_t* dst) {
   KVMESH_CHECK(kernels::HasPanelLayout(w.type) && w.traits != nullptr);
   PackedMatrix m;
   m.type_ = w.type;
@@ -129,12 +141,10 @@ PackedMatrix PackedMatrix::Pack(const WeightMatrix& w, kernels::Isa isa, ThreadP
   m.panel_bytes_ = kernels::PanelBytes(w.type, w.cols);
   m.gemm_ = kernels::GetPanelGemm(w.type, isa);
   KVMESH_CHECK(m.gemm_ != nullptr);
-  const int64_t panels = m.num_panels();
-  m.panels_.Resize(m.panel_bytes_ * static_cast<size_t>(panels));
-  uint8_t* dst = m.panels_.data();
+  m.data_ = dst;
   const size_t panel_bytes = m.panel_bytes_;
   pool.ParallelFor(
-      panels,
+      m.num_panels(),
       [&](int64_t begin, int64_t end) {
         kernels::PackPanels(w.type, w.data, w.row_bytes, w.rows, w.cols, begin, end,
                             dst + begin * panel_bytes);

@@ -39,13 +39,22 @@ class PackedMatrix {
   // engine computes with) for tier `isa`, splitting the work over `pool`.
   static PackedMatrix Pack(const WeightMatrix& w, kernels::Isa isa, ThreadPool& pool);
 
+  // Bytes the packed copy of `w` takes.
+  static size_t PackedBytes(const WeightMatrix& w);
+
+  // As Pack, into `dst` (PackedBytes(w) bytes, 64-byte aligned), which the
+  // caller owns and keeps alive as long as the result: a model packs all its
+  // matrices into one buffer, in the order a forward pass reads them.
+  static PackedMatrix PackInto(const WeightMatrix& w, kernels::Isa isa, ThreadPool& pool,
+                               uint8_t* dst);
+
   TensorType type() const { return type_; }
   TensorType vec_dot_type() const { return vec_dot_type_; }
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
   int64_t num_panels() const { return kernels::NumPanels(rows_); }
   size_t panel_bytes() const { return panel_bytes_; }
-  const uint8_t* Panel(int64_t p) const { return panels_.data() + p * panel_bytes_; }
+  const uint8_t* Panel(int64_t p) const { return data_ + p * panel_bytes_; }
   kernels::PanelGemmFn gemm() const { return gemm_; }
 
  private:
@@ -55,6 +64,7 @@ class PackedMatrix {
   int64_t cols_ = 0;
   size_t panel_bytes_ = 0;
   kernels::PanelGemmFn gemm_ = nullptr;
+  const uint8_t* data_ = nullptr;  // panels_ or the caller's buffer
   AlignedBuffer panels_;
 };
 

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "worker/kernels/cpu/kernel_parity.h"
@@ -174,6 +176,44 @@ TEST(CpuMatMulSharedTest, MixedTargetsMatchSeparateProducts) {
   EXPECT_EQ(yk, Reference(k.w, x, 5));
   EXPECT_EQ(yv, Reference(v.w, x, 5));
   EXPECT_EQ(yf, Reference(f.w, x, 5));
+}
+
+// A matrix packed into the caller's bytes is the same matrix: same panels,
+// read from where the caller put them, same products.
+TEST(PackedMatrixTest, PackIntoUsesTheCallersBytes) {
+  const Matrix m = MakeMatrix(T::kQ4_K, 40, 512, 10);
+  ThreadPool pool(2);
+  const PackedMatrix own = PackedMatrix::Pack(m.w, kernels::ActiveIsa(), pool);
+  const size_t bytes = PackedMatrix::PackedBytes(m.w);
+  ASSERT_EQ(bytes, own.panel_bytes() * 3);
+  AlignedBuffer storage(bytes + 64);
+  const PackedMatrix into =
+      PackedMatrix::PackInto(m.w, kernels::ActiveIsa(), pool, storage.data() + 64);
+  EXPECT_EQ(into.Panel(0), storage.data() + 64);
+  EXPECT_EQ(0, std::memcmp(into.Panel(0), own.Panel(0), bytes));
+  const std::vector<float> x = MakeInput(3, 512, 11);
+  EXPECT_EQ(Product(into, x, 3, 2), Product(own, x, 3, 2));
+}
+
+// Large buffers start on a huge-page boundary (so transparent huge pages
+// can back all of them), small ones on a cache line; both start zeroed and
+// keep their address when moved.
+TEST(AlignedBufferTest, LargeBuffersStartOnAHugePage) {
+  for (size_t bytes : {size_t{100}, size_t{5} << 20, (size_t{9} << 20) + 1}) {
+    AlignedBuffer b(bytes);
+    ASSERT_EQ(b.size(), bytes);
+    const auto address = reinterpret_cast<uintptr_t>(b.data());
+    EXPECT_EQ(address % 64, 0u) << bytes;
+    if (bytes >= (size_t{4} << 20)) {
+      EXPECT_EQ(address % (size_t{2} << 20), 0u) << bytes;
+    }
+    EXPECT_EQ(b.data()[0], 0);
+    EXPECT_EQ(b.data()[bytes - 1], 0);
+    std::memset(b.data(), 0x5A, bytes);  // all of it is writable
+    const AlignedBuffer moved(std::move(b));
+    EXPECT_EQ(moved.data(), reinterpret_cast<const uint8_t*>(address));
+    EXPECT_EQ(moved.data()[bytes - 1], 0x5A);
+  }
 }
 
 }  // namespace

@@ -1,22 +1,36 @@
 #include "worker/runtime/cpu/packed_weights.h"
 
+#include <utility>
+#include <vector>
+
 namespace kvmesh {
 
 PackedWeights PackedWeights::Pack(const ModelWeights& weights, kernels::Isa isa, ThreadPool& pool) {
+  // Forward-pass order; each matrix starts on a cache line.
+  std::vector<std::pair<const WeightMatrix*, PackedMatrix*>> order;
   PackedWeights packed;
   packed.layers.resize(weights.layers.size());
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     const LayerWeights& l = weights.layers[i];
     PackedLayer& p = packed.layers[i];
-    p.wq = PackedMatrix::Pack(l.wq, isa, pool);
-    p.wk = PackedMatrix::Pack(l.wk, isa, pool);
-    p.wv = PackedMatrix::Pack(l.wv, isa, pool);
-    p.wo = PackedMatrix::Pack(l.wo, isa, pool);
-    p.w_gate = PackedMatrix::Pack(l.w_gate, isa, pool);
-    p.w_up = PackedMatrix::Pack(l.w_up, isa, pool);
-    p.w_down = PackedMatrix::Pack(l.w_down, isa, pool);
+    order.insert(order.end(), {{&l.wq, &p.wq},
+                               {&l.wk, &p.wk},
+                               {&l.wv, &p.wv},
+                               {&l.wo, &p.wo},
+                               {&l.w_gate, &p.w_gate},
+                               {&l.w_up, &p.w_up},
+                               {&l.w_down, &p.w_down}});
   }
-  packed.output = PackedMatrix::Pack(weights.output, isa, pool);
+  order.emplace_back(&weights.output, &packed.output);
+  auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+  size_t total = 0;
+  for (const auto& [w, p] : order) total += aligned(PackedMatrix::PackedBytes(*w));
+  packed.storage.Resize(total);
+  size_t offset = 0;
+  for (const auto& [w, p] : order) {
+    *p = PackedMatrix::PackInto(*w, isa, pool, packed.storage.data() + offset);
+    offset += aligned(PackedMatrix::PackedBytes(*w));
+  }
   return packed;
 }
 

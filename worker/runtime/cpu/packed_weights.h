@@ -3,6 +3,12 @@
 // the repacked copy is as large as the matrices themselves - and immutable
 // afterwards. The token embedding is not repacked (rows are looked up one at
 // a time); a tied output matrix is.
+//
+// All matrices live in one buffer, in the order a forward pass reads them
+// (per layer q, k, v, o, gate, up, down; then the output matrix): one
+// unbroken stream of weights per token, backed by huge pages throughout, so
+// the prefetchers run on from one matrix into the next instead of starting
+// cold at each.
 #pragma once
 
 #include <vector>
@@ -22,6 +28,7 @@ struct PackedLayer {
 struct PackedWeights {
   std::vector<PackedLayer> layers;
   PackedMatrix output;
+  AlignedBuffer storage;  // every matrix's panels
 
   // Repacks every matrix of `weights`, splitting the work over `pool`.
   static PackedWeights Pack(const ModelWeights& weights, kernels::Isa isa, ThreadPool& pool);
