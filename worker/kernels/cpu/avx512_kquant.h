@@ -8,22 +8,26 @@
 
 namespace kvmesh::kernels::avx512 {
 
-// Per-token pointers into planar Q8_K rows.
+// Planar Q8_K rows of a token tile: one pointer per token, every field at a
+// fixed offset from it. (A pointer per token and field - 4 x 8 of them - do
+// not fit in the 16 general registers, and reloading them from the stack
+// took a load per broadcast.)
 template <int kTokens>
 struct Q8KRows {
-  const int8_t* levels[kTokens];
-  const float* d[kTokens];
-  const int16_t* bsum32[kTokens];
-  const int32_t* neg32_sum8[kTokens];
+  const uint8_t* row[kTokens];
+  size_t levels_at, d_at, bsum32_at, neg32_sum8_at;
 
-  Q8KRows(const uint8_t* x, size_t stride, const PlanarLayout& l, int64_t t0) {
-    for (int t = 0; t < kTokens; ++t) {
-      const uint8_t* row = x + (t0 + t) * stride;
-      levels[t] = reinterpret_cast<const int8_t*>(row + l.levels);
-      d[t] = reinterpret_cast<const float*>(row + l.scales);
-      bsum32[t] = reinterpret_cast<const int16_t*>(row + l.aux);
-      neg32_sum8[t] = reinterpret_cast<const int32_t*>(row + l.aux2);
-    }
+  Q8KRows(const uint8_t* x, size_t stride, const PlanarLayout& l, int64_t t0)
+      : levels_at(l.levels), d_at(l.scales), bsum32_at(l.aux), neg32_sum8_at(l.aux2) {
+    for (int t = 0; t < kTokens; ++t) row[t] = x + (t0 + t) * stride;
+  }
+  const int8_t* levels(int t) const { return reinterpret_cast<const int8_t*>(row[t] + levels_at); }
+  const float* d(int t) const { return reinterpret_cast<const float*>(row[t] + d_at); }
+  const int16_t* bsum32(int t) const {
+    return reinterpret_cast<const int16_t*>(row[t] + bsum32_at);
+  }
+  const int32_t* neg32_sum8(int t) const {
+    return reinterpret_cast<const int32_t*>(row[t] + neg32_sum8_at);
   }
 };
 

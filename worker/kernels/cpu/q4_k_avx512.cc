@@ -76,7 +76,7 @@ struct Q4KTile {
           for (int g = 0; g < 4; ++g) {
 #pragma GCC unroll 8
             for (int t = 0; t < kTokens; ++t) {
-              const int8_t* lv = rows.levels[t] + 256 * sb + 32 * j + 16 * h + 4 * g;
+              const int8_t* lv = rows.levels(t) + 256 * sb + 32 * j + 16 * h + 4 * g;
               half[t] = _mm512_dpbusd_epi32(half[t], w[g], Broadcast4(lv));
             }
           }
@@ -90,13 +90,13 @@ struct Q4KTile {
       const __m512 dw = LoadHalves16(pb);
       const __m512 dminw = LoadHalves16(pb + 32);
       for (int t = 0; t < kTokens; ++t) {
-        const int16_t* bs = rows.bsum32[t] + 8 * sb;
+        const int16_t* bs = rows.bsum32(t) + 8 * sb;
         __m512i min_sum = _mm512_setzero_si512();
         for (int m = 0; m < 4; ++m) {
           min_sum =
               _mm512_dpwssd_epi32(min_sum, sm.mins[m], _mm512_set1_epi32(LoadI32(bs + 2 * m)));
         }
-        const __m512 dx = _mm512_set1_ps(rows.d[t][sb]);
+        const __m512 dx = _mm512_set1_ps(rows.d(t)[sb]);
         const __m512 d = _mm512_mul_ps(dw, dx);
         const __m512 dmin = _mm512_mul_ps(dminw, dx);
         __m512i scaled_sum = scaled[0][t];

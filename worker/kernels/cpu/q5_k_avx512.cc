@@ -68,7 +68,7 @@ struct Q5KTile {
         for (int g = 0; g < 8; ++g) {
 #pragma GCC unroll 8
           for (int t = 0; t < kTokens; ++t) {
-            const int8_t* lv = rows.levels[t] + 256 * sb + 32 * j;
+            const int8_t* lv = rows.levels(t) + 256 * sb + 32 * j;
             sub[t] = _mm512_dpbusd_epi32(sub[t], w[g], Broadcast4(lv + 4 * g));
           }
         }
@@ -80,13 +80,13 @@ struct Q5KTile {
       const __m512 dw = LoadHalves16(pb);
       const __m512 dminw = LoadHalves16(pb + 32);
       for (int t = 0; t < kTokens; ++t) {
-        const int16_t* bs = rows.bsum32[t] + 8 * sb;
+        const int16_t* bs = rows.bsum32(t) + 8 * sb;
         __m512i min_sum = _mm512_setzero_si512();
         for (int m = 0; m < 4; ++m) {
           min_sum =
               _mm512_dpwssd_epi32(min_sum, sm.mins[m], _mm512_set1_epi32(LoadI32(bs + 2 * m)));
         }
-        const __m512 dx = _mm512_set1_ps(rows.d[t][sb]);
+        const __m512 dx = _mm512_set1_ps(rows.d(t)[sb]);
         const __m512 d = _mm512_mul_ps(dw, dx);
         const __m512 dmin = _mm512_mul_ps(dminw, dx);
         const __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled[t])),

@@ -47,64 +47,91 @@ struct Q6KTile {
   float* y;
   int64_t y_stride;
 
+  template <int kTokens, int kParts, int kQ>
+  [[gnu::noinline]] static void Quarter(const uint8_t* pb, const Q8KRows<kTokens>& rows, int64_t sb,
+                                        bool prefetch, __m512i (&scaled_io)[kParts][kTokens]) {
+    const __m512i low16 = _mm512_set1_epi32(0xFFFF);
+    __m512i scaled[kParts][kTokens];
+    for (int e = 0; e < kParts; ++e) {
+      for (int t = 0; t < kTokens; ++t) scaled[e][t] = scaled_io[e][t];
+    }
+#pragma GCC unroll 4
+    for (int j = 4 * kQ; j < 4 * kQ + 4; ++j) {
+      // Spread over the sub-blocks: a burst of prefetches would stall.
+      if (prefetch) PrefetchAhead(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
+      // Signed scale of each row for sub-block j, in the low int16 of its lane.
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kScales + 16 * j));
+      const __m512i scale = _mm512_and_si512(_mm512_cvtepi8_epi32(s), low16);
+      __m512i w[4];
+      for (int g = 0; g < 4; ++g) w[g] = Q6Group(pb, 4 * j + g);
+#pragma GCC unroll 2
+      for (int e = 0; e < 2; ++e) {  // two 8-element parts per sub-block
+        __m512i part[kTokens];
+#pragma GCC unroll 8
+        for (int t = 0; t < kTokens; ++t) {
+          part[t] = _mm512_set1_epi32(rows.neg32_sum8(t)[32 * sb + 2 * j + e]);
+        }
+#pragma GCC unroll 2
+        for (int g = 0; g < 2; ++g) {
+#pragma GCC unroll 8
+          for (int t = 0; t < kTokens; ++t) {
+            const int8_t* lv = rows.levels(t) + 256 * sb + 16 * j + 8 * e + 4 * g;
+            part[t] = _mm512_dpbusd_epi32(part[t], w[2 * e + g], Broadcast4(lv));
+          }
+        }
+#pragma GCC unroll 8
+        for (int t = 0; t < kTokens; ++t) {
+          __m512i& sum = scaled[kParts == 2 ? e : 0][t];
+          sum = _mm512_dpwssd_epi32(sum, part[t], scale);
+        }
+      }
+    }
+    for (int e = 0; e < kParts; ++e) {
+      for (int t = 0; t < kTokens; ++t) scaled_io[e][t] = scaled[e][t];
+    }
+  }
+
   template <int kTokens>
   void Run(int64_t t0) const {
     const Q8KRows<kTokens> rows(x, x_stride, layout, t0);
-    const __m512i low16 = _mm512_set1_epi32(0xFFFF);
     // Scaled sums per token: two (one per 8-element part) for short tiles,
     // so each chain of vpdpwssd is short enough to hide its latency; one for
     // wide tiles, whose tokens are enough independent chains and which would
     // otherwise run out of registers. Integer sums: the split changes no bit.
     constexpr int kParts = kTokens >= 4 ? 1 : 2;
-    __m512 acc[kTokens];
-    for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+    // The float sums live in y between super-blocks, not in registers: a
+    // wide tile's partial and scaled sums, weights and constants fill the 32
+    // vector registers, and the spills cost more than one load and store per
+    // token and super-block. Same additions in the same order.
+    float* out[kTokens];
+    for (int t = 0; t < kTokens; ++t) {
+      out[t] = y + (t0 + t) * y_stride;
+      _mm512_storeu_ps(out[t], _mm512_setzero_ps());
+    }
     for (int64_t sb = 0; sb < super_blocks; ++sb) {
       const uint8_t* pb = panel + sb * kBlockBytes;
       __m512i scaled[kParts][kTokens];
       for (int e = 0; e < kParts; ++e) {
         for (int t = 0; t < kTokens; ++t) scaled[e][t] = _mm512_setzero_si512();
       }
-      // Fully unrolled, so every shift in Q6Group is a constant.
-#pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) {
-        // Spread over the sub-blocks: a burst of prefetches would stall.
-        if (kTokens == 1 || t0 == 0) PrefetchAhead(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
-        // Signed scale of each row for sub-block j, in the low int16 of its lane.
-        const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kScales + 16 * j));
-        const __m512i scale = _mm512_and_si512(_mm512_cvtepi8_epi32(s), low16);
-        __m512i w[4];
-        for (int g = 0; g < 4; ++g) w[g] = Q6Group(pb, 4 * j + g);
-#pragma GCC unroll 2
-        for (int e = 0; e < 2; ++e) {  // two 8-element parts per sub-block
-          __m512i part[kTokens];
-#pragma GCC unroll 8
-          for (int t = 0; t < kTokens; ++t) {
-            part[t] = _mm512_set1_epi32(rows.neg32_sum8[t][32 * sb + 2 * j + e]);
-          }
-#pragma GCC unroll 2
-          for (int g = 0; g < 2; ++g) {
-#pragma GCC unroll 8
-            for (int t = 0; t < kTokens; ++t) {
-              const int8_t* lv = rows.levels[t] + 256 * sb + 16 * j + 8 * e + 4 * g;
-              part[t] = _mm512_dpbusd_epi32(part[t], w[2 * e + g], Broadcast4(lv));
-            }
-          }
-#pragma GCC unroll 8
-          for (int t = 0; t < kTokens; ++t) {
-            __m512i& sum = scaled[kParts == 2 ? e : 0][t];
-            sum = _mm512_dpwssd_epi32(sum, part[t], scale);
-          }
-        }
-      }
+      // One call per quarter of the super-block (four sub-blocks): every
+      // shift in Q6Group is a constant, and the compiler schedules four
+      // sub-blocks at a time instead of interleaving all sixteen (which
+      // spilled the scaled sums on every vpdpwssd).
+      const bool prefetch = kTokens == 1 || t0 == 0;
+      Quarter<kTokens, kParts, 0>(pb, rows, sb, prefetch, scaled);
+      Quarter<kTokens, kParts, 1>(pb, rows, sb, prefetch, scaled);
+      Quarter<kTokens, kParts, 2>(pb, rows, sb, prefetch, scaled);
+      Quarter<kTokens, kParts, 3>(pb, rows, sb, prefetch, scaled);
       const __m512 dw = LoadHalves16(pb);
       for (int t = 0; t < kTokens; ++t) {
-        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(rows.d[t][sb]));
+        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(rows.d(t)[sb]));
         __m512i scaled_sum = scaled[0][t];
         if constexpr (kParts == 2) scaled_sum = _mm512_add_epi32(scaled_sum, scaled[1][t]);
-        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled_sum)));
+        const __m512 term = _mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled_sum));
+        _mm512_storeu_ps(out[t], _mm512_add_ps(_mm512_loadu_ps(out[t]), term));
       }
     }
-    for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(y + (t0 + t) * y_stride, acc[t]);
   }
 };
 
