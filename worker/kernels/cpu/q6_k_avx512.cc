@@ -58,7 +58,19 @@ struct Q6KTile {
 #pragma GCC unroll 4
     for (int j = 4 * kQ; j < 4 * kQ + 4; ++j) {
       // Spread over the sub-blocks: a burst of prefetches would stall.
-      if (prefetch) PrefetchAhead(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
+      if (prefetch) {
+        PrefetchAhead(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
+        // The next super-block's first quarter reads all its top-bit vectors
+        // and the first half of its nibbles, out of the order PrefetchAhead
+        // walks; the last two quarters read nothing new, so they bring those
+        // bytes into L1 ahead of time.
+        if constexpr (kQ >= 2) {
+          const uint8_t* next = pb + kBlockBytes + (kQ == 2 ? kHigh : kLow) + 256 * (j % 4);
+          for (int line = 0; line < 4; ++line) {
+            _mm_prefetch(reinterpret_cast<const char*>(next + 64 * line), _MM_HINT_T0);
+          }
+        }
+      }
       // Signed scale of each row for sub-block j, in the low int16 of its lane.
       const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kScales + 16 * j));
       const __m512i scale = _mm512_and_si512(_mm512_cvtepi8_epi32(s), low16);
