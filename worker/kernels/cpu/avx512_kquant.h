@@ -47,37 +47,40 @@ inline __m512i LaneBytePicker(int k, int second) {
   return _mm512_load_si512(control);
 }
 
-// Q4_K / Q5_K: the 6-bit scales and mins of 16 rows from the three scale
-// words of a panel-block. scales[j] holds scale j in each lane (int32, for
-// vpdpwssd / vpmulld); mins[m] holds (min 2m, min 2m+1) as int16 pairs.
-struct AffineKScales {
-  __m512i scales[8];
-  __m512i mins[4];
+// Q4_K / Q5_K: the 6-bit scales and mins of 16 rows, from the three scale
+// words of a panel-block. Byte 4r + k of `lo` / `hi` is row r's scale k /
+// k + 4; a kernel picks sub-block j's scales when it reaches it
+// (AffineKScale), so only these two registers stay live across the
+// sub-blocks, and decodes the mins after them (DecodeAffineKMins).
+struct AffineKScaleBytes {
+  __m512i lo, hi;
 };
 
-inline void DecodeAffineKScales(const uint8_t* words, const __m512i pick[4],
-                                const __m512i pick_pairs[2], AffineKScales* out) {
+inline AffineKScaleBytes LoadAffineKScaleBytes(const uint8_t* words) {
   const __m512i w0 = _mm512_loadu_si512(words);
+  const __m512i w2 = _mm512_loadu_si512(words + 128);
+  return {_mm512_and_si512(w0, _mm512_set1_epi8(0x3F)),
+          _mm512_or_si512(_mm512_and_si512(w2, _mm512_set1_epi8(0x0F)),
+                          _mm512_and_si512(_mm512_srli_epi32(w0, 2), _mm512_set1_epi8(0x30)))};
+}
+
+// Scale j of each row, in its lane (int32, for vpdpwssd / vpmulld).
+inline __m512i AffineKScale(const AffineKScaleBytes& b, const __m512i pick[4], int j) {
+  return _mm512_shuffle_epi8(j < 4 ? b.lo : b.hi, pick[j % 4]);
+}
+
+// mins[m] holds (min 2m, min 2m+1) of each row as an int16 pair.
+inline void DecodeAffineKMins(const uint8_t* words, const __m512i pick_pairs[2], __m512i mins[4]) {
   const __m512i w1 = _mm512_loadu_si512(words + 64);
   const __m512i w2 = _mm512_loadu_si512(words + 128);
-  const __m512i m6 = _mm512_set1_epi8(0x3F);
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i top = _mm512_set1_epi8(0x30);
-  // Bytes of sc_lo = scales 0..3, sc_hi = scales 4..7; likewise the mins.
-  const __m512i sc_lo = _mm512_and_si512(w0, m6);
-  const __m512i mn_lo = _mm512_and_si512(w1, m6);
-  const __m512i sc_hi =
-      _mm512_or_si512(_mm512_and_si512(w2, m4), _mm512_and_si512(_mm512_srli_epi32(w0, 2), top));
-  const __m512i mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), m4),
-                                        _mm512_and_si512(_mm512_srli_epi32(w1, 2), top));
-  for (int k = 0; k < 4; ++k) {
-    out->scales[k] = _mm512_shuffle_epi8(sc_lo, pick[k]);
-    out->scales[k + 4] = _mm512_shuffle_epi8(sc_hi, pick[k]);
-  }
-  out->mins[0] = _mm512_shuffle_epi8(mn_lo, pick_pairs[0]);
-  out->mins[1] = _mm512_shuffle_epi8(mn_lo, pick_pairs[1]);
-  out->mins[2] = _mm512_shuffle_epi8(mn_hi, pick_pairs[0]);
-  out->mins[3] = _mm512_shuffle_epi8(mn_hi, pick_pairs[1]);
+  const __m512i mn_lo = _mm512_and_si512(w1, _mm512_set1_epi8(0x3F));
+  const __m512i mn_hi =
+      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), _mm512_set1_epi8(0x0F)),
+                      _mm512_and_si512(_mm512_srli_epi32(w1, 2), _mm512_set1_epi8(0x30)));
+  mins[0] = _mm512_shuffle_epi8(mn_lo, pick_pairs[0]);
+  mins[1] = _mm512_shuffle_epi8(mn_lo, pick_pairs[1]);
+  mins[2] = _mm512_shuffle_epi8(mn_hi, pick_pairs[0]);
+  mins[3] = _mm512_shuffle_epi8(mn_hi, pick_pairs[1]);
 }
 
 // Scalar decode of one row's (scale, min) pair j from its 12 bytes.

@@ -43,8 +43,7 @@ struct Q4KTile {
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < super_blocks; ++sb) {
       const uint8_t* pb = panel + sb * kBlockBytes;
-      AffineKScales sm;
-      DecodeAffineKScales(pb + kScaleWords, pickers->scale, pickers->pairs, &sm);
+      const AffineKScaleBytes scale_bytes = LoadAffineKScaleBytes(pb + kScaleWords);
       // Two scaled sums per token, one per half sub-block: each is a chain of
       // 8 vpdpwssd per super-block instead of 16, short enough to hide.
       // Wide tiles keep one: their tokens are enough independent chains, and
@@ -59,6 +58,7 @@ struct Q4KTile {
         // Spread over the sub-blocks: a burst of prefetches would stall.
         if (kTokens == 1 || t0 == 0) PrefetchAhead(pb + j * (kBlockBytes / 8), kBlockBytes / 8);
         // Sub-block j: nibble vectors 8 * (j / 2) + g, low nibbles for even j.
+        const __m512i scale_j = AffineKScale(scale_bytes, pickers->scale, j);
         const uint8_t* nibbles = pb + kNibbles + 64 * 8 * (j / 2);
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {  // the two halves of 16 elements
@@ -83,18 +83,19 @@ struct Q4KTile {
 #pragma GCC unroll 8
           for (int t = 0; t < kTokens; ++t) {
             __m512i& sum = scaled[kParts == 2 ? h : 0][t];
-            sum = _mm512_dpwssd_epi32(sum, half[t], sm.scales[j]);
+            sum = _mm512_dpwssd_epi32(sum, half[t], scale_j);
           }
         }
       }
+      __m512i mins[4];
+      DecodeAffineKMins(pb + kScaleWords, pickers->pairs, mins);
       const __m512 dw = LoadHalves16(pb);
       const __m512 dminw = LoadHalves16(pb + 32);
       for (int t = 0; t < kTokens; ++t) {
         const int16_t* bs = rows.bsum32(t) + 8 * sb;
         __m512i min_sum = _mm512_setzero_si512();
         for (int m = 0; m < 4; ++m) {
-          min_sum =
-              _mm512_dpwssd_epi32(min_sum, sm.mins[m], _mm512_set1_epi32(LoadI32(bs + 2 * m)));
+          min_sum = _mm512_dpwssd_epi32(min_sum, mins[m], _mm512_set1_epi32(LoadI32(bs + 2 * m)));
         }
         const __m512 dx = _mm512_set1_ps(rows.d(t)[sb]);
         const __m512 d = _mm512_mul_ps(dw, dx);

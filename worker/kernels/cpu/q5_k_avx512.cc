@@ -43,14 +43,14 @@ struct Q5KTile {
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < super_blocks; ++sb) {
       const uint8_t* pb = panel + sb * kBlockBytes;
-      AffineKScales sm;
-      DecodeAffineKScales(pb + kScaleWords, pickers->scale, pickers->pairs, &sm);
+      const AffineKScaleBytes scale_bytes = LoadAffineKScaleBytes(pb + kScaleWords);
       __m512i scaled[kTokens];
       for (int t = 0; t < kTokens; ++t) scaled[t] = _mm512_setzero_si512();
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
         // Spread over the sub-blocks: a burst of prefetches would stall.
         if (kTokens == 1 || t0 == 0) PrefetchAhead(pb + j * (kBlockBytes / 8), kBlockBytes / 8);
+        const __m512i scale_j = AffineKScale(scale_bytes, pickers->scale, j);
         const uint8_t* nibbles = pb + kNibbles + 64 * 8 * (j / 2);
         __m512i w[8];
         for (int g = 0; g < 8; ++g) {
@@ -74,17 +74,18 @@ struct Q5KTile {
         }
 #pragma GCC unroll 8
         for (int t = 0; t < kTokens; ++t) {
-          scaled[t] = _mm512_add_epi32(scaled[t], _mm512_mullo_epi32(sub[t], sm.scales[j]));
+          scaled[t] = _mm512_add_epi32(scaled[t], _mm512_mullo_epi32(sub[t], scale_j));
         }
       }
+      __m512i mins[4];
+      DecodeAffineKMins(pb + kScaleWords, pickers->pairs, mins);
       const __m512 dw = LoadHalves16(pb);
       const __m512 dminw = LoadHalves16(pb + 32);
       for (int t = 0; t < kTokens; ++t) {
         const int16_t* bs = rows.bsum32(t) + 8 * sb;
         __m512i min_sum = _mm512_setzero_si512();
         for (int m = 0; m < 4; ++m) {
-          min_sum =
-              _mm512_dpwssd_epi32(min_sum, sm.mins[m], _mm512_set1_epi32(LoadI32(bs + 2 * m)));
+          min_sum = _mm512_dpwssd_epi32(min_sum, mins[m], _mm512_set1_epi32(LoadI32(bs + 2 * m)));
         }
         const __m512 dx = _mm512_set1_ps(rows.d(t)[sb]);
         const __m512 d = _mm512_mul_ps(dw, dx);
