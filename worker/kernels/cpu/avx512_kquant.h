@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "worker/kernels/cpu/avx512_util.h"
+#include "worker/kernels/cpu/k_quant_common.h"
 
 namespace kvmesh::kernels::avx512 {
 
@@ -83,49 +84,14 @@ inline void DecodeAffineKMins(const uint8_t* words, const __m512i pick_pairs[2],
   mins[3] = _mm512_shuffle_epi8(mn_hi, pick_pairs[1]);
 }
 
-// Scalar decode of one row's (scale, min) pair j from its 12 bytes.
-inline void ScaleMinK4(const uint8_t* s, int j, int* scale, int* min) {
-  if (j < 4) {
-    *scale = s[j] & 63;
-    *min = s[j + 4] & 63;
-  } else {
-    *scale = (s[j + 4] & 0x0F) | (s[j - 4] >> 6) << 4;
-    *min = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-  }
-}
-
-// The single-row dot product with Q8_K of the two types that share the
-// "affine" super-block header (Q4_K, Q5_K: f16 d and dmin, then 12 bytes of
-// 6-bit scales and mins) and differ only in how the 32 unsigned levels of
-// sub-block j are read: `levels(wb, j)`, wb the super-block's first byte.
-// Integer sums per sub-block, then the reference's float steps.
+// The Q4_K / Q5_K single-row dot product with Q8_K on this tier (see
+// AffineKDotQ8_K): `levels(wb, j)` reads sub-block j's 32 unsigned levels.
 template <size_t kBlockBytes, typename Levels>
 float VecDotAffineKQ8_K(int64_t n, const void* w, const void* x, Levels levels) {
-  const uint8_t* wb = static_cast<const uint8_t*>(w);
-  const uint8_t* xb = static_cast<const uint8_t*>(x);  // Q8_K blocks of 292 bytes
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / 256; ++b, wb += kBlockBytes, xb += 292) {
-    int32_t scaled_sum = 0;
-    int32_t min_sum = 0;
-    int16_t bsums[16];
-    std::memcpy(bsums, xb + 260, sizeof bsums);
-    for (int j = 0; j < 8; ++j) {
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 4 + 32 * j));
-      const int32_t sub = ReduceAdd(_mm256_dpbusd_epi32(_mm256_setzero_si256(), levels(wb, j), xq));
-      int scale, min;
-      ScaleMinK4(wb + 4, j, &scale, &min);
-      scaled_sum += scale * sub;
-      min_sum += min * (bsums[2 * j] + bsums[2 * j + 1]);
-    }
-    uint16_t dh, dminh;
-    std::memcpy(&dh, wb, 2);
-    std::memcpy(&dminh, wb + 2, 2);
-    const float dx = LoadF32(xb);
-    const float d = HalfToFloat(dh) * dx;
-    const float dmin = HalfToFloat(dminh) * dx;
-    sum += d * static_cast<float>(scaled_sum) - dmin * static_cast<float>(min_sum);
-  }
-  return sum;
+  return AffineKDotQ8_K<kBlockBytes>(n, w, x, [&](const uint8_t* wb, const uint8_t* xq, int j) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq));
+    return ReduceAdd(_mm256_dpbusd_epi32(_mm256_setzero_si256(), levels(wb, j), q));
+  });
 }
 
 }  // namespace kvmesh::kernels::avx512

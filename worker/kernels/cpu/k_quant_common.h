@@ -11,8 +11,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "common/check.h"
+#include "common/half.h"
 #include "worker/kernels/cpu/block_types.h"
 
 namespace kvmesh::kernels {
@@ -54,6 +56,40 @@ inline void SetScaleMinK4(uint8_t packed[kPackedScaleBytes], int j, ScaleMin val
     packed[j - 4] = static_cast<uint8_t>((packed[j - 4] & 0x3F) | (value.scale >> 4) << 6);
     packed[j] = static_cast<uint8_t>((packed[j] & 0x3F) | (value.min >> 4) << 6);
   }
+}
+
+// The single-row dot product with Q8_K of the two types that share the
+// "affine" super-block header (Q4_K, Q5_K: f16 d and dmin, then 12 bytes of
+// 6-bit scales and mins), for the SIMD tiers: `sub_sum(wb, xq, j)` returns
+// the exact integer sum of sub-block j's 32 levels (wb: the super-block's
+// first byte) times the 32 activation levels at xq - the tier's SIMD step;
+// the rest follows the reference's order, so every tier equals it bit for
+// bit.
+template <size_t kBlockBytes, typename SubSum>
+float AffineKDotQ8_K(int64_t n, const void* w, const void* x, SubSum sub_sum) {
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
+  const uint8_t* xb = static_cast<const uint8_t*>(x);  // Q8_K blocks of 292 bytes
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / 256; ++b, wb += kBlockBytes, xb += 292) {
+    int32_t scaled_sum = 0;
+    int32_t min_sum = 0;
+    int16_t bsums[16];
+    std::memcpy(bsums, xb + 260, sizeof bsums);
+    for (int j = 0; j < 8; ++j) {
+      const ScaleMin pair = GetScaleMinK4(wb + 4, j);
+      scaled_sum += pair.scale * sub_sum(wb, xb + 4 + 32 * j, j);
+      min_sum += pair.min * (bsums[2 * j] + bsums[2 * j + 1]);
+    }
+    uint16_t dh, dminh;
+    float dx;
+    std::memcpy(&dh, wb, 2);
+    std::memcpy(&dminh, wb + 2, 2);
+    std::memcpy(&dx, xb, 4);
+    const float d = HalfToFloat(dh) * dx;
+    const float dmin = HalfToFloat(dminh) * dx;
+    sum += d * static_cast<float>(scaled_sum) - dmin * static_cast<float>(min_sum);
+  }
+  return sum;
 }
 
 // --- scale searches -----------------------------------------------------
