@@ -8,6 +8,11 @@
 #include <cpuid.h>
 #define KVMESH_X86 1
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#define KVMESH_LINUX_X86_64 1
+#endif
 
 namespace kvmesh::kernels {
 namespace {
@@ -15,6 +20,7 @@ namespace {
 struct Detected {
   Isa isa = Isa::kScalar;
   bool avx512_bf16 = false;
+  bool amx = false;
 };
 
 #ifdef KVMESH_X86
@@ -25,6 +31,36 @@ bool HasF16c() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
   return (ecx & (1u << 29)) != 0;
+}
+
+// AMX: CPUID leaf 7 EDX bits 24 (AMX-TILE) and 25 (AMX-INT8); XCR0 bits 17
+// and 18 (tile config and data state) enabled by the OS; and, on Linux, the
+// process must ask for the tile data state before its first use, or the
+// first tile instruction faults.
+bool HasAmxTileInt8() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  if ((edx & (3u << 24)) != (3u << 24)) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & (3u << 17)) != (3u << 17)) return false;
+#ifdef KVMESH_LINUX_X86_64
+  constexpr int kArchReqXcompPerm = 0x1023;
+  constexpr int kXfeatureXtileData = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) == 0;
+#else
+  return false;
+#endif
+}
+
+bool AmxTurnedOff() {
+  const char* env = std::getenv("KVMESH_CPU_AMX");
+  if (env == nullptr || *env == '\0' || std::string(env) == "on") return false;
+  if (std::string(env) != "off") {
+    std::fprintf(stderr, "kvmesh: ignoring KVMESH_CPU_AMX=%s (expected on or off)\n", env);
+    return false;
+  }
+  return true;
 }
 #endif
 
@@ -41,6 +77,7 @@ Detected Detect() {
   if (!avx512) return d;
   d.isa = Isa::kAvx512;
   d.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
+  d.amx = __builtin_cpu_supports("avx512vbmi") && !AmxTurnedOff() && HasAmxTileInt8();
 #endif
   return d;
 }
@@ -75,6 +112,8 @@ Isa ActiveIsa() {
 bool IsaSupported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(HostIsa()); }
 
 bool HasAvx512Bf16() { return Host().avx512_bf16; }
+
+bool HasAmx() { return Host().amx; }
 
 std::string_view IsaName(Isa isa) {
   switch (isa) {

@@ -17,13 +17,13 @@ TEST(CpuFeaturesTest, NamesRoundTrip) {
 }
 
 TEST(CpuFeaturesTest, ActiveTierIsSupportedAndScalarAlwaysIs) {
-  std::printf("[ cpu ] host tier %s, active tier %s, avx512_bf16 %d\n",
+  std::printf("[ cpu ] host tier %s, active tier %s, avx512_bf16 %d, amx %d\n",
               std::string(IsaName(HostIsa())).c_str(), std::string(IsaName(ActiveIsa())).c_str(),
-              HasAvx512Bf16());
+              HasAvx512Bf16(), HasAmx());
   EXPECT_TRUE(IsaSupported(Isa::kScalar));
   EXPECT_TRUE(IsaSupported(HostIsa()));
   EXPECT_LE(static_cast<int>(ActiveIsa()), static_cast<int>(HostIsa()));
-  if (HasAvx512Bf16()) {
+  if (HasAvx512Bf16() || HasAmx()) {
     EXPECT_EQ(HostIsa(), Isa::kAvx512);
   }
 }

@@ -80,6 +80,7 @@ PanelGemmFn GetPanelGemm(TensorType type, Isa isa) {
     case Isa::kAvx512:
 #ifdef KVMESH_X86_SIMD
       if (type == T::kBF16 && HasAvx512Bf16()) return avx512::GemmBf16Native;
+      if (type == T::kQ4_K && HasAmx()) return amx::GemmQ4_K;
 #endif
       return kAvx512.For(type);
   }

@@ -244,6 +244,22 @@ TEST(PanelGemmBf16Test, NativeInstructionMatchesTheEmulatedOrder) {
     ASSERT_EQ(std::memcmp(&native[i], &avx2[i], 4), 0) << i;
   }
 }
+
+// The AMX kernels take the tokens in tiles of 16 and hand the rest to the
+// AVX-512 kernel; every token count must give the scalar kernel's bits.
+TEST(PanelGemmAmxTest, MatchesTheScalarKernelForEveryTokenCount) {
+  if (!HasAmx()) GTEST_SKIP() << "this CPU or OS gives no AMX tile unit";
+  for (int64_t num_tokens : {int64_t{16}, int64_t{17}, int64_t{35}, int64_t{48}}) {
+    const Problem p(T::kQ4_K, 40, 768, num_tokens, 90 + num_tokens);
+    const std::vector<float> want = p.RunAll(GetPanelGemm(T::kQ4_K, Isa::kScalar));
+    const std::vector<float> got = p.RunAll(amx::GemmQ4_K);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
+          << num_tokens << " tokens, output " << i << ": " << got[i] << " vs " << want[i];
+    }
+  }
+}
 #endif
 
 INSTANTIATE_TEST_SUITE_P(EveryTier, PanelGemmTest, testing::ValuesIn(AllCases()), CaseName);
