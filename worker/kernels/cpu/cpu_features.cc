@@ -77,7 +77,7 @@ Detected Detect() {
   if (!avx512) return d;
   d.isa = Isa::kAvx512;
   d.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
-  d.amx = __builtin_cpu_supports("avx512vbmi") && !AmxTurnedOff() && HasAmxTileInt8();
+  d.amx = !AmxTurnedOff() && HasAmxTileInt8();
 #endif
   return d;
 }

@@ -81,6 +81,7 @@ PanelGemmFn GetPanelGemm(TensorType type, Isa isa) {
 #ifdef KVMESH_X86_SIMD
       if (type == T::kBF16 && HasAvx512Bf16()) return avx512::GemmBf16Native;
       if (type == T::kQ4_K && HasAmx()) return amx::GemmQ4_K;
+      if (type == T::kQ5_K && HasAmx()) return amx::GemmQ5_K;
 #endif
       return kAvx512.For(type);
   }

@@ -249,14 +249,21 @@ TEST(PanelGemmBf16Test, NativeInstructionMatchesTheEmulatedOrder) {
 // AVX-512 kernel; every token count must give the scalar kernel's bits.
 TEST(PanelGemmAmxTest, MatchesTheScalarKernelForEveryTokenCount) {
   if (!HasAmx()) GTEST_SKIP() << "this CPU or OS gives no AMX tile unit";
-  for (int64_t num_tokens : {int64_t{16}, int64_t{17}, int64_t{35}, int64_t{48}}) {
-    const Problem p(T::kQ4_K, 40, 768, num_tokens, 90 + num_tokens);
-    const std::vector<float> want = p.RunAll(GetPanelGemm(T::kQ4_K, Isa::kScalar));
-    const std::vector<float> got = p.RunAll(amx::GemmQ4_K);
-    ASSERT_EQ(want.size(), got.size());
-    for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
-          << num_tokens << " tokens, output " << i << ": " << got[i] << " vs " << want[i];
+  const struct {
+    T type;
+    PanelGemmFn gemm;
+  } kernels[] = {{T::kQ4_K, amx::GemmQ4_K}, {T::kQ5_K, amx::GemmQ5_K}};
+  for (const auto& [type, gemm] : kernels) {
+    for (int64_t num_tokens : {int64_t{16}, int64_t{17}, int64_t{35}, int64_t{48}}) {
+      const Problem p(type, 40, 768, num_tokens, 90 + num_tokens);
+      const std::vector<float> want = p.RunAll(GetPanelGemm(type, Isa::kScalar));
+      const std::vector<float> got = p.RunAll(gemm);
+      ASSERT_EQ(want.size(), got.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
+            << TensorTypeName(type) << ", " << num_tokens << " tokens, output " << i << ": "
+            << got[i] << " vs " << want[i];
+      }
     }
   }
 }

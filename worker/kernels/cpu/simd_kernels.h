@@ -92,12 +92,13 @@ void GemmBf16Native(const PanelGemmArgs& args);
 
 }  // namespace avx512
 
-// Kernels that also use the AMX tile unit (q4_k_amx.cc, ...): part of the
+// Kernels that also use the AMX tile unit (*_amx.cc): part of the
 // AVX-512 tier, only when HasAmx(). Same results as the avx512 kernel of the
 // same name, bit for bit; token counts below a tile go to that kernel.
 namespace amx {
 
 void GemmQ4_K(const PanelGemmArgs& args);
+void GemmQ5_K(const PanelGemmArgs& args);
 
 }  // namespace amx
 
