@@ -57,4 +57,10 @@ inline void TileDotSignedUnsigned() {
   __asm__ volatile("tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(kC), "i"(kA), "i"(kB));
 }
 
+// The same with signed B: C[m][n] += sum over k of A[m][k] * B[k / 4][4n + k % 4].
+template <int kC, int kA, int kB>
+inline void TileDotSignedSigned() {
+  __asm__ volatile("tdpbssd %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(kC), "i"(kA), "i"(kB));
+}
+
 }  // namespace kvmesh::kernels::amx

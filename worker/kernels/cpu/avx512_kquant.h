@@ -84,6 +84,35 @@ inline void DecodeAffineKMins(const uint8_t* words, const __m512i pick_pairs[2],
   mins[3] = _mm512_shuffle_epi8(mn_hi, pick_pairs[1]);
 }
 
+// Q6_K panel-blocks: d[16] f16 | scales[16][16] int8 | 32 nibble vectors |
+// 16 top-bit vectors (see panel_layout.h).
+inline constexpr int kQ6KScales = 32;
+inline constexpr int kQ6KLow = 288;
+inline constexpr int kQ6KHigh = 288 + 32 * 64;
+
+// Q6_K group vector G (elements 4G..4G+3 of each row) as unsigned 6-bit
+// levels.
+inline __m512i Q6KGroup(const uint8_t* pb, int group) {
+  __m512i low = _mm512_loadu_si512(pb + kQ6KLow + 64 * (group % 32));
+  if (group >= 32) low = _mm512_srli_epi16(low, 4);
+  low = _mm512_and_si512(low, _mm512_set1_epi8(0x0F));
+  __m512i high = _mm512_loadu_si512(pb + kQ6KHigh + 64 * (group % 16));
+  switch (group / 16) {  // bring bits 2s, 2s+1 to bits 4, 5
+    case 0:
+      high = _mm512_slli_epi16(high, 4);
+      break;
+    case 1:
+      high = _mm512_slli_epi16(high, 2);
+      break;
+    case 3:
+      high = _mm512_srli_epi16(high, 2);
+      break;
+    default:
+      break;
+  }
+  return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8);  // low | (high & c)
+}
+
 // The Q4_K / Q5_K single-row dot product with Q8_K on this tier (see
 // AffineKDotQ8_K): `levels(wb, j)` reads sub-block j's 32 unsigned levels.
 template <size_t kBlockBytes, typename Levels>

@@ -82,6 +82,7 @@ PanelGemmFn GetPanelGemm(TensorType type, Isa isa) {
       if (type == T::kBF16 && HasAvx512Bf16()) return avx512::GemmBf16Native;
       if (type == T::kQ4_K && HasAmx()) return amx::GemmQ4_K;
       if (type == T::kQ5_K && HasAmx()) return amx::GemmQ5_K;
+      if (type == T::kQ6_K && HasAmx()) return amx::GemmQ6_K;
 #endif
       return kAvx512.For(type);
   }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "worker/kernels/cpu/block_types.h"
 #include "worker/kernels/cpu/kernel_parity.h"
 #include "worker/kernels/cpu/panel_layout.h"
 #include "worker/kernels/cpu/simd_kernels.h"
@@ -252,7 +253,7 @@ TEST(PanelGemmAmxTest, MatchesTheScalarKernelForEveryTokenCount) {
   const struct {
     T type;
     PanelGemmFn gemm;
-  } kernels[] = {{T::kQ4_K, amx::GemmQ4_K}, {T::kQ5_K, amx::GemmQ5_K}};
+  } kernels[] = {{T::kQ4_K, amx::GemmQ4_K}, {T::kQ5_K, amx::GemmQ5_K}, {T::kQ6_K, amx::GemmQ6_K}};
   for (const auto& [type, gemm] : kernels) {
     for (int64_t num_tokens : {int64_t{16}, int64_t{17}, int64_t{35}, int64_t{48}}) {
       const Problem p(type, 40, 768, num_tokens, 90 + num_tokens);
@@ -264,6 +265,71 @@ TEST(PanelGemmAmxTest, MatchesTheScalarKernelForEveryTokenCount) {
             << TensorTypeName(type) << ", " << num_tokens << " tokens, output " << i << ": "
             << got[i] << " vs " << want[i];
       }
+    }
+  }
+}
+
+// The AMX K-quant kernels split each scale into digits and multiply them into
+// the levels as bytes: every scale and level value and extreme activations
+// must still give the scalar kernel's bits. Weights here are random bytes
+// (every bit pattern is a valid level and scale; Q6_K rows also go through
+// all 256 scale bytes) with the quantizer's d; activations include rows of
+// +-max, so the products reach their largest magnitudes.
+TEST(PanelGemmAmxTest, KQuantsMatchTheScalarKernelAtTheExtremes) {
+  if (!HasAmx()) GTEST_SKIP() << "this CPU or OS gives no AMX tile unit";
+  const struct {
+    T type;
+    PanelGemmFn gemm;
+  } kernels[] = {{T::kQ4_K, amx::GemmQ4_K}, {T::kQ5_K, amx::GemmQ5_K}, {T::kQ6_K, amx::GemmQ6_K}};
+  for (const auto& [type, gemm] : kernels) {
+    Problem p(type, 32, 512, 32, 5);
+    const TypeTraits& traits = *GetReferenceTypeTraits(type);
+    const size_t row_bytes = RowSizeBytes(traits, p.cols);
+    const size_t block_bytes = row_bytes / (p.cols / 256);
+    TestRandom rng(6);
+    for (size_t i = 0; i < p.w_rows.size(); ++i) {
+      const size_t in_block = i % block_bytes;
+      // d (and dmin) stay: they are the first 4 bytes of Q4_K / Q5_K blocks
+      // and the last 2 of Q6_K blocks.
+      const bool scale_factor = type == T::kQ6_K ? in_block >= block_bytes - 2 : in_block < 4;
+      if (!scale_factor) p.w_rows[i] = static_cast<uint8_t>(rng.NextBits());
+    }
+    if (type == T::kQ6_K) {
+      for (int64_t r = 0; r < p.rows; ++r) {
+        auto* block = reinterpret_cast<BlockQ6_K*>(p.w_rows.data() + r * row_bytes);
+        for (int j = 0; j < 16; ++j) block->scales[j] = static_cast<int8_t>(16 * (r % 16) + j);
+      }
+    }
+    PackPanels(type, p.w_rows.data(), row_bytes, p.rows, p.cols, 0, NumPanels(p.rows),
+               p.panels.data());
+    const TypeTraits& x_traits = *GetReferenceTypeTraits(traits.vec_dot_type);
+    std::vector<uint8_t> blocks(RowSizeBytes(x_traits, p.cols) + 8);
+    for (int64_t t = 0; t < p.num_tokens; ++t) {
+      std::vector<float> x(p.cols);
+      for (int64_t i = 0; i < p.cols; ++i) {
+        switch (t % 4) {
+          case 0:
+            x[i] = 1.0f;
+            break;
+          case 1:
+            x[i] = -1.0f;
+            break;
+          case 2:
+            x[i] = i % 2 == 0 ? 1.0f : -1.0f;
+            break;
+          default:
+            x[i] = rng.Bell();
+            break;
+        }
+      }
+      x_traits.from_float(x.data(), blocks.data(), p.cols);
+      BlocksToPlanar(p.layout, blocks.data(), p.planar.data() + t * p.layout.row_bytes);
+    }
+    const std::vector<float> want = p.RunAll(GetPanelGemm(type, Isa::kScalar));
+    const std::vector<float> got = p.RunAll(gemm);
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
+          << TensorTypeName(type) << ", output " << i << ": " << got[i] << " vs " << want[i];
     }
   }
 }

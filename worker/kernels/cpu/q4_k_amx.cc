@@ -1,5 +1,5 @@
-// Q4_K with the AMX tile unit: see amx_affine_k.h.
-#include "worker/kernels/cpu/amx_affine_k.h"
+// Q4_K with the AMX tile unit: see amx_kquant.h.
+#include "worker/kernels/cpu/amx_kquant.h"
 #include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::amx {
@@ -19,6 +19,6 @@ struct Q4KLevels {
 
 }  // namespace
 
-void GemmQ4_K(const PanelGemmArgs& a) { AffineKGemm<Q4KLevels>(a, avx512::GemmQ4_K); }
+void GemmQ4_K(const PanelGemmArgs& a) { KQuantGemm<AffineK<Q4KLevels>>(a, avx512::GemmQ4_K); }
 
 }  // namespace kvmesh::kernels::amx

@@ -1,7 +1,7 @@
-// Q5_K with the AMX tile unit: see amx_affine_k.h.
+// Q5_K with the AMX tile unit: see amx_kquant.h.
 #include <cstring>
 
-#include "worker/kernels/cpu/amx_affine_k.h"
+#include "worker/kernels/cpu/amx_kquant.h"
 #include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::amx {
@@ -28,6 +28,6 @@ struct Q5KLevels {
 
 }  // namespace
 
-void GemmQ5_K(const PanelGemmArgs& a) { AffineKGemm<Q5KLevels>(a, avx512::GemmQ5_K); }
+void GemmQ5_K(const PanelGemmArgs& a) { KQuantGemm<AffineK<Q5KLevels>>(a, avx512::GemmQ5_K); }
 
 }  // namespace kvmesh::kernels::amx

@@ -12,31 +12,9 @@ namespace kvmesh::kernels::avx512 {
 namespace {
 
 constexpr size_t kBlockBytes = 16 * 210;
-constexpr int kScales = 32;
-constexpr int kLow = 288;
-constexpr int kHigh = 288 + 32 * 64;
-
-// Group vector G (elements 4G..4G+3 of each row) as unsigned 6-bit levels.
-inline __m512i Q6Group(const uint8_t* pb, int group) {
-  __m512i low = _mm512_loadu_si512(pb + kLow + 64 * (group % 32));
-  if (group >= 32) low = _mm512_srli_epi16(low, 4);
-  low = _mm512_and_si512(low, _mm512_set1_epi8(0x0F));
-  __m512i high = _mm512_loadu_si512(pb + kHigh + 64 * (group % 16));
-  switch (group / 16) {  // bring bits 2s, 2s+1 to bits 4, 5
-    case 0:
-      high = _mm512_slli_epi16(high, 4);
-      break;
-    case 1:
-      high = _mm512_slli_epi16(high, 2);
-      break;
-    case 3:
-      high = _mm512_srli_epi16(high, 2);
-      break;
-    default:
-      break;
-  }
-  return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8);  // low | (high & c)
-}
+constexpr int kScales = kQ6KScales;
+constexpr int kLow = kQ6KLow;
+constexpr int kHigh = kQ6KHigh;
 
 struct Q6KTile {
   const uint8_t* panel;
@@ -75,7 +53,7 @@ struct Q6KTile {
       const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + kScales + 16 * j));
       const __m512i scale = _mm512_and_si512(_mm512_cvtepi8_epi32(s), low16);
       __m512i w[4];
-      for (int g = 0; g < 4; ++g) w[g] = Q6Group(pb, 4 * j + g);
+      for (int g = 0; g < 4; ++g) w[g] = Q6KGroup(pb, 4 * j + g);
 #pragma GCC unroll 2
       for (int e = 0; e < 2; ++e) {  // two 8-element parts per sub-block
         __m512i part[kTokens];
@@ -127,7 +105,7 @@ struct Q6KTile {
         for (int t = 0; t < kTokens; ++t) scaled[e][t] = _mm512_setzero_si512();
       }
       // One call per quarter of the super-block (four sub-blocks): every
-      // shift in Q6Group is a constant, and the compiler schedules four
+      // shift in Q6KGroup is a constant, and the compiler schedules four
       // sub-blocks at a time instead of interleaving all sixteen (which
       // spilled the scaled sums on every vpdpwssd).
       const bool prefetch = kTokens == 1 || t0 == 0;

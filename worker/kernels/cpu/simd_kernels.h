@@ -99,6 +99,7 @@ namespace amx {
 
 void GemmQ4_K(const PanelGemmArgs& args);
 void GemmQ5_K(const PanelGemmArgs& args);
+void GemmQ6_K(const PanelGemmArgs& args);
 
 }  // namespace amx
 
