@@ -1,8 +1,5 @@
-// The K-quant panel GEMMs with the AMX tile unit (q4_k_amx.cc, q5_k_amx.cc,
-// q6_k_amx.cc), for tiles of 16 tokens; the rest of the tokens go to the
-// type's AVX-512 kernel. Bit for bit the AVX-512 kernels' (and so the scalar
-// reference's) results: only the exact integer sums are formed differently,
-// and every float operation is the same, in the same order.
+// The K-quant policies of the AMX GEMM (amx_gemm.h): q4_k_amx.cc,
+// q5_k_amx.cc, q6_k_amx.cc. A unit is a super-block of 256.
 //
 // Per super-block, row r and token t, the AVX-512 kernels form the integer
 //   scaled = sum over sub-blocks j of scale_j(r) * sum over its elements
@@ -16,27 +13,14 @@
 // exactly (integer arithmetic). The weights are multiplied once per
 // panel-block (Prepare) and reused by every token tile.
 //
-// A policy P gives a type's arithmetic:
-//   kBlockBytes        bytes of a panel-block
-//   kProducts          digits per scale (2 or 3)
-//   kSignedWeights     whether level * digit is signed (tdpbssd) or not (tdpbsud)
-//   Block              what the float steps need of a panel-block
-//   Prepare(pb, w, b)  the weight operands of panel-block pb, and its Block
-//   Steps(b, rows, t0, c, acc)
-//                      acc[t0 + t] += the super-block's term for 16 tokens,
-//                      from the products c[i][t][row]
-//
-// Same rules as avx512_util.h: include from the AMX kernel files only.
+// KQuantPolicy<kProducts, kSigned> holds what the K-quant policies share: a
+// policy adds kUnitBytes, Block, Prepare and Steps.
 #pragma once
 
-#include <algorithm>
-
-#include "worker/kernels/cpu/amx_tile.h"
+#include "worker/kernels/cpu/amx_gemm.h"
 #include "worker/kernels/cpu/avx512_kquant.h"
 
 namespace kvmesh::kernels::amx {
-
-inline constexpr int kTileTokens = 16;
 
 // A panel-block's weights as the tile operands of each of its four K steps
 // of 64 elements, one set per digit: row k of a step holds elements 4k..4k+3
@@ -49,22 +33,7 @@ struct alignas(64) WeightOperands {
 template <int kProducts>
 using Products = int32_t[kProducts][kTileTokens][16];
 
-// Where a super-block's activations are: planar Q8_K rows of the tokens.
-struct TokenRows {
-  const uint8_t* x;  // first token's planar row
-  size_t stride;
-  const PlanarLayout* layout;
-  int64_t sb;
-
-  const uint8_t* Row(int64_t t) const { return x + t * stride; }
-  float D(int64_t t) const { return avx512::LoadF32(Row(t) + layout->scales + 4 * sb); }
-};
-
 namespace kquant_detail {
-
-// Tokens whose sums one pass over the weights keeps (8 KiB): each panel-block
-// is prepared once per pass, so passes should be long.
-constexpr int kGroupTokens = 128;
 
 // Tile registers: products 0..2, activations 3, weights 4..6.
 constexpr int kXTile = 3;
@@ -100,74 +69,28 @@ inline void MultiplyTile(const uint8_t* x, size_t stride, const WeightOperands<k
   if constexpr (kProducts == 3) TileStore<2>(c[2], 64);
 }
 
-// Tokens [0, tokens) (a multiple of 16), at most kGroupTokens of them: their
-// float sums stay in `acc` (contiguous, unlike y, whose rows lie a whole
-// output row apart and fight over the same L1 sets) until a panel is done.
-// (Queuing the next tokens' products before the float steps, in a second set
-// of tiles, measured no faster: the two hardly overlap.)
-template <typename P>
-void AmxPanels(const P& policy, const PanelGemmArgs& a, int64_t tokens) {
-  const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
-  const int64_t super_blocks = a.cols / 256;
-  const uint8_t* x_levels = a.x + layout.levels;
-  WeightOperands<P::kProducts> w;
-  typename P::Block block;
-  alignas(64) Products<P::kProducts> c;
-  alignas(64) float acc[kGroupTokens][16];
-  for (int64_t p = 0; p < a.num_panels; ++p) {
-    const uint8_t* panel = a.panels + p * super_blocks * P::kBlockBytes;
-    for (int64_t t = 0; t < tokens; ++t) _mm512_store_ps(acc[t], _mm512_setzero_ps());
-    for (int64_t sb = 0; sb < super_blocks; ++sb) {
-      policy.Prepare(panel + sb * P::kBlockBytes, &w, &block);
-      const TokenRows rows{a.x, a.x_stride, &layout, sb};
-      for (int64_t t0 = 0; t0 < tokens; t0 += kTileTokens) {
-        MultiplyTile<P::kProducts, P::kSignedWeights>(x_levels + t0 * a.x_stride + 256 * sb,
-                                                      a.x_stride, w, c);
-        policy.Steps(block, rows, t0, c, acc);
-      }
-    }
-    float* y = a.y + p * kPanelRows;
-    for (int64_t t = 0; t < tokens; ++t) {
-      _mm512_storeu_ps(y + t * a.y_stride, _mm512_load_ps(acc[t]));
-    }
-  }
-}
-
 }  // namespace kquant_detail
 
-// The GEMM of policy P's type; `fallback` is its AVX-512 kernel.
-template <typename P>
-void KQuantGemm(const PanelGemmArgs& a, PanelGemmFn fallback) {
-  const int64_t tiled = a.num_tokens / kTileTokens * kTileTokens;
-  if (tiled > 0) {
-    const P policy;
-    const TileScope tiles;
-    for (int64_t t0 = 0; t0 < tiled; t0 += kquant_detail::kGroupTokens) {
-      PanelGemmArgs group = a;
-      group.x = a.x + t0 * a.x_stride;
-      group.y = a.y + t0 * a.y_stride;
-      kquant_detail::AmxPanels(policy, group,
-                               std::min<int64_t>(kquant_detail::kGroupTokens, tiled - t0));
-    }
+template <int kProducts_, bool kSigned>
+struct KQuantPolicy {
+  static constexpr TensorType kActivationType = TensorType::kQ8_K;
+  static constexpr int64_t kUnitElements = 256;
+  static constexpr int kProducts = kProducts_;
+  using Operands = WeightOperands<kProducts>;
+  using Products = amx::Products<kProducts>;
+
+  static void Multiply(const uint8_t* x, size_t stride, const Operands& w, Products& c) {
+    kquant_detail::MultiplyTile<kProducts, kSigned>(x, stride, w, c);
   }
-  if (tiled < a.num_tokens) {
-    PanelGemmArgs rest = a;
-    rest.x = a.x + tiled * a.x_stride;
-    rest.y = a.y + tiled * a.y_stride;
-    rest.num_tokens = a.num_tokens - tiled;
-    fallback(rest);
-  }
-}
+};
 
 // Q4_K and Q5_K: 6-bit unsigned scales as two 3-bit digits (base 8), levels
 // below 32, so level * digit < 256 (tdpbsud). `Levels` gives the type:
 //   kBlockBytes
 //   Get(pb, c, g, level)  level[e] = group g of sub-block 2c + e (bytes 0..31)
 template <typename Levels>
-struct AffineK {
-  static constexpr size_t kBlockBytes = Levels::kBlockBytes;
-  static constexpr int kProducts = 2;
-  static constexpr bool kSignedWeights = false;
+struct AffineK : KQuantPolicy<2, false> {
+  static constexpr size_t kUnitBytes = Levels::kBlockBytes;
   static constexpr int kScaleWords = 64;
 
   struct Block {
@@ -215,19 +138,19 @@ struct AffineK {
   }
 
   // acc += d * scaled - dmin * min_sum, as the AVX-512 kernels.
-  void Steps(const Block& b, const TokenRows& rows, int64_t t0, const Products<2>& c,
+  void Steps(const Block& b, const TokenRows& rows, int64_t t0, const Products& c,
              float (*acc)[16]) const {
     for (int t = 0; t < kTileTokens; ++t) {
       const uint8_t* row = rows.Row(t0 + t);
       const __m512i scaled = _mm512_add_epi32(_mm512_load_si512(c[0][t]),
                                               _mm512_slli_epi32(_mm512_load_si512(c[1][t]), 3));
-      const uint8_t* bs = row + rows.layout->aux + 16 * rows.sb;  // 8 int16 bsum32
+      const uint8_t* bs = row + rows.layout->aux + 16 * rows.unit;  // 8 int16 bsum32
       __m512i min_sum = _mm512_setzero_si512();
       for (int m = 0; m < 4; ++m) {
         min_sum =
             _mm512_dpwssd_epi32(min_sum, b.mins[m], _mm512_set1_epi32(avx512::LoadI32(bs + 4 * m)));
       }
-      const __m512 dx = _mm512_set1_ps(rows.D(t0 + t));
+      const __m512 dx = _mm512_set1_ps(rows.D(t0 + t, rows.unit));
       const __m512 d = _mm512_mul_ps(b.dw, dx);
       const __m512 dmin = _mm512_mul_ps(b.dminw, dx);
       const __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled)),

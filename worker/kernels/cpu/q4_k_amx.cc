@@ -19,6 +19,6 @@ struct Q4KLevels {
 
 }  // namespace
 
-void GemmQ4_K(const PanelGemmArgs& a) { KQuantGemm<AffineK<Q4KLevels>>(a, avx512::GemmQ4_K); }
+void GemmQ4_K(const PanelGemmArgs& a) { AmxGemm<AffineK<Q4KLevels>>(a, avx512::GemmQ4_K); }
 
 }  // namespace kvmesh::kernels::amx

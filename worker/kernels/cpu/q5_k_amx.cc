@@ -28,6 +28,6 @@ struct Q5KLevels {
 
 }  // namespace
 
-void GemmQ5_K(const PanelGemmArgs& a) { KQuantGemm<AffineK<Q5KLevels>>(a, avx512::GemmQ5_K); }
+void GemmQ5_K(const PanelGemmArgs& a) { AmxGemm<AffineK<Q5KLevels>>(a, avx512::GemmQ5_K); }
 
 }  // namespace kvmesh::kernels::amx

@@ -10,10 +10,8 @@
 namespace kvmesh::kernels::amx {
 namespace {
 
-struct Q6K {
-  static constexpr size_t kBlockBytes = 16 * 210;
-  static constexpr int kProducts = 3;
-  static constexpr bool kSignedWeights = true;
+struct Q6K : KQuantPolicy<3, true> {
+  static constexpr size_t kUnitBytes = 16 * 210;
 
   struct Block {
     __m512 dw;
@@ -79,14 +77,14 @@ struct Q6K {
   }
 
   // acc += (dw * dx) * scaled, as the AVX-512 kernel.
-  void Steps(const Block& b, const TokenRows& rows, int64_t t0, const Products<3>& c,
+  void Steps(const Block& b, const TokenRows& rows, int64_t t0, const Products& c,
              float (*acc)[16]) const {
     for (int t = 0; t < kTileTokens; ++t) {
       const __m512i scaled =
           _mm512_add_epi32(_mm512_add_epi32(_mm512_load_si512(c[0][t]),
                                             _mm512_slli_epi32(_mm512_load_si512(c[1][t]), 3)),
                            _mm512_slli_epi32(_mm512_load_si512(c[2][t]), 6));
-      const __m512 d = _mm512_mul_ps(b.dw, _mm512_set1_ps(rows.D(t0 + t)));
+      const __m512 d = _mm512_mul_ps(b.dw, _mm512_set1_ps(rows.D(t0 + t, rows.unit)));
       const __m512 term = _mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled));
       float* sum = acc[t0 + t];
       _mm512_store_ps(sum, _mm512_add_ps(_mm512_load_ps(sum), term));
@@ -96,6 +94,6 @@ struct Q6K {
 
 }  // namespace
 
-void GemmQ6_K(const PanelGemmArgs& a) { KQuantGemm<Q6K>(a, avx512::GemmQ6_K); }
+void GemmQ6_K(const PanelGemmArgs& a) { AmxGemm<Q6K>(a, avx512::GemmQ6_K); }
 
 }  // namespace kvmesh::kernels::amx
