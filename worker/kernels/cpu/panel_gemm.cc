@@ -64,6 +64,10 @@ constexpr TierGemms kAvx512 = {avx512::GemmF32,  avx512::GemmF16,  avx512::GemmB
                                avx512::GemmQ4_0, avx512::GemmQ4_1, avx512::GemmQ5_0,
                                avx512::GemmQ5_1, avx512::GemmQ8_0, avx512::GemmQ4_K,
                                avx512::GemmQ5_K, avx512::GemmQ6_K};
+// The AVX-512 tier's kernels that use the AMX tile unit where HasAmx().
+constexpr TierGemms kAmx = {nullptr,       nullptr,       nullptr,      amx::GemmQ4_0,
+                            nullptr,       amx::GemmQ5_0, nullptr,      amx::GemmQ8_0,
+                            amx::GemmQ4_K, amx::GemmQ5_K, amx::GemmQ6_K};
 #else
 constexpr TierGemms kAvx2 = kScalar;  // never chosen: HostIsa() is kScalar
 constexpr TierGemms kAvx512 = kScalar;
@@ -80,9 +84,7 @@ PanelGemmFn GetPanelGemm(TensorType type, Isa isa) {
     case Isa::kAvx512:
 #ifdef KVMESH_X86_SIMD
       if (type == T::kBF16 && HasAvx512Bf16()) return avx512::GemmBf16Native;
-      if (type == T::kQ4_K && HasAmx()) return amx::GemmQ4_K;
-      if (type == T::kQ5_K && HasAmx()) return amx::GemmQ5_K;
-      if (type == T::kQ6_K && HasAmx()) return amx::GemmQ6_K;
+      if (HasAmx() && kAmx.For(type) != nullptr) return kAmx.For(type);
 #endif
       return kAvx512.For(type);
   }

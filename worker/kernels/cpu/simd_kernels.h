@@ -97,6 +97,9 @@ void GemmBf16Native(const PanelGemmArgs& args);
 // same name, bit for bit; token counts below a tile go to that kernel.
 namespace amx {
 
+void GemmQ4_0(const PanelGemmArgs& args);
+void GemmQ5_0(const PanelGemmArgs& args);
+void GemmQ8_0(const PanelGemmArgs& args);
 void GemmQ4_K(const PanelGemmArgs& args);
 void GemmQ5_K(const PanelGemmArgs& args);
 void GemmQ6_K(const PanelGemmArgs& args);
