@@ -150,11 +150,13 @@ int Bench(const BenchOptions& o) {
   for (const auto& t : (*model)->file().tensors()) params += t.num_elements;
   const uint64_t bytes_per_token = (*model)->weights().BytesPerToken();
   const std::string isa(kernels::IsaName(kernels::ActiveIsa()));
+  // The AVX-512 tier's prefill kernels use the AMX tile unit where present.
+  const bool amx = kernels::ActiveIsa() == kernels::Isa::kAvx512 && kernels::HasAmx();
   std::printf("model: %s (%s), %.1f MiB, %.3f B params, weights read per token %.1f MiB\n",
               path->c_str(), config.name.c_str(), (*model)->file().file_size() / 1048576.0,
               params / 1e9, bytes_per_token / 1048576.0);
-  std::printf("cpu: %s kernels, %d threads, KV %s, setup %.2f s\n", isa.c_str(), threads,
-              layout->TypeName().c_str(), setup_s);
+  std::printf("cpu: %s kernels%s, %d threads, KV %s, setup %.2f s\n", isa.c_str(),
+              amx ? " with AMX tiles" : "", threads, layout->TypeName().c_str(), setup_s);
   std::printf("| test   |        t/s (mean ± sd) |   median | runs |\n");
   auto row = [](const char* kind, int n, const Stats& s) {
     if (s.runs.empty()) return;
@@ -170,6 +172,7 @@ int Bench(const BenchOptions& o) {
     j["model"] = *path;
     j["threads"] = threads;
     j["isa"] = isa;
+    j["amx"] = amx;
     j["kv_type"] = layout->TypeName();
     j["n_prompt"] = o.prompt;
     j["n_gen"] = o.generate;

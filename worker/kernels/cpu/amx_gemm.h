@@ -8,6 +8,7 @@
 // A policy P gives a type's arithmetic over "units" of K:
 //   kActivationType     the planar activation type (Q8_K, Q8_0)
 //   kUnitElements       elements of a unit; kUnitBytes: bytes of a panel-unit
+//   kTileShapes         the tile configuration
 //   Operands, Block, Products
 //                       the tile operands of a panel-unit's weights, what the
 //                       float steps need of it, and the tile products of 16
@@ -92,7 +93,7 @@ void AmxGemm(const PanelGemmArgs& a, PanelGemmFn fallback) {
       a.cols % P::kUnitElements == 0 ? a.num_tokens / kTileTokens * kTileTokens : 0;
   if (tiled > 0) {
     const P policy;
-    const TileScope tiles;
+    const TileScope tiles(P::kTileShapes);
     for (int64_t t0 = 0; t0 < tiled; t0 += gemm_detail::kGroupTokens) {
       PanelGemmArgs group = a;
       group.x = a.x + t0 * a.x_stride;

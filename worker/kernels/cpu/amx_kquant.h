@@ -75,6 +75,7 @@ template <int kProducts_, bool kSigned>
 struct KQuantPolicy {
   static constexpr TensorType kActivationType = TensorType::kQ8_K;
   static constexpr int64_t kUnitElements = 256;
+  static constexpr TileShapes kTileShapes = kFullTiles;
   static constexpr int kProducts = kProducts_;
   using Operands = WeightOperands<kProducts>;
   using Products = amx::Products<kProducts>;

@@ -5,10 +5,9 @@
 // The AVX-512 kernels form, per block and token, the exact sum over the block
 // of (level - offset) * x, then acc += float(sum) * (dw * dx). Here the
 // weights are signed bytes level - offset (tdpbssd), so a tile product is
-// that sum. A product spans a K step of 64 elements, two blocks, and each
-// block needs its own: a block's operand holds its 8 group vectors in its
-// half of the step and zeros in the other. A unit is four blocks, and its
-// four products fill four tiles.
+// that sum; each block needs its own, so the products run over K = 32 (the
+// activation tile is 16 rows of 32 bytes, the weight tile 8 rows of 64). A
+// unit is four blocks, and its four products fill four tiles.
 //
 // A Levels policy gives the type:
 //   kBlockBytes
@@ -25,10 +24,13 @@ struct Legacy {
   static constexpr int64_t kUnitElements = 128;
   static constexpr size_t kUnitBytes = 4 * Levels::kBlockBytes;
 
-  // Block i's operand: rows 8 (i % 2) .. 8 (i % 2) + 7 hold its group vectors
-  // (K step i / 2); the other rows stay zero.
+  // Tiles: products 0-3, activations 4 (16 tokens x 32 levels), weights 5
+  // (the block's 8 group vectors).
+  static constexpr TileShapes kTileShapes = {{16, 16, 16, 16, 16, 8, 16, 16},
+                                             {64, 64, 64, 64, 32, 64, 64, 64}};
+
   struct alignas(64) Operands {
-    int8_t b[4][16][64] = {};
+    int8_t b[4][8][64];  // block i: its 8 group vectors
   };
   using Products = int32_t[4][kTileTokens][16];
   struct Block {
@@ -40,31 +42,29 @@ struct Legacy {
       const uint8_t* pb = pu + i * Levels::kBlockBytes;
       __m512i g[8];
       Levels::Get(pb, g);
-      for (int k = 0; k < 8; ++k) _mm512_store_si512(w->b[i][8 * (i % 2) + k], g[k]);
+      for (int k = 0; k < 8; ++k) _mm512_store_si512(w->b[i][k], g[k]);
       b->dw[i] = avx512::LoadHalves16(pb);
     }
   }
 
   static void Multiply(const uint8_t* x, size_t stride, const Operands& w, Products& c) {
-    constexpr int kX = 4, kEven = 5, kOdd = 6;
-    TileZero<0>();
-    TileZero<1>();
-    TileZero<2>();
-    TileZero<3>();
-    TileLoad<kX>(x, stride);
-    TileLoad<kEven>(w.b[0], 64);
-    TileLoad<kOdd>(w.b[1], 64);
-    TileDotSignedSigned<0, kX, kEven>();
-    TileDotSignedSigned<1, kX, kOdd>();
-    TileLoad<kX>(x + 64, stride);
-    TileLoad<kEven>(w.b[2], 64);
-    TileLoad<kOdd>(w.b[3], 64);
-    TileDotSignedSigned<2, kX, kEven>();
-    TileDotSignedSigned<3, kX, kOdd>();
+    MultiplyBlock<0>(x, stride, w);
+    MultiplyBlock<1>(x, stride, w);
+    MultiplyBlock<2>(x, stride, w);
+    MultiplyBlock<3>(x, stride, w);
     TileStore<0>(c[0], 64);
     TileStore<1>(c[1], 64);
     TileStore<2>(c[2], 64);
     TileStore<3>(c[3], 64);
+  }
+
+  template <int kI>
+  static void MultiplyBlock(const uint8_t* x, size_t stride, const Operands& w) {
+    constexpr int kX = 4, kW = 5;
+    TileZero<kI>();
+    TileLoad<kX>(x + 32 * kI, stride);
+    TileLoad<kW>(w.b[kI], 64);
+    TileDotSignedSigned<kI, kX, kW>();
   }
 
   // acc += float(sum) * (dw * dx) per block, in block order, as the AVX-512

@@ -13,19 +13,28 @@
 
 namespace kvmesh::kernels::amx {
 
-// The tile configuration of every AMX kernel here: tiles 0..kTiles-1 are all
-// 16 rows of 64 bytes (palette 1). Loading it is the first tile instruction
-// of a call, and TileScope releases the tiles at the end, so no tile state
-// outlives a call.
+// The shape of the eight tiles (palette 1): rows, and bytes per row.
+struct TileShapes {
+  uint8_t rows[8];
+  uint16_t bytes[8];
+};
+
+// All eight tiles 16 rows of 64 bytes.
+inline constexpr TileShapes kFullTiles = {{16, 16, 16, 16, 16, 16, 16, 16},
+                                          {64, 64, 64, 64, 64, 64, 64, 64}};
+
+// Loading the tile configuration is the first tile instruction of a call,
+// and TileScope releases the tiles at the end, so no tile state outlives a
+// call.
 class TileScope {
  public:
-  static constexpr int kTiles = 8;
-  TileScope() {
+  explicit TileScope(const TileShapes& shapes) {
     alignas(64) uint8_t config[64] = {};
     config[0] = 1;  // palette 1
-    for (int t = 0; t < kTiles; ++t) {
-      config[16 + 2 * t] = 64;  // bytes per row (little-endian uint16)
-      config[48 + t] = 16;      // rows
+    for (int t = 0; t < 8; ++t) {
+      config[16 + 2 * t] = static_cast<uint8_t>(shapes.bytes[t]);  // little-endian uint16
+      config[17 + 2 * t] = static_cast<uint8_t>(shapes.bytes[t] >> 8);
+      config[48 + t] = shapes.rows[t];
     }
     __asm__ volatile("ldtilecfg %0" : : "m"(config) : "memory");
   }
@@ -34,7 +43,7 @@ class TileScope {
   TileScope& operator=(const TileScope&) = delete;
 };
 
-// Tile kT = 16 rows of 64 bytes at base, base + stride, ...
+// Tile kT from its rows at base, base + stride, ...
 template <int kT>
 inline void TileLoad(const void* base, size_t stride) {
   __asm__ volatile("tileloadd (%0,%1,1), %%tmm%c2" : : "r"(base), "r"(stride), "i"(kT) : "memory");
@@ -50,8 +59,8 @@ inline void TileZero() {
   __asm__ volatile("tilezero %%tmm%c0" : : "i"(kT));
 }
 
-// C (int32 16 x 16) += A (int8, signed: 16 rows x 64) * B (uint8: 16 rows of
-// 16 lanes x 4), i.e. C[m][n] += sum over k of A[m][k] * B[k / 4][4n + k % 4].
+// C (int32 16 x 16) += A (int8, signed: 16 rows x K) * B (uint8: K / 4 rows
+// of 16 lanes x 4), i.e. C[m][n] += sum over k of A[m][k] * B[k / 4][4n + k % 4].
 template <int kC, int kA, int kB>
 inline void TileDotSignedUnsigned() {
   __asm__ volatile("tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(kC), "i"(kA), "i"(kB));
