@@ -70,6 +70,9 @@ void AmxPanels(const P& policy, const PanelGemmArgs& a, int64_t tokens) {
     const uint8_t* panel = a.panels + p * units * P::kUnitBytes;
     for (int64_t t = 0; t < tokens; ++t) _mm512_store_ps(acc[t], _mm512_setzero_ps());
     for (int64_t u = 0; u < units; ++u) {
+      // The weights may come from memory (a decode step of 16 or more
+      // sequences): ask for them ahead, as the AVX-512 kernels do.
+      avx512::PrefetchAhead(panel + u * P::kUnitBytes, P::kUnitBytes);
       policy.Prepare(panel + u * P::kUnitBytes, &w, &block);
       const TokenRows rows{a.x, a.x_stride, &layout, u};
       for (int64_t t0 = 0; t0 < tokens; t0 += kTileTokens) {
