@@ -18,7 +18,8 @@
 //                       the products of 16 tokens (levels of the unit at x,
 //                       rows `stride` apart)
 //   Steps(b, rows, t0, c, acc)
-//                       acc[t0 + t] += the unit's terms for 16 tokens
+//                       acc[t0 + t] += the unit's terms for 16 tokens (the
+//                       sums before unit 0 come from LoadSums)
 //
 // Same rules as avx512_util.h: include from the AMX kernel files only.
 #pragma once
@@ -46,6 +47,13 @@ struct TokenRows {
   }
 };
 
+// A token's float sums before a unit's terms: zero before the first unit.
+// (The AVX-512 kernels add the first terms to zero too, which matters for a
+// term of -0.)
+inline __m512 LoadSums(const float* acc, int64_t unit) {
+  return unit == 0 ? _mm512_setzero_ps() : _mm512_load_ps(acc);
+}
+
 namespace gemm_detail {
 
 // Tokens whose sums one pass over the weights keeps (8 KiB): each panel-unit
@@ -68,7 +76,6 @@ void AmxPanels(const P& policy, const PanelGemmArgs& a, int64_t tokens) {
   alignas(64) float acc[kGroupTokens][16];
   for (int64_t p = 0; p < a.num_panels; ++p) {
     const uint8_t* panel = a.panels + p * units * P::kUnitBytes;
-    for (int64_t t = 0; t < tokens; ++t) _mm512_store_ps(acc[t], _mm512_setzero_ps());
     for (int64_t u = 0; u < units; ++u) {
       // The weights may come from memory (a decode step of 16 or more
       // sequences): ask for them ahead, as the AVX-512 kernels do.

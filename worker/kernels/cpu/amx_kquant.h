@@ -157,7 +157,7 @@ struct AffineK : KQuantPolicy<2, false> {
       const __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled)),
                                         _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(min_sum)));
       float* sum = acc[t0 + t];
-      _mm512_store_ps(sum, _mm512_add_ps(_mm512_load_ps(sum), term));
+      _mm512_store_ps(sum, _mm512_add_ps(LoadSums(sum, rows.unit), term));
     }
   }
 };

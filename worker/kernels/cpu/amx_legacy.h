@@ -72,7 +72,7 @@ struct Legacy {
   void Steps(const Block& b, const TokenRows& rows, int64_t t0, const Products& c,
              float (*acc)[16]) const {
     for (int t = 0; t < kTileTokens; ++t) {
-      __m512 sum = _mm512_load_ps(acc[t0 + t]);
+      __m512 sum = LoadSums(acc[t0 + t], rows.unit);
       for (int i = 0; i < 4; ++i) {
         const __m512 d = _mm512_mul_ps(b.dw[i], _mm512_set1_ps(rows.D(t0 + t, 4 * rows.unit + i)));
         sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[i][t])), d));

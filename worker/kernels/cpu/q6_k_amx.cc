@@ -87,7 +87,7 @@ struct Q6K : KQuantPolicy<3, true> {
       const __m512 d = _mm512_mul_ps(b.dw, _mm512_set1_ps(rows.D(t0 + t, rows.unit)));
       const __m512 term = _mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled));
       float* sum = acc[t0 + t];
-      _mm512_store_ps(sum, _mm512_add_ps(_mm512_load_ps(sum), term));
+      _mm512_store_ps(sum, _mm512_add_ps(LoadSums(sum, rows.unit), term));
     }
   }
 };
