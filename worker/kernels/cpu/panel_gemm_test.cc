@@ -278,13 +278,13 @@ TEST(PanelGemmAmxTest, MatchesTheScalarKernelForEveryTokenCount) {
   }
 }
 
-// The AMX K-quant kernels split each scale into digits and multiply them into
-// the levels as bytes: every scale and level value and extreme activations
-// must still give the scalar kernel's bits. Weights here are random bytes
-// (every bit pattern is a valid level and scale; Q6_K rows also go through
-// all 256 scale bytes) with the quantizer's d; activations include rows of
-// +-max, so the products reach their largest magnitudes.
-TEST(PanelGemmAmxTest, KQuantsMatchTheScalarKernelAtTheExtremes) {
+// The AMX kernels turn levels into signed bytes and (K-quants) multiply scale
+// digits into them: every scale and level value and extreme activations must
+// still give the scalar kernel's bits. Weights here are random bytes (every
+// bit pattern is a valid level and scale; Q6_K rows also go through all 256
+// scale bytes) with the quantizer's d; activations include rows of +-max, so
+// the products reach their largest magnitudes.
+TEST(PanelGemmAmxTest, MatchesTheScalarKernelAtTheExtremes) {
   if (!HasAmx()) GTEST_SKIP() << "this CPU or OS gives no AMX tile unit";
   const struct {
     T type;
