@@ -251,29 +251,43 @@ TEST(PanelGemmBf16Test, NativeInstructionMatchesTheEmulatedOrder) {
   }
 }
 
+// The AMX kernels, each with its type; tests skip (saying so) without AMX.
+class PanelGemmAmxTest : public testing::Test {
+ protected:
+  struct Kernel {
+    T type;
+    PanelGemmFn gemm;
+  };
+  static constexpr Kernel kKernels[] = {{T::kQ4_0, amx::GemmQ4_0}, {T::kQ5_0, amx::GemmQ5_0},
+                                        {T::kQ8_0, amx::GemmQ8_0}, {T::kQ4_K, amx::GemmQ4_K},
+                                        {T::kQ5_K, amx::GemmQ5_K}, {T::kQ6_K, amx::GemmQ6_K}};
+
+  void SetUp() override {
+    if (!HasAmx()) GTEST_SKIP() << "this CPU or OS gives no AMX tile unit";
+  }
+
+  // `gemm` gives the scalar kernel's bits on p.
+  static void ExpectScalarBits(const Problem& p, PanelGemmFn gemm) {
+    const std::vector<float> want = p.RunAll(GetPanelGemm(p.type, Isa::kScalar));
+    const std::vector<float> got = p.RunAll(gemm);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
+          << TensorTypeName(p.type) << ", " << p.num_tokens << " tokens, " << p.cols
+          << " columns, output " << i << ": " << got[i] << " vs " << want[i];
+    }
+  }
+};
+
 // The AMX kernels take the tokens in tiles of 16 and hand the rest to the
 // AVX-512 kernel (and all of them when K is no whole number of the kernel's
 // units: 160 is not, for the 32-element types); every token count must give
 // the scalar kernel's bits.
-TEST(PanelGemmAmxTest, MatchesTheScalarKernelForEveryTokenCount) {
-  if (!HasAmx()) GTEST_SKIP() << "this CPU or OS gives no AMX tile unit";
-  const struct {
-    T type;
-    PanelGemmFn gemm;
-  } kernels[] = {{T::kQ4_0, amx::GemmQ4_0}, {T::kQ5_0, amx::GemmQ5_0}, {T::kQ8_0, amx::GemmQ8_0},
-                 {T::kQ4_K, amx::GemmQ4_K}, {T::kQ5_K, amx::GemmQ5_K}, {T::kQ6_K, amx::GemmQ6_K}};
-  for (const auto& [type, gemm] : kernels) {
+TEST_F(PanelGemmAmxTest, MatchesTheScalarKernelForEveryTokenCount) {
+  for (const auto& [type, gemm] : kKernels) {
     for (int64_t num_tokens : {int64_t{16}, int64_t{17}, int64_t{35}, int64_t{48}}) {
       const int64_t cols = num_tokens == 17 && IsLegacyBlockType(type) ? 160 : 768;
-      const Problem p(type, 40, cols, num_tokens, 90 + num_tokens);
-      const std::vector<float> want = p.RunAll(GetPanelGemm(type, Isa::kScalar));
-      const std::vector<float> got = p.RunAll(gemm);
-      ASSERT_EQ(want.size(), got.size());
-      for (size_t i = 0; i < want.size(); ++i) {
-        ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
-            << TensorTypeName(type) << ", " << num_tokens << " tokens, output " << i << ": "
-            << got[i] << " vs " << want[i];
-      }
+      ExpectScalarBits(Problem(type, 40, cols, num_tokens, 90 + num_tokens), gemm);
     }
   }
 }
@@ -284,14 +298,8 @@ TEST(PanelGemmAmxTest, MatchesTheScalarKernelForEveryTokenCount) {
 // bit pattern is a valid level and scale; Q6_K rows also go through all 256
 // scale bytes) with the quantizer's d; activations include rows of +-max, so
 // the products reach their largest magnitudes.
-TEST(PanelGemmAmxTest, MatchesTheScalarKernelAtTheExtremes) {
-  if (!HasAmx()) GTEST_SKIP() << "this CPU or OS gives no AMX tile unit";
-  const struct {
-    T type;
-    PanelGemmFn gemm;
-  } kernels[] = {{T::kQ4_0, amx::GemmQ4_0}, {T::kQ5_0, amx::GemmQ5_0}, {T::kQ8_0, amx::GemmQ8_0},
-                 {T::kQ4_K, amx::GemmQ4_K}, {T::kQ5_K, amx::GemmQ5_K}, {T::kQ6_K, amx::GemmQ6_K}};
-  for (const auto& [type, gemm] : kernels) {
+TEST_F(PanelGemmAmxTest, MatchesTheScalarKernelAtTheExtremes) {
+  for (const auto& [type, gemm] : kKernels) {
     Problem p(type, 32, 512, 32, 5);
     const TypeTraits& traits = *GetReferenceTypeTraits(type);
     const size_t row_bytes = RowSizeBytes(traits, p.cols);
@@ -335,12 +343,7 @@ TEST(PanelGemmAmxTest, MatchesTheScalarKernelAtTheExtremes) {
       x_traits.from_float(x.data(), blocks.data(), p.cols);
       BlocksToPlanar(p.layout, blocks.data(), p.planar.data() + t * p.layout.row_bytes);
     }
-    const std::vector<float> want = p.RunAll(GetPanelGemm(type, Isa::kScalar));
-    const std::vector<float> got = p.RunAll(gemm);
-    for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0)
-          << TensorTypeName(type) << ", output " << i << ": " << got[i] << " vs " << want[i];
-    }
+    ExpectScalarBits(p, gemm);
   }
 }
 #endif
