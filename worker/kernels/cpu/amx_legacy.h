@@ -9,9 +9,10 @@
 // activation tile is 16 rows of 32 bytes, the weight tile 8 rows of 64). A
 // unit is four blocks, and its four products fill four tiles.
 //
-// A Levels policy gives the type:
+// A Levels policy gives the type, as the AVX-512 policies do:
 //   kBlockBytes
-//   Get(pb, w)  the 8 group vectors of panel-block pb as level - offset
+//   kOffset        x = d * (stored level - kOffset)
+//   Unpack(pb, w)  the 8 group vectors of panel-block pb as stored (unsigned)
 #pragma once
 
 #include "worker/kernels/cpu/amx_gemm.h"
@@ -41,8 +42,9 @@ struct Legacy {
     for (int i = 0; i < 4; ++i) {
       const uint8_t* pb = pu + i * Levels::kBlockBytes;
       __m512i g[8];
-      Levels::Get(pb, g);
-      for (int k = 0; k < 8; ++k) _mm512_store_si512(w->b[i][k], g[k]);
+      Levels::Unpack(pb, g);
+      const __m512i offset = _mm512_set1_epi8(static_cast<char>(Levels::kOffset));
+      for (int k = 0; k < 8; ++k) _mm512_store_si512(w->b[i][k], _mm512_sub_epi8(g[k], offset));
       b->dw[i] = avx512::LoadHalves16(pb);
     }
   }

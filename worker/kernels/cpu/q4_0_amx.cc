@@ -7,10 +7,8 @@ namespace {
 
 struct Q4_0Levels {
   static constexpr size_t kBlockBytes = 16 * 18;
-  static void Get(const uint8_t* pb, __m512i w[8]) {
-    avx512::UnpackNibbles(pb + 32, w);
-    for (int g = 0; g < 8; ++g) w[g] = _mm512_sub_epi8(w[g], _mm512_set1_epi8(8));
-  }
+  static constexpr int kOffset = 8;
+  static void Unpack(const uint8_t* pb, __m512i w[8]) { avx512::UnpackNibbles(pb + 32, w); }
 };
 
 }  // namespace

@@ -7,10 +7,9 @@ namespace {
 
 struct Q8_0Levels {
   static constexpr size_t kBlockBytes = 16 * 34;
-  static void Get(const uint8_t* pb, __m512i w[8]) {  // stored as level ^ 0x80
-    for (int g = 0; g < 8; ++g) {
-      w[g] = _mm512_xor_si512(_mm512_loadu_si512(pb + 32 + 64 * g), _mm512_set1_epi8(-128));
-    }
+  static constexpr int kOffset = 128;  // stored as level ^ 0x80, i.e. level + 128
+  static void Unpack(const uint8_t* pb, __m512i w[8]) {
+    for (int g = 0; g < 8; ++g) w[g] = _mm512_loadu_si512(pb + 32 + 64 * g);
   }
 };
 
