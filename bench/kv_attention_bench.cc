@@ -1,10 +1,14 @@
 // Paged attention over quantized KV pages: time per query head for each
 // storage type and each row-kernel ISA this CPU runs (the scalar reference,
-// AVX2, AVX-512), at a few context lengths. Single-threaded.
+// AVX2, AVX-512), at a few context lengths. Then, where the CPU has block
+// kernels (f16 rows on AVX-512), a group of query heads sharing a KV head
+// walked with the row kernels against the block kernels, alternating.
+// Single-threaded.
 //
 //   kvmesh_kv_attention_bench [--iters N]
 //
-// Prints a markdown table (docs/kv-cache.md quotes it).
+// Prints markdown tables (docs/kv-cache.md quotes them).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -22,19 +26,100 @@ namespace {
 constexpr int kHeadDim = 128;
 constexpr int kBlockSize = 16;
 
+// Time of one PagedAttentionGroup call over n_q heads (q holds them).
 double NanosPerCall(const CpuKvPages& pages, const AttentionKernels& kernels,
                     const std::vector<int32_t>& table, int n_ctx, const std::vector<float>& q,
-                    int iters) {
+                    int n_q, int iters) {
+  const int head_dim = pages.layout().head_dim;
   AttentionScratch scratch;
-  std::vector<float> out(kHeadDim);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-  PagedAttention(pages, kernels, 0, 0, table, n_ctx, q.data(), scale, &scratch, out.data());
+  std::vector<float> out(q.size());
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  auto call = [&] {
+    PagedAttentionGroup(pages, kernels, 0, 0, table, n_ctx, q.data(), n_q, scale, &scratch,
+                        out.data());
+  };
+  call();
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) {
-    PagedAttention(pages, kernels, 0, 0, table, n_ctx, q.data(), scale, &scratch, out.data());
-  }
+  for (int i = 0; i < iters; ++i) call();
   const auto end = std::chrono::steady_clock::now();
   return std::chrono::duration<double, std::nano>(end - start).count() / iters;
+}
+
+KvLayout OneHeadLayout(TensorType type, int head_dim) {
+  KvLayout layout;
+  layout.n_layer = 1;
+  layout.n_head_kv = 1;
+  layout.head_dim = head_dim;
+  layout.block_size = kBlockSize;
+  layout.k_type = type;
+  layout.v_type = type;
+  return layout;
+}
+
+// Pages holding n_ctx random K and V rows at positions 0..n_ctx-1.
+CpuKvPages MakePages(const KvLayout& layout, int n_ctx, std::vector<int32_t>* table) {
+  const int blocks = (n_ctx + kBlockSize - 1) / kBlockSize;
+  CpuKvPages pages(layout, blocks);
+  table->resize(blocks);
+  std::iota(table->begin(), table->end(), 0);
+  kernels::TestRandom rng(1);
+  const kernels::TypeTraits* traits = kernels::GetTypeTraits(layout.k_type);
+  for (int j = 0; j < n_ctx; ++j) {
+    const std::vector<float> k = kernels::MakeTestRow(rng, layout.head_dim);
+    const std::vector<float> v = kernels::MakeTestRow(rng, layout.head_dim);
+    traits->from_float(k.data(), pages.KRow(0, j / kBlockSize, j % kBlockSize, 0), layout.head_dim);
+    traits->from_float(v.data(), pages.VRow(0, j / kBlockSize, j % kBlockSize, 0), layout.head_dim);
+  }
+  return pages;
+}
+
+// A group of n_q query heads over f16 rows: the row kernels' walk against the
+// block kernels', alternating `rounds` times; medians.
+void CompareBlockKernels(int iters) {
+  const kernels::Isa isa = kernels::ActiveIsa();
+  if (GetKvBlockKernels(TensorType::kF16, isa) == nullptr) {
+    std::printf("\nno block kernels for f16 rows on this CPU (%s): comparison skipped\n",
+                std::string(kernels::IsaName(isa)).c_str());
+    return;
+  }
+  constexpr int kRounds = 5;
+  std::printf(
+      "\nf16 K/V on %s, a group of query heads sharing one KV head, median of %d "
+      "alternating rounds of %d calls\n\n",
+      std::string(kernels::IsaName(isa)).c_str(), kRounds, iters);
+  std::printf(
+      "| head_dim | query heads | context | row kernels µs | block kernels µs | speed-up |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  struct Shape {
+    int head_dim, n_q;
+  };
+  for (Shape shape : {Shape{64, 4}, Shape{128, 1}, Shape{128, 4}}) {
+    for (int n_ctx : {64, 512, 2048}) {
+      const KvLayout layout = OneHeadLayout(TensorType::kF16, shape.head_dim);
+      std::vector<int32_t> table;
+      const CpuKvPages pages = MakePages(layout, n_ctx, &table);
+      kernels::TestRandom rng(2);
+      std::vector<float> q;
+      for (int g = 0; g < shape.n_q; ++g) {
+        const std::vector<float> row = kernels::MakeTestRow(rng, shape.head_dim);
+        q.insert(q.end(), row.begin(), row.end());
+      }
+      const AttentionKernels blocks = AttentionKernels::For(layout, isa);
+      AttentionKernels rows = blocks;
+      rows.k_blocks = nullptr;
+      rows.v_blocks = nullptr;
+      std::vector<double> row_ns, block_ns;
+      for (int r = 0; r < kRounds; ++r) {
+        row_ns.push_back(NanosPerCall(pages, rows, table, n_ctx, q, shape.n_q, iters));
+        block_ns.push_back(NanosPerCall(pages, blocks, table, n_ctx, q, shape.n_q, iters));
+      }
+      std::sort(row_ns.begin(), row_ns.end());
+      std::sort(block_ns.begin(), block_ns.end());
+      const double a = row_ns[kRounds / 2], b = block_ns[kRounds / 2];
+      std::printf("| %d | %d | %d | %.1f | %.1f | %.2fx |\n", shape.head_dim, shape.n_q, n_ctx,
+                  a / 1e3, b / 1e3, a / b);
+    }
+  }
 }
 
 int Main(int argc, char** argv) {
@@ -58,37 +143,23 @@ int Main(int argc, char** argv) {
   std::printf("\n");
   for (TensorType type : types) {
     for (int n_ctx : {256, 2048}) {
-      KvLayout layout;
-      layout.n_layer = 1;
-      layout.n_head_kv = 1;
-      layout.head_dim = kHeadDim;
-      layout.block_size = kBlockSize;
-      layout.k_type = type;
-      layout.v_type = type;
-      const int blocks = n_ctx / kBlockSize;
-      CpuKvPages pages(layout, blocks);
-      std::vector<int32_t> table(blocks);
-      std::iota(table.begin(), table.end(), 0);
-      kernels::TestRandom rng(1);
-      const kernels::TypeTraits* traits = kernels::GetTypeTraits(type);
-      for (int j = 0; j < n_ctx; ++j) {
-        const std::vector<float> k = kernels::MakeTestRow(rng, kHeadDim);
-        const std::vector<float> v = kernels::MakeTestRow(rng, kHeadDim);
-        traits->from_float(k.data(), pages.KRow(0, j / kBlockSize, j % kBlockSize, 0), kHeadDim);
-        traits->from_float(v.data(), pages.VRow(0, j / kBlockSize, j % kBlockSize, 0), kHeadDim);
-      }
+      const KvLayout layout = OneHeadLayout(type, kHeadDim);
+      std::vector<int32_t> table;
+      const CpuKvPages pages = MakePages(layout, n_ctx, &table);
+      kernels::TestRandom rng(2);
       const std::vector<float> q = kernels::MakeTestRow(rng, kHeadDim);
       const double scalar = NanosPerCall(
-          pages, AttentionKernels::For(layout, kernels::Isa::kScalar), table, n_ctx, q, iters);
+          pages, AttentionKernels::For(layout, kernels::Isa::kScalar), table, n_ctx, q, 1, iters);
       std::printf("| %s | %d | %.1f |", TensorTypeName(type).c_str(), n_ctx, scalar / 1e3);
       for (size_t i = 1; i < isas.size(); ++i) {
         const double t =
-            NanosPerCall(pages, AttentionKernels::For(layout, isas[i]), table, n_ctx, q, iters);
+            NanosPerCall(pages, AttentionKernels::For(layout, isas[i]), table, n_ctx, q, 1, iters);
         std::printf(" %.1f | %.1fx |", t / 1e3, scalar / t);
       }
       std::printf("\n");
     }
   }
+  CompareBlockKernels(iters);
   return 0;
 }
 

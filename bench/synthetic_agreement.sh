@@ -11,7 +11,12 @@
 # with flash attention on (the same weights and tokens; only the order and
 # precision of the attention arithmetic change), as the first step where the
 # two greedy paths part and the largest |d logprob| of the top-10 before it;
-# and kvmesh against itself with an f32 instead of an f16 KV cache.
+# llama.cpp against itself with nothing changed but the batching
+# (bench/peer_self_agreement.mjs): its top-1 when the same tokens go through
+# one batch (teacher forcing, as kvmesh is measured) against its own greedy
+# decode, and the first step where its greedy path parts when the prompt goes
+# through a batch size of 1; and kvmesh against itself with an f32 instead of
+# an f16 KV cache.
 #
 #   bench/synthetic_agreement.sh [--types "q8_0 q4_0 q4_k_m f16"] [--steps 64]
 #
@@ -40,8 +45,10 @@ trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$MODELS"
 
 echo "| model | prompt | top-1 agreement | first disagreement | max abs d logprob | max rel d logprob |" \
-  "llama.cpp vs llama.cpp --fa: first split, max abs d logprob | kvmesh f16 vs f32 KV: top-1, max abs d logprob |"
-echo "|---|---|---|---|---|---|---|---|"
+  "llama.cpp vs llama.cpp --fa: first split, max abs d logprob |" \
+  "llama.cpp batch vs its decode: top-1, max abs d logprob | llama.cpp batch size 1: first split |" \
+  "kvmesh f16 vs f32 KV: top-1, max abs d logprob |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for type in $TYPES; do
   f=$MODELS/llama-1b-$type.gguf
   [ -f "$f" ] || "$KVMESH" synth --shape llama-1b --type "$type" -o "$f" >&2
@@ -50,6 +57,8 @@ for type in $TYPES; do
       --threads 2) > "$TMP/peer.json" 2>/dev/null
     (cd "$NLC_DIR" && node "$PEER" topk --model "$f" --prompt "$prompt" --steps "$STEPS" -k 10 \
       --threads 2 --fa) > "$TMP/peer_fa.json" 2>/dev/null
+    (cd "$NLC_DIR" && node "$ROOT/bench/peer_self_agreement.mjs" --model "$f" --prompt "$prompt" \
+      --steps "$STEPS" --threads 2) > "$TMP/peer_self.json" 2>/dev/null
     "$AGREE" -m "$f" --peer-json "$TMP/peer.json" -t 2 --dump "$TMP/ours_f16.json" > "$TMP/ours.json"
     "$AGREE" -m "$f" --peer-json "$TMP/peer.json" -t 2 --kv-type f32 --dump "$TMP/ours_f32.json" \
       > /dev/null
@@ -70,9 +79,14 @@ f16 = json.load(open(f"{tmp}/ours_f16.json"))
 f32 = json.load(open(f"{tmp}/ours_f32.json"))
 self_d = max(abs(x - y) for r, q in zip(f16, f32) for x, y in zip(r, q))
 self_top = sum(r.index(max(r)) == q.index(max(q)) for r, q in zip(f16, f32))
+# llama.cpp against itself: one batch against its decode, and batch size 1.
+s = json.loads(open(f"{tmp}/peer_self.json").read().strip().splitlines()[-1])
+ub1 = "none" if s["ubatch1_first_split"] < 0 else s["ubatch1_first_split"]
 print(f"| {sys.argv[2]} | {sys.argv[3]} | {d['top1_agree']}/{d['steps']} | "
       f"{'none' if first < 0 else first} | {d['max_abs_dlogprob']:.4f} | {d['max_rel_dlogprob']:.4f} | "
-      f"{'none' if split is None else split}, {peer_d:.4f} | {self_top}/{len(f16)}, {self_d:.4f} |")
+      f"{'none' if split is None else split}, {peer_d:.4f} | "
+      f"{s['batch_top1_agree']}/{s['steps']}, {s['batch_max_abs_dlogprob']:.4f} | {ub1} | "
+      f"{self_top}/{len(f16)}, {self_d:.4f} |")
 PY
   done
 done

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/check.h"
+#include "common/half.h"
 
 namespace kvmesh::kernels {
 namespace {
@@ -57,20 +58,26 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = SiluOne(gate[i]) * up[i];
 }
 
+void RoundToHalf(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = HalfToFloat(FloatToHalf(x[i]));
+}
+
 namespace avx2 {
 void RmsNorm(const float* x, const float* weight, float* out, int64_t n, float eps);
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
+void RoundToHalf(float* x, int64_t n);
 }  // namespace avx2
 namespace avx512 {
 void RmsNorm(const float* x, const float* weight, float* out, int64_t n, float eps);
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
+void RoundToHalf(float* x, int64_t n);
 }  // namespace avx512
 
 const RowOps& GetRowOps(Isa isa) {
-  static constexpr RowOps kScalar = {RmsNorm, SwiGlu};
+  static constexpr RowOps kScalar = {RmsNorm, SwiGlu, RoundToHalf};
 #ifdef KVMESH_X86_SIMD
-  static constexpr RowOps kAvx2 = {avx2::RmsNorm, avx2::SwiGlu};
-  static constexpr RowOps kAvx512 = {avx512::RmsNorm, avx512::SwiGlu};
+  static constexpr RowOps kAvx2 = {avx2::RmsNorm, avx2::SwiGlu, avx2::RoundToHalf};
+  static constexpr RowOps kAvx512 = {avx512::RmsNorm, avx512::SwiGlu, avx512::RoundToHalf};
 #else
   static constexpr RowOps kAvx2 = kScalar;  // never chosen: HostIsa() is kScalar
   static constexpr RowOps kAvx512 = kScalar;

@@ -27,6 +27,10 @@ void Silu(const float* x, float* out, int64_t n);
 // out[i] = silu(gate[i]) * up[i]: the gated feed-forward activation.
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
 
+// x[i] <- the f16 value nearest x[i] (ties to even), as a float, in place:
+// what a value goes through on its way into an f16 operand.
+void RoundToHalf(float* x, int64_t n);
+
 // Rotary embeddings of one head vector, in place. The first n_rot dimensions
 // (even, <= head_dim) rotate; the rest pass through. Pair i (0 <= i < n_rot/2)
 // turns by theta_i = pos * freq_scale * freq_base^(-2i / n_rot).
@@ -45,10 +49,13 @@ void RopeNeox(float* head, int head_dim, int n_rot, int64_t pos, float freq_base
 //    the correctly rounded expf - where the reference calls libm's expf, then
 //    takes the reference's float steps. libm's expf is off by an ulp near
 //    ties (glibc 2.36: ~0.06% of inputs), so the two agree to a few ulps and are
-//    equal almost everywhere (the tests count).
+//    equal almost everywhere (the tests count);
+//  - round_to_half equals RoundToHalf bit for bit (F16C conversions, which
+//    round to nearest even as the reference does); a NaN stays a NaN.
 struct RowOps {
   void (*rms_norm)(const float* x, const float* weight, float* out, int64_t n, float eps);
   void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
+  void (*round_to_half)(float* x, int64_t n);
 };
 
 // `isa` must be supported by the host.

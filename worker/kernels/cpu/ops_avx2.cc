@@ -74,4 +74,17 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+void RoundToHalf(float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h =
+        _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(x + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) {
+    const __m128i h = _mm_cvtps_ph(_mm_set_ss(x[i]), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    x[i] = _mm_cvtss_f32(_mm_cvtph_ps(h));
+  }
+}
+
 }  // namespace kvmesh::kernels::avx2

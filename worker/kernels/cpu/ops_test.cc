@@ -203,6 +203,41 @@ uint32_t Bits(float f) {
 TEST(RowOpsTest, ScalarTierIsTheReference) {
   EXPECT_EQ(GetRowOps(Isa::kScalar).rms_norm, &RmsNorm);
   EXPECT_EQ(GetRowOps(Isa::kScalar).swiglu, &SwiGlu);
+  EXPECT_EQ(GetRowOps(Isa::kScalar).round_to_half, &RoundToHalf);
+}
+
+// Every float whose top 20 bits are given (the rest random), so every
+// exponent, the half subnormals, the ties and the overflow to infinity are
+// all met, plus the specials: the SIMD rounding equals the reference's bits.
+TEST(RowOpsTest, RoundToHalfEqualsTheReferenceBitForBit) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {0.0f, -0.0f, 1.0f,     65504.0f, 65519.0f, 65520.0f, -65520.0f,
+                          inf,  -inf,  5.96e-8f, 2.98e-8f, 2.99e-8f, 1e-45f};
+  TestRandom rng(12);
+  for (uint32_t top = 0; top < (1u << 20); ++top) {
+    const uint32_t low = static_cast<uint32_t>(rng.Uniform() * 4096.0f) & 0xFFFu;
+    const uint32_t bits = top << 12 | low;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (!std::isnan(f)) x.push_back(f);
+    // The exact tie between two normal halves with these top bits.
+    const uint32_t tie = (top << 12) | 0x1000u;
+    std::memcpy(&f, &tie, 4);
+    if (!std::isnan(f)) x.push_back(f);
+  }
+  const int64_t n = static_cast<int64_t>(x.size()) - 3;  // odd tail
+  std::vector<float> want(x.begin(), x.begin() + n);
+  RoundToHalf(want.data(), n);
+  for (Isa isa : SupportedSimdTiers()) {
+    std::vector<float> got(x.begin(), x.begin() + n);
+    GetRowOps(isa).round_to_half(got.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(Bits(want[i]), Bits(got[i])) << IsaName(isa) << " x " << x[i];
+    }
+    float nan = std::numeric_limits<float>::quiet_NaN();
+    GetRowOps(isa).round_to_half(&nan, 1);
+    EXPECT_TRUE(std::isnan(nan)) << IsaName(isa);
+  }
 }
 
 TEST(RowOpsTest, RmsNormEqualsTheReferenceBitForBit) {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "common/check.h"
-#include "common/half.h"
+#include "worker/kernels/cpu/ops.h"
 
 namespace kvmesh {
 
@@ -16,7 +16,13 @@ AttentionKernels AttentionKernels::For(const KvLayout& layout, kernels::Isa isa)
   KVMESH_CHECK(k_traits != nullptr);
   const kernels::TypeTraits* q_traits = kernels::GetTypeTraits(k_traits->vec_dot_type);
   KVMESH_CHECK(q_traits != nullptr);
-  return AttentionKernels{q_traits, *k, *v, layout.v_type == TensorType::kF16};
+  return AttentionKernels{
+      q_traits,
+      *k,
+      *v,
+      GetKvBlockKernels(layout.k_type, k->isa),
+      GetKvBlockKernels(layout.v_type, v->isa),
+      layout.v_type == TensorType::kF16 ? kernels::GetRowOps(v->isa).round_to_half : nullptr};
 }
 
 void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
@@ -40,13 +46,19 @@ void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernel
   scratch->scores.resize(static_cast<size_t>(n_ctx) * n_q);
   float* scores = scratch->scores.data();  // [n_q][n_ctx]
   float max_score[kMaxQueryHeadsPerKvHead];
-  std::fill(max_score, max_score + n_q, -INFINITY);
-  for (int j = 0; j < n_ctx; ++j) {
-    const uint8_t* k = pages.KRow(layer, block_table[j / bs], j % bs, kv_head);
-    for (int g = 0; g < n_q; ++g) {
-      float& s = scores[g * n_ctx + j];
-      s = kernels.k.dot(head_dim, k, scratch->query.data() + g * query_bytes) * scale;
-      max_score[g] = std::max(max_score[g], s);
+  scratch->rows.resize(n_ctx);
+  const uint8_t** rows = scratch->rows.data();
+  for (int j = 0; j < n_ctx; ++j) rows[j] = pages.KRow(layer, block_table[j / bs], j % bs, kv_head);
+  if (kernels.k_blocks == nullptr ||
+      !kernels.k_blocks->scores(head_dim, rows, n_ctx, scratch->query.data(), n_q, scale, scores,
+                                max_score)) {
+    std::fill(max_score, max_score + n_q, -INFINITY);
+    for (int j = 0; j < n_ctx; ++j) {
+      for (int g = 0; g < n_q; ++g) {
+        float& s = scores[g * n_ctx + j];
+        s = kernels.k.dot(head_dim, rows[j], scratch->query.data() + g * query_bytes) * scale;
+        max_score[g] = std::max(max_score[g], s);
+      }
     }
   }
   for (int g = 0; g < n_q; ++g) {
@@ -57,18 +69,19 @@ void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernel
       sum += sg[j];
     }
     const float inv_sum = static_cast<float>(1.0 / sum);
-    for (int j = 0; j < n_ctx; ++j) {
-      float w = sg[j] * inv_sum;
-      if (kernels.round_weights_to_f16) w = HalfToFloat(FloatToHalf(w));
-      sg[j] = w;
-    }
+    for (int j = 0; j < n_ctx; ++j) sg[j] *= inv_sum;
+    if (kernels.round_weights != nullptr) kernels.round_weights(sg, n_ctx);
   }
 
+  for (int j = 0; j < n_ctx; ++j) rows[j] = pages.VRow(layer, block_table[j / bs], j % bs, kv_head);
+  if (kernels.v_blocks != nullptr &&
+      kernels.v_blocks->weighted_sum(head_dim, rows, n_ctx, scores, n_q, out)) {
+    return;
+  }
   std::fill(out, out + static_cast<size_t>(head_dim) * n_q, 0.0f);
   for (int j = 0; j < n_ctx; ++j) {
-    const uint8_t* v = pages.VRow(layer, block_table[j / bs], j % bs, kv_head);
     for (int g = 0; g < n_q; ++g) {
-      kernels.v.accumulate(head_dim, v, scores[g * n_ctx + j], out + g * head_dim);
+      kernels.v.accumulate(head_dim, rows[j], scores[g * n_ctx + j], out + g * head_dim);
     }
   }
 }

@@ -32,12 +32,19 @@ struct AttentionKernels {
   const kernels::TypeTraits* query_traits;  // the K type's vec_dot_type
   KvRowKernels k;
   KvRowKernels v;
-  bool round_weights_to_f16;
+  // The same walks a block of positions at a time, where the ISA has them
+  // for the type (the same floats); nullptr otherwise.
+  const KvBlockKernels* k_blocks;
+  const KvBlockKernels* v_blocks;
+  // With an f16 V cache, rounds the softmax weights to f16 (RowOps'
+  // round_to_half of the V kernels' ISA); nullptr otherwise.
+  void (*round_weights)(float* w, int64_t n);
 };
 
 struct AttentionScratch {
   std::vector<float> scores;
-  std::vector<uint8_t> query;  // converted query
+  std::vector<uint8_t> query;        // converted query
+  std::vector<const uint8_t*> rows;  // K or V row of each position
 };
 
 // out[head_dim] = softmax(scale · q·Kᵀ[0..n_ctx)) · V[0..n_ctx) for KV head

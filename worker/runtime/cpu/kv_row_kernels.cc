@@ -85,7 +85,18 @@ const KvRowKernels* Find(std::span<const Entry> table, TensorType type) {
   return nullptr;
 }
 
+#if defined(KVMESH_HAVE_X86_KV_ROWS)
+constexpr KvBlockKernels kAvx512F16Blocks = {avx512::ScoresF16, avx512::WeightedSumF16};
+#endif
+
 }  // namespace
+
+const KvBlockKernels* GetKvBlockKernels(TensorType type, kernels::Isa isa) {
+#if defined(KVMESH_HAVE_X86_KV_ROWS)
+  if (isa == kernels::Isa::kAvx512 && type == TensorType::kF16) return &kAvx512F16Blocks;
+#endif
+  return nullptr;
+}
 
 const KvRowKernels* GetKvRowKernels(TensorType type, kernels::Isa isa) {
 #if defined(KVMESH_HAVE_X86_KV_ROWS)

@@ -40,4 +40,29 @@ struct KvRowKernels {
 // the widest ISA not above `isa` that this build has; nullptr for other types.
 const KvRowKernels* GetKvRowKernels(TensorType type, kernels::Isa isa);
 
+// Attention's two walks over positions, a block of positions at a time, for
+// rows of one storage type. They give, bit for bit, the floats of the walks
+// with the row kernels of the same ISA: each score is dot(K row, query) *
+// scale, and each output is 0 plus weight · V row, position by position (the
+// block form only shares row loads and lane reductions between positions and
+// heads).
+struct KvBlockKernels {
+  // scores[g * n_ctx + j] = dot(K row j, query g) * scale and max_score[g] =
+  // the largest scores[g * n_ctx + j], for g < n_q, j < n_ctx; `query` holds
+  // n_q rows of the type's vec_dot_type. Returns false, writing nothing, for a
+  // head_dim it does not handle.
+  bool (*scores)(int head_dim, const uint8_t* const* k_rows, int n_ctx, const uint8_t* query,
+                 int n_q, float scale, float* scores, float* max_score);
+  // out[g * head_dim + d] = sum over j of weights[g * n_ctx + j] · (V row
+  // j)[d], for g < n_q. Returns false, writing nothing, for a head_dim it does
+  // not handle.
+  bool (*weighted_sum)(int head_dim, const uint8_t* const* v_rows, int n_ctx, const float* weights,
+                       int n_q, float* out);
+};
+
+// The block kernels for rows of `type` on `isa`, or nullptr where there are
+// none (then attention walks positions with the row kernels). Only f16 rows
+// on AVX-512 have them: the default KV type on the widest tier.
+const KvBlockKernels* GetKvBlockKernels(TensorType type, kernels::Isa isa);
+
 }  // namespace kvmesh
