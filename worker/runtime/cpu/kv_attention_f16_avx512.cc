@@ -24,9 +24,32 @@ __m512 LoadF16(const uint8_t* row, int chunk) {
 
 // Scores of kHeads query heads (kChunks 16-lane chunks each) against the
 // positions [j0, j0 + n) of one block, n <= 16.
+// Calls body.template operator()<kHeads>(g0) for the query heads
+// [g0, g0 + kHeads) of n_q, in groups of up to four.
+template <typename Body>
+void ForEachHeadGroup(int n_q, Body body) {
+  for (int g0 = 0; g0 < n_q; g0 += 4) {
+    switch (n_q - g0) {
+      case 1:
+        body.template operator()<1>(g0);
+        break;
+      case 2:
+        body.template operator()<2>(g0);
+        break;
+      case 3:
+        body.template operator()<3>(g0);
+        break;
+      default:
+        body.template operator()<4>(g0);
+        break;
+    }
+  }
+}
+
 template <int kChunks, int kHeads>
 void ScoreBlock(const uint8_t* const* k_rows, int j0, int n, const float* query, float scale,
                 int n_ctx, float* scores, __m512* max_score) {
+  static_assert(kChunks % 2 == 0, "DotF16's two accumulators take alternate chunks");
   alignas(64) __m512 lanes[kHeads][kBlock];
   for (int i = 0; i < n; ++i) {
     __m512 k[kChunks];
@@ -35,12 +58,9 @@ void ScoreBlock(const uint8_t* const* k_rows, int j0, int n, const float* query,
       const float* q = query + g * kChunks * 16;
       __m512 acc0 = _mm512_setzero_ps();
       __m512 acc1 = _mm512_setzero_ps();
-      for (int c = 0; c + 1 < kChunks; c += 2) {
+      for (int c = 0; c < kChunks; c += 2) {
         acc0 = _mm512_fmadd_ps(k[c], _mm512_load_ps(q + 16 * c), acc0);
         acc1 = _mm512_fmadd_ps(k[c + 1], _mm512_load_ps(q + 16 * c + 16), acc1);
-      }
-      if (kChunks % 2 == 1) {
-        acc0 = _mm512_fmadd_ps(k[kChunks - 1], _mm512_load_ps(q + 16 * (kChunks - 1)), acc0);
       }
       lanes[g][i] = _mm512_add_ps(acc0, acc1);
     }
@@ -70,31 +90,16 @@ template <int kChunks>
 void Scores(const uint8_t* const* k_rows, int n_ctx, const uint8_t* query, int n_q, float scale,
             float* scores, float* max_score) {
   constexpr int kDim = 16 * kChunks;
-  // The f16 queries widened once (exactly, as DotF16 widens them).
-  alignas(64) float widened[4 * kDim];
-  for (int g0 = 0; g0 < n_q; g0 += 4) {
-    const int heads = n_q - g0 < 4 ? n_q - g0 : 4;
-    for (int g = 0; g < heads; ++g) {
+  ForEachHeadGroup(n_q, [&]<int kHeads>(int g0) {
+    // The f16 queries widened once (exactly, as DotF16 widens them).
+    alignas(64) float widened[kHeads * kDim];
+    for (int g = 0; g < kHeads; ++g) {
       const uint8_t* q = query + static_cast<size_t>(g0 + g) * kDim * sizeof(uint16_t);
       for (int c = 0; c < kChunks; ++c) _mm512_store_ps(widened + g * kDim + 16 * c, LoadF16(q, c));
     }
-    float* s = scores + static_cast<size_t>(g0) * n_ctx;
-    float* m = max_score + g0;
-    switch (heads) {
-      case 1:
-        ScoreHeads<kChunks, 1>(k_rows, n_ctx, widened, scale, s, m);
-        break;
-      case 2:
-        ScoreHeads<kChunks, 2>(k_rows, n_ctx, widened, scale, s, m);
-        break;
-      case 3:
-        ScoreHeads<kChunks, 3>(k_rows, n_ctx, widened, scale, s, m);
-        break;
-      default:
-        ScoreHeads<kChunks, 4>(k_rows, n_ctx, widened, scale, s, m);
-        break;
-    }
-  }
+    ScoreHeads<kChunks, kHeads>(k_rows, n_ctx, widened, scale,
+                                scores + static_cast<size_t>(g0) * n_ctx, max_score + g0);
+  });
 }
 
 // out[g] = sum over positions of weight * V row, 64 lanes (kChunks = 4) at
@@ -142,27 +147,12 @@ bool ScoresF16(int head_dim, const uint8_t* const* k_rows, int n_ctx, const uint
 bool WeightedSumF16(int head_dim, const uint8_t* const* v_rows, int n_ctx, const float* weights,
                     int n_q, float* out) {
   if (head_dim % 64 != 0) return false;
-  for (int g0 = 0; g0 < n_q; g0 += 4) {
-    const int heads = n_q - g0 < 4 ? n_q - g0 : 4;
-    const float* w = weights + static_cast<size_t>(g0) * n_ctx;
-    float* o = out + static_cast<size_t>(g0) * head_dim;
+  ForEachHeadGroup(n_q, [&]<int kHeads>(int g0) {
     for (int lane0 = 0; lane0 < head_dim; lane0 += 64) {
-      switch (heads) {
-        case 1:
-          WeightedLanes<1>(v_rows, n_ctx, w, lane0, head_dim, o);
-          break;
-        case 2:
-          WeightedLanes<2>(v_rows, n_ctx, w, lane0, head_dim, o);
-          break;
-        case 3:
-          WeightedLanes<3>(v_rows, n_ctx, w, lane0, head_dim, o);
-          break;
-        default:
-          WeightedLanes<4>(v_rows, n_ctx, w, lane0, head_dim, o);
-          break;
-      }
+      WeightedLanes<kHeads>(v_rows, n_ctx, weights + static_cast<size_t>(g0) * n_ctx, lane0,
+                            head_dim, out + static_cast<size_t>(g0) * head_dim);
     }
-  }
+  });
   return true;
 }
 
