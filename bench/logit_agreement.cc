@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "worker/model/model.h"
-#include "worker/runtime/cpu/cpu_executor.h"
+#include "worker/runtime/model_executor.h"
 
 namespace {
 
@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
 
   kvmesh::KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, *type, *type};
   const int64_t blocks = (static_cast<int64_t>(tokens.size()) + 15) / 16;
-  auto exec = kvmesh::CpuExecutor::Create(**model, layout, blocks, threads);
+  auto exec = kvmesh::ModelExecutor::CreateOnCpu(**model, layout, blocks, threads);
   if (!exec.ok()) return Fail(exec.status().ToString());
   std::vector<int32_t> table(blocks);
   std::iota(table.begin(), table.end(), 0);

@@ -23,11 +23,12 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/device_options.h"
 #include "cli/kv_options.h"
 #include "common/model_path.h"
 #include "worker/kernels/cpu/cpu_features.h"
 #include "worker/model/model.h"
-#include "worker/runtime/cpu/cpu_executor.h"
+#include "worker/runtime/model_executor.h"
 
 namespace kvmesh::cli {
 namespace {
@@ -36,7 +37,7 @@ struct BenchOptions {
   std::string model;
   int prompt = 512;
   int generate = 128;
-  int threads = 0;
+  DeviceCliOptions devices;
   int repetitions = 5;
   bool json = false;
   KvCliOptions kv;
@@ -68,7 +69,7 @@ int Fail(const Status& status) {
 
 class Runner {
  public:
-  Runner(CpuExecutor& exec, int n_vocab, int64_t blocks) : exec_(exec), n_vocab_(n_vocab) {
+  Runner(ModelExecutor& exec, int n_vocab, int64_t blocks) : exec_(exec), n_vocab_(n_vocab) {
     table_.resize(blocks);
     std::iota(table_.begin(), table_.end(), 0);
   }
@@ -99,7 +100,7 @@ class Runner {
   }
 
  private:
-  CpuExecutor& exec_;
+  ModelExecutor& exec_;
   int n_vocab_;
   std::vector<int32_t> table_;
   ForwardOutput out_;
@@ -116,9 +117,12 @@ int Bench(const BenchOptions& o) {
   if (!layout.ok()) return Fail(layout.status());
   const int ctx = std::max(o.prompt, o.generate + 1) + 16;
   const int64_t blocks = (ctx + layout->block_size - 1) / layout->block_size;
-  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  auto plan = BuildPlan(o.devices, **model);
+  if (!plan.ok()) return Fail(plan.status());
+  int threads = 0;
+  for (const DeviceShard& d : plan->devices) threads += d.threads;
   const auto load_start = Clock::now();
-  auto exec = CpuExecutor::Create(**model, *layout, blocks, threads);
+  auto exec = ModelExecutor::Create(**model, *layout, *plan, blocks);
   if (!exec.ok()) return Fail(exec.status());
   const double setup_s = std::chrono::duration<double>(Clock::now() - load_start).count();
   Runner runner(**exec, config.n_vocab, blocks);
@@ -130,19 +134,35 @@ int Bench(const BenchOptions& o) {
   if (o.generate > 0) {
     if (auto s = runner.Generate(std::min(o.generate, 4)); !s.ok()) return Fail(s.status());
   }
+  // The share of each test's time the devices spend in collectives (their
+  // mean), from the executor's counters around the timed runs.
+  auto comm_seconds = [&] {
+    double sum = 0.0;
+    for (const DeviceCounters& c : (*exec)->Counters()) sum += c.comm_seconds;
+    return sum / plan->num_devices();
+  };
   Stats pp, tg;
+  double pp_seconds = 0.0, tg_seconds = 0.0, pp_comm = 0.0, tg_comm = 0.0;
   for (int r = 0; r < o.repetitions; ++r) {
     if (o.prompt > 0) {
+      const double before = comm_seconds();
       auto s = runner.Prompt(o.prompt);
       if (!s.ok()) return Fail(s.status());
       pp.runs.push_back(o.prompt / *s);
+      pp_seconds += *s;
+      pp_comm += comm_seconds() - before;
     }
     if (o.generate > 0) {
+      const double before = comm_seconds();
       auto s = runner.Generate(o.generate);
       if (!s.ok()) return Fail(s.status());
       tg.runs.push_back(o.generate / *s);
+      tg_seconds += *s;
+      tg_comm += comm_seconds() - before;
     }
   }
+  const double pp_comm_share = pp_seconds > 0 ? pp_comm / pp_seconds : 0.0;
+  const double tg_comm_share = tg_seconds > 0 ? tg_comm / tg_seconds : 0.0;
   pp.Finish();
   tg.Finish();
 
@@ -157,16 +177,20 @@ int Bench(const BenchOptions& o) {
               params / 1e9, bytes_per_token / 1048576.0);
   std::printf("cpu: %s kernels%s, %d threads, KV %s, setup %.2f s\n", isa.c_str(),
               amx ? " with AMX tiles" : "", threads, layout->TypeName().c_str(), setup_s);
-  std::printf("| test   |        t/s (mean ± sd) |   median | runs |\n");
-  auto row = [](const char* kind, int n, const Stats& s) {
+  std::printf("devices: %s\n", plan->ToString().c_str());
+  const bool split = plan->split == SplitKind::kTensor;
+  std::printf("| test   |        t/s (mean ± sd) |   median | runs |%s\n", split ? " comm |" : "");
+  auto row = [split](const char* kind, int n, const Stats& s, double comm_share) {
     if (s.runs.empty()) return;
     char test[32];
     std::snprintf(test, sizeof test, "%s%d", kind, n);
-    std::printf("| %-6s | %12.2f ± %8.2f | %8.2f | %4zu |\n", test, s.mean, s.stddev, s.median,
+    std::printf("| %-6s | %12.2f ± %8.2f | %8.2f | %4zu |", test, s.mean, s.stddev, s.median,
                 s.runs.size());
+    if (split) std::printf(" %3.0f%% |", 100.0 * comm_share);
+    std::printf("\n");
   };
-  row("pp", o.prompt, pp);
-  row("tg", o.generate, tg);
+  row("pp", o.prompt, pp, pp_comm_share);
+  row("tg", o.generate, tg, tg_comm_share);
   if (o.json) {
     nlohmann::json j;
     j["model"] = *path;
@@ -183,6 +207,10 @@ int Bench(const BenchOptions& o) {
     j["tg_mean"] = tg.mean;
     j["pp_tokens_per_s"] = pp.median;
     j["tg_tokens_per_s"] = tg.median;
+    j["devices"] = plan->num_devices();
+    j["split"] = std::string(SplitKindName(plan->split));
+    j["pp_comm_share"] = pp_comm_share;
+    j["tg_comm_share"] = tg_comm_share;
     std::printf("%s\n", j.dump().c_str());
   }
   return 0;
@@ -201,7 +229,7 @@ void RegisterBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-n,--n-gen", o->generate, "Tokens per tg test (0: skip)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "CPU threads (default: all cores)");
+  AddDeviceOptions(cmd, &o->devices);
   cmd->add_option("-r,--repetitions", o->repetitions, "Timed repetitions of each test")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

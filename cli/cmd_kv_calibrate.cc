@@ -19,7 +19,7 @@
 #include "cli/kv_options.h"
 #include "cli/local_model.h"
 #include "worker/eval/k_calibration.h"
-#include "worker/runtime/cpu/cpu_executor.h"
+#include "worker/runtime/model_executor.h"
 
 namespace kvmesh::cli {
 namespace {
@@ -65,7 +65,7 @@ int Calibrate(const CalibrateOptions& o) {
                           ? o.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int64_t blocks = (ctx + layout->block_size - 1) / layout->block_size;
-  auto exec = CpuExecutor::Create(model, *layout, blocks, threads);
+  auto exec = ModelExecutor::CreateOnCpu(model, *layout, blocks, threads);
   if (!exec.ok()) return Fail(exec.status());
   std::vector<int32_t> table(blocks);
   std::iota(table.begin(), table.end(), 0);

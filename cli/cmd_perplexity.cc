@@ -16,11 +16,12 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/device_options.h"
 #include "cli/kv_options.h"
 #include "cli/local_model.h"
 #include "worker/eval/logprob_file.h"
 #include "worker/eval/perplexity.h"
-#include "worker/runtime/cpu/cpu_executor.h"
+#include "worker/runtime/model_executor.h"
 
 namespace kvmesh::cli {
 namespace {
@@ -29,7 +30,7 @@ struct PerplexityOptions {
   std::string model;
   std::string file;
   int ctx = 0;
-  int threads = 0;
+  DeviceCliOptions devices;
   int chunks = 0;
   KvCliOptions kv;
   std::string kl_base;
@@ -82,11 +83,12 @@ int Perplexity(const PerplexityOptions& o) {
   if (o.chunks > 0) plan->n_chunk = std::min(plan->n_chunk, o.chunks);
   auto layout = BuildKvLayout(o.kv, model);
   if (!layout.ok()) return Fail(layout.status());
-  const int threads = o.threads > 0
-                          ? o.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto devices = BuildPlan(o.devices, model);
+  if (!devices.ok()) return Fail(devices.status());
+  int threads = 0;
+  for (const DeviceShard& d : devices->devices) threads += d.threads;
   const int64_t blocks = (ctx + layout->block_size - 1) / layout->block_size;
-  auto exec = CpuExecutor::Create(model, *layout, blocks, threads);
+  auto exec = ModelExecutor::Create(model, *layout, *devices, blocks);
   if (!exec.ok()) return Fail(exec.status());
   const int32_t bos = tok.config().add_bos ? tok.bos_id() : -1;
   const int n_vocab = config.n_vocab;
@@ -122,6 +124,8 @@ int Perplexity(const PerplexityOptions& o) {
                layout->TypeName().c_str(), layout->bytes_per_token(),
                layout->rounding == KvRounding::kReference ? "reference" : "min-error", threads,
                std::string(kernels::IsaName(kernels::ActiveIsa())).c_str());
+  if (devices->num_devices() > 1)
+    std::fprintf(stderr, "devices: %s\n", devices->ToString().c_str());
   const auto start = std::chrono::steady_clock::now();
   NllStats nll;
   KlStats kl;
@@ -202,7 +206,7 @@ void RegisterPerplexityCommand(CLI::App& app, int* exit_code) {
                   "Tokens per chunk; the second half of each is scored (default: the model's "
                   "context, up to 512)")
       ->check(CLI::Range(4, 1 << 20));
-  cmd->add_option("-t,--threads", o->threads, "CPU threads (default: all cores)");
+  AddDeviceOptions(cmd, &o->devices);
   cmd->add_option("--chunks", o->chunks, "Evaluate at most this many chunks")
       ->check(CLI::PositiveNumber);
   AddKvOptions(cmd, &o->kv, /*with_transforms=*/true, /*with_memory=*/false);

@@ -9,13 +9,14 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/device_options.h"
 #include "cli/kv_options.h"
 #include "common/model_path.h"
 #include "common/tokenizer/streaming_detokenizer.h"
 #include "common/tokenizer/tokenizer.h"
 #include "worker/kv/kv_memory_fit.h"
 #include "worker/model/model.h"
-#include "worker/runtime/cpu/cpu_executor.h"
+#include "worker/runtime/model_executor.h"
 #include "worker/sampling/sampler.h"
 #include "worker/sampling/stop_matcher.h"
 
@@ -32,7 +33,7 @@ struct RunOptions {
   float min_p = 0.05f;
   float repeat_penalty = 1.0f;
   int64_t seed = -1;
-  int threads = 0;
+  DeviceCliOptions devices;
   int ctx = 0;
   int batch = 512;
   std::vector<std::string> stop;
@@ -89,15 +90,18 @@ int Run(const RunOptions& o) {
   }
   auto layout = BuildKvLayout(o.kv, **model);
   if (!layout.ok()) return Fail(layout.status());
+  auto plan = BuildPlan(o.devices, **model);
+  if (!plan.ok()) return Fail(plan.status());
   // Without --kv-memory the cache holds exactly one context.
   int64_t blocks = (ctx + layout->block_size - 1) / layout->block_size;
   if (!o.kv.memory.empty()) {
-    auto fit = FitKvBlocksOnHost(o.kv.memory, *layout, (*model)->file().file_size(), ctx);
+    auto fit = FitKvBlocksOnDevices(o.kv.memory, *layout, *plan, ctx);
     if (!fit.ok()) return Fail(fit.status());
     blocks = fit->num_blocks;
   }
-  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-  auto exec = CpuExecutor::Create(**model, *layout, blocks, threads);
+  int threads = 0;
+  for (const DeviceShard& d : plan->devices) threads += d.threads;
+  auto exec = ModelExecutor::Create(**model, *layout, *plan, blocks);
   if (!exec.ok()) return Fail(exec.status());
   std::vector<int32_t> table(blocks);
   std::iota(table.begin(), table.end(), 0);
@@ -206,7 +210,7 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--repeat-penalty", o->repeat_penalty, "Repetition penalty (1 = off)");
   run->add_option("--seed", o->seed, "Random seed (default: random)");
   run->add_option("--stop", o->stop, "Stop string (repeatable)");
-  run->add_option("-t,--threads", o->threads, "CPU threads (default: all cores)");
+  AddDeviceOptions(run, &o->devices);
   run->add_option("-c,--ctx", o->ctx, "Context size in tokens (default: the model's, up to 4096)");
   run->add_option("-b,--batch", o->batch, "Prompt tokens per forward step")
       ->check(CLI::PositiveNumber);

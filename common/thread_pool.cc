@@ -2,6 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
 
 namespace kvmesh {
 namespace {
@@ -30,12 +36,41 @@ bool SpinUntil(const Done& done) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads) {
+ThreadPool::ThreadPool(int num_threads, std::vector<int> cores) : cores_(std::move(cores)) {
   const int extra = std::max(0, num_threads - 1);
   workers_.reserve(extra);
   for (int i = 0; i < extra; ++i) {
-    workers_.emplace_back([this] { WorkerLoop(); });
+    workers_.emplace_back([this] {
+      // Pinning was checked by the pool's owner on its own thread; a worker
+      // that cannot pin still computes the same results.
+      (void)PinCurrentThread(cores_);
+      WorkerLoop();
+    });
   }
+}
+
+Status ThreadPool::PinCurrentThread(const std::vector<int>& cores) {
+  if (cores.empty()) return Status::Ok();
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cores) {
+    if (c < 0 || c >= CPU_SETSIZE) {
+      return InvalidArgumentError("core " + std::to_string(c) + " is outside 0.." +
+                                  std::to_string(CPU_SETSIZE - 1));
+    }
+    CPU_SET(c, &set);
+  }
+  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+    std::string list;
+    for (int c : cores) list += (list.empty() ? "" : ",") + std::to_string(c);
+    return InvalidArgumentError("cannot pin a thread to cores " + list +
+                                ": not all of them exist or are allowed to this process");
+  }
+  return Status::Ok();
+#else
+  return UnimplementedError("pinning threads to cores needs Linux");
+#endif
 }
 
 ThreadPool::~ThreadPool() {

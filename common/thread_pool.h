@@ -23,13 +23,16 @@
 #include <thread>
 #include <vector>
 
+#include "common/status.h"
+
 namespace kvmesh {
 
 class ThreadPool {
  public:
   // `num_threads` counts the calling thread: 1 means run everything inline.
-  // At most 65535.
-  explicit ThreadPool(int num_threads);
+  // At most 65535. With `cores`, every worker keeps to those cores (Linux
+  // CPU affinity; the caller pins itself with PinCurrentThread).
+  explicit ThreadPool(int num_threads, std::vector<int> cores = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -41,6 +44,11 @@ class ThreadPool {
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                    int64_t min_chunk = 1);
 
+  // Restricts the calling thread to `cores` (no-op when empty). Fails with a
+  // message naming the cores when the OS refuses (a core that does not exist
+  // or is outside the process's cpuset).
+  static Status PinCurrentThread(const std::vector<int>& cores);
+
   // How long a waiting thread spins before it sleeps.
   static constexpr int kSpinMicros = 100;
 
@@ -50,6 +58,7 @@ class ThreadPool {
   void RunChunks(uint32_t call);
 
   std::vector<std::thread> workers_;
+  std::vector<int> cores_;
   std::mutex call_mu_;  // serialises ParallelFor callers
 
   // A call publishes fn_ and n_, sets claim_ to (call number, chunk count,

@@ -14,7 +14,7 @@
 #include <numeric>
 
 #include "worker/model/model.h"
-#include "worker/runtime/cpu/cpu_executor.h"
+#include "worker/runtime/model_executor.h"
 
 namespace kvmesh {
 namespace {
@@ -51,7 +51,7 @@ std::vector<float> AllLogits(const Model& model, TensorType kv_type,
   const ModelConfig& c = model.config();
   KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, kv_type, kv_type};
   const int64_t blocks = (static_cast<int64_t>(tokens.size()) + 15) / 16;
-  auto exec = CpuExecutor::Create(model, layout, blocks, 2);
+  auto exec = ModelExecutor::CreateOnCpu(model, layout, blocks, 2);
   EXPECT_TRUE(exec.ok()) << exec.status().ToString();
   std::vector<int32_t> table(blocks);
   std::iota(table.begin(), table.end(), 0);
@@ -110,7 +110,7 @@ std::vector<int32_t> GreedyDecode(const Model& model, std::vector<int32_t> promp
   const ModelConfig& c = model.config();
   KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
   const int64_t blocks = (static_cast<int64_t>(prompt.size()) + n + 15) / 16;
-  auto exec = CpuExecutor::Create(model, layout, blocks, 2);
+  auto exec = ModelExecutor::CreateOnCpu(model, layout, blocks, 2);
   EXPECT_TRUE(exec.ok());
   std::vector<int32_t> table(blocks);
   std::iota(table.begin(), table.end(), 0);

@@ -10,7 +10,7 @@
 
 #include "common/tokenizer/tokenizer.h"
 #include "worker/model/model.h"
-#include "worker/runtime/cpu/cpu_executor.h"
+#include "worker/runtime/model_executor.h"
 
 namespace kvmesh {
 namespace {
@@ -42,7 +42,7 @@ class EngineTest : public ::testing::Test {
   std::unique_ptr<Engine> MakeEngine(int64_t blocks, SchedulerLimits limits = {}) {
     const ModelConfig& c = model_->config();
     KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
-    auto exec = CpuExecutor::Create(*model_, layout, blocks, 2);
+    auto exec = ModelExecutor::CreateOnCpu(*model_, layout, blocks, 2);
     EXPECT_TRUE(exec.ok());
     EngineConfig config;
     config.limits = limits;

@@ -12,7 +12,7 @@
 
 #include "common/tokenizer/tokenizer.h"
 #include "worker/model/model.h"
-#include "worker/runtime/cpu/cpu_executor.h"
+#include "worker/runtime/model_executor.h"
 
 namespace kvmesh {
 namespace {
@@ -124,7 +124,7 @@ double Perplexity(const Loaded& l, TensorType kv_type, int ctx) {
   layout.head_dim = c.head_dim;
   layout.k_type = kv_type;
   layout.v_type = kv_type;
-  auto exec = CpuExecutor::Create(*l.model, layout, (ctx + 15) / 16, 2);
+  auto exec = ModelExecutor::CreateOnCpu(*l.model, layout, (ctx + 15) / 16, 2);
   EXPECT_TRUE(exec.ok()) << exec.status().ToString();
   const PerplexityPlan plan = *PlanPerplexity(static_cast<int64_t>(l.tokens.size()), ctx);
   NllStats nll;

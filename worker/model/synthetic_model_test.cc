@@ -11,7 +11,7 @@
 #include <string>
 
 #include "worker/model/model.h"
-#include "worker/runtime/cpu/cpu_executor.h"
+#include "worker/runtime/model_executor.h"
 
 namespace kvmesh {
 namespace {
@@ -142,7 +142,7 @@ TEST_P(SynthesizeTest, WritesAModelThatLoadsAndRuns) {
 
   // Logits are finite and spread out (a clear argmax), as a trained model's.
   const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, T::kF16, T::kF16};
-  auto exec = CpuExecutor::Create(**model, layout, 4, 2);
+  auto exec = ModelExecutor::CreateOnCpu(**model, layout, 4, 2);
   ASSERT_TRUE(exec.ok());
   std::vector<int32_t> table = {0, 1, 2, 3};
   ForwardBatch batch;

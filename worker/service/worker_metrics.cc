@@ -38,6 +38,28 @@ prometheus::MetricFamily Gauge(const std::string& name, const std::string& help,
   return f;
 }
 
+// One series per device, labelled with its name (and the split).
+prometheus::MetricFamily DeviceFamily(const std::string& name, const std::string& help,
+                                      prometheus::MetricType type,
+                                      const std::vector<DeviceMetric>& devices,
+                                      double (*value)(const DeviceMetric&)) {
+  prometheus::MetricFamily f;
+  f.name = name;
+  f.help = help;
+  f.type = type;
+  for (const DeviceMetric& d : devices) {
+    prometheus::ClientMetric m;
+    m.label = {{"device", d.device}, {"split", d.split}};
+    if (type == prometheus::MetricType::Counter) {
+      m.counter.value = value(d);
+    } else {
+      m.gauge.value = value(d);
+    }
+    f.metric.push_back(m);
+  }
+  return f;
+}
+
 }  // namespace
 
 WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
@@ -138,6 +160,31 @@ std::string WorkerMetrics::Render() const {
                              load.prefill_tokens_per_s));
     families.push_back(Gauge("kvmesh_worker_decode_tokens_per_second",
                              "Recent decode speed (moving average)", {}, load.decode_tokens_per_s));
+  }
+  if (device_source_) {
+    const std::vector<DeviceMetric> devices = device_source_();
+    using prometheus::MetricType;
+    families.push_back(
+        DeviceFamily("kvmesh_worker_device_weight_bytes", "Bytes of weights each device holds",
+                     MetricType::Gauge, devices,
+                     [](const DeviceMetric& d) { return static_cast<double>(d.weight_bytes); }));
+    families.push_back(DeviceFamily(
+        "kvmesh_worker_device_kv_bytes", "Bytes of KV pages each device holds", MetricType::Gauge,
+        devices, [](const DeviceMetric& d) { return static_cast<double>(d.kv_bytes); }));
+    families.push_back(DeviceFamily(
+        "kvmesh_worker_device_layers", "Layers each device computes", MetricType::Gauge, devices,
+        [](const DeviceMetric& d) { return static_cast<double>(d.layers); }));
+    families.push_back(DeviceFamily(
+        "kvmesh_worker_device_kv_heads", "KV heads each device holds", MetricType::Gauge, devices,
+        [](const DeviceMetric& d) { return static_cast<double>(d.kv_heads); }));
+    families.push_back(DeviceFamily(
+        "kvmesh_worker_device_threads", "Threads each CPU device computes with", MetricType::Gauge,
+        devices, [](const DeviceMetric& d) { return static_cast<double>(d.threads); }));
+    families.push_back(DeviceFamily("kvmesh_worker_device_collective_seconds_total",
+                                    "Time each device spent in all-reduces (tensor split), "
+                                    "waiting for the others included",
+                                    MetricType::Counter, devices,
+                                    [](const DeviceMetric& d) { return d.collective_seconds; }));
   }
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);

@@ -15,10 +15,23 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "worker/engine/engine.h"
 
 namespace kvmesh {
+
+// One device of the worker's parallel plan, as /metrics reports it.
+struct DeviceMetric {
+  std::string device;  // "cpu:0"
+  std::string split;   // "none", "layer" or "tensor"
+  int layers = 0;
+  int kv_heads = 0;
+  int threads = 0;
+  uint64_t weight_bytes = 0;
+  uint64_t kv_bytes = 0;
+  double collective_seconds = 0.0;
+};
 
 class WorkerMetrics : public EngineObserver {
  public:
@@ -28,6 +41,11 @@ class WorkerMetrics : public EngineObserver {
 
   // Where the load gauges come from (the engine, once it exists).
   void SetLoadSource(std::function<EngineLoad()> source) { load_source_ = std::move(source); }
+  // Where the per-device series come from (called at scrape time, from the
+  // HTTP thread: the source must be safe to call there).
+  void SetDeviceSource(std::function<std::vector<DeviceMetric>()> source) {
+    device_source_ = std::move(source);
+  }
 
   void OnRequestFinished(const RequestOutput& final_output, double tpot_seconds) override;
   void OnFirstToken(double ttft_seconds) override;
@@ -56,6 +74,7 @@ class WorkerMetrics : public EngineObserver {
   prometheus::Counter* predicted_actual_cached_;
   prometheus::Histogram* prediction_error_;
   std::function<EngineLoad()> load_source_;
+  std::function<std::vector<DeviceMetric>()> device_source_;
 };
 
 }  // namespace kvmesh

@@ -21,7 +21,15 @@ void WorkerOptions::Register(ConfigSchema* s) {
   s->AddInt("grpc_port", &grpc_port, 0, 65535, "gRPC port (0: any free port)");
   s->AddInt("http_port", &http_port, 0, 65535,
             "HTTP port for /metrics and /healthz (0: any free port)");
-  s->AddInt("threads", &threads, 0, 1024, "CPU threads for the forward pass (0: all cores)");
+  s->AddInt("threads", &threads, 0, 1024,
+            "threads per CPU device for the forward pass (0: all cores, divided among the "
+            "devices)");
+  s->AddString("devices", &devices,
+               "devices to split the model over: cpu:0 (empty: the default), cpu:0,cpu:1, "
+               "cpu:0@0-7,cpu:1@8-15 (pinned to cores), cuda:0");
+  s->AddString("split", &split, "how several devices share the model: layer or tensor");
+  s->AddString("layer_split", &layer_split,
+               "layers per device for split layer, e.g. 10,6 (empty: balanced by weight bytes)");
   s->AddString("kv_type", &kv_type,
                "KV cache storage type for K and V: f32, f16, bf16, q8_0, q4_0");
   s->AddString("kv_type_k", &kv_type_k, "K storage type (overrides kv_type for K)");
@@ -63,11 +71,18 @@ Status WorkerOptions::Validate() const {
   if (!kv.ok()) return kv.status();
   auto budget = ParseKvMemoryBudget(kv_memory);
   if (!budget.ok()) return budget.status().WithPrefix("option kv_memory");
+  if (auto plan = Plan(); !plan.ok()) return plan.status();
   if (grpc_port != 0 && grpc_port == http_port) {
     return InvalidArgumentError("options grpc_port and http_port are both " +
                                 std::to_string(grpc_port));
   }
   return Status::Ok();
+}
+
+StatusOr<PlanOptions> WorkerOptions::Plan() const {
+  auto plan = PlanOptions::Parse(devices, split, layer_split, static_cast<int>(threads));
+  if (!plan.ok()) return plan.status().WithPrefix("option devices/split/layer_split");
+  return plan;
 }
 
 StatusOr<KvCacheOptions> WorkerOptions::KvOptions() const {

@@ -8,6 +8,7 @@
 #include "common/config_schema.h"
 #include "common/status.h"
 #include "worker/kv/kv_cache_options.h"
+#include "worker/runtime/parallel_plan.h"
 
 namespace kvmesh {
 
@@ -18,7 +19,10 @@ struct WorkerOptions {
   std::string host = "127.0.0.1";
   int64_t grpc_port = 50051;    // 0: pick a free port
   int64_t http_port = 9090;     // /metrics and /healthz; 0: pick a free port
-  int64_t threads = 0;          // 0: all cores
+  int64_t threads = 0;          // per CPU device; 0: all cores, divided among the devices
+  std::string devices;          // empty: cpu:0
+  std::string split = "layer";  // with several devices: layer or tensor
+  std::string layer_split;      // layers per device, e.g. "10,6" (empty: balanced)
   std::string kv_type = "f16";  // K and V; kv_type_k / kv_type_v override one
   std::string kv_type_k;
   std::string kv_type_v;
@@ -44,6 +48,8 @@ struct WorkerOptions {
   Status Validate() const;
   // The KV options as the engine-independent KvCacheOptions.
   StatusOr<KvCacheOptions> KvOptions() const;
+  // The device options as PlanOptions.
+  StatusOr<PlanOptions> Plan() const;
 };
 
 // What context_length 0 means: the model's context, capped here (a model

@@ -10,7 +10,7 @@
 #include "common/model_path.h"
 #include "kvmesh/v1/router.grpc.pb.h"
 #include "worker/kv/kv_memory_fit.h"
-#include "worker/runtime/cpu/cpu_executor.h"
+#include "worker/runtime/model_executor.h"
 
 namespace kvmesh {
 namespace {}  // namespace
@@ -37,14 +37,14 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   const int64_t context = o.context_length > 0
                               ? o.context_length
                               : std::min<int64_t>(c.n_ctx_train, kDefaultMaxContext);
-  auto fit = FitKvBlocksOnHost(o.kv_memory, layout, w->model_->file().file_size(), context);
+  ASSIGN_OR_RETURN(PlanOptions plan_options, o.Plan());
+  ASSIGN_OR_RETURN(ParallelPlan plan, ParallelPlan::Make(c, w->model_->weights(), plan_options));
+  auto fit = FitKvBlocksOnDevices(o.kv_memory, layout, plan, context);
   if (!fit.ok()) return fit.status().WithPrefix("option kv_memory");
   const int64_t blocks = fit->num_blocks;
-  const int threads = o.threads > 0
-                          ? static_cast<int>(o.threads)
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutor> exec,
-                   CpuExecutor::Create(*w->model_, layout, blocks, threads));
+  ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> exec,
+                   ModelExecutor::Create(*w->model_, layout, plan, blocks));
+  ModelExecutor* executor = exec.get();  // owned by the engine from here on
 
   EngineConfig ec;
   ec.limits = {static_cast<int32_t>(o.max_tokens_per_step),
@@ -65,10 +65,22 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   w->metrics_ = std::make_unique<WorkerMetrics>();
   w->engine_ = std::make_unique<Engine>(c, *w->tokenizer_, std::move(exec), ec, w->metrics_.get());
   w->metrics_->SetLoadSource([e = w->engine_.get()] { return e->GetLoad(); });
+  w->metrics_->SetDeviceSource([executor] {
+    std::vector<DeviceMetric> out;
+    const std::vector<DeviceCounters> counters = executor->Counters();
+    const ParallelPlan& p = executor->plan();
+    for (size_t d = 0; d < counters.size(); ++d) {
+      const DeviceShard& shard = p.devices[d];
+      out.push_back({shard.device.Name(), std::string(SplitKindName(p.split)), shard.num_layers(),
+                     shard.num_kv_heads(), shard.threads, counters[d].weight_bytes,
+                     counters[d].kv_bytes, counters[d].comm_seconds});
+    }
+    return out;
+  });
   // The worker id depends on the port, known only after BuildAndStart; the
   // services read it from identity, so build them with a placeholder and fix
   // the id right after (nothing is served before BuildAndStart returns).
-  WorkerIdentity identity{o.worker_id, layout.TypeName()};
+  WorkerIdentity identity{o.worker_id, layout.TypeName(), plan, executor->Counters()};
   w->admin_ = std::make_unique<WorkerAdminImpl>(*w->engine_, o.admin_token);
   // Port 0 is resolved by BuildAndStart; the Info id must carry the real one.
   if (o.grpc_port != 0 && identity.worker_id.empty()) {
@@ -121,8 +133,7 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
       "serving " + c.name + " (" + c.arch_name + ", " + std::to_string(c.n_layer) + " layers) as " +
           w->worker_id_ + ": " + std::to_string(blocks) + " KV blocks of " +
           std::to_string(layout.block_size) + " tokens (" + layout.ToString() + "), " +
-          std::to_string(threads) + " threads, context " +
-          std::to_string(w->engine_->max_model_len()));
+          plan.ToString() + ", context " + std::to_string(w->engine_->max_model_len()));
   return w;
 }
 

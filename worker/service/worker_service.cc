@@ -116,6 +116,25 @@ WorkerServiceImpl::WorkerServiceImpl(const Model& model, const Tokenizer& tokeni
   info_.set_kv_type(identity_.kv_type);
   info_.set_kv_capacity_blocks(engine.num_blocks());
   info_.set_worker_id(identity_.worker_id);
+  info_.set_split(std::string(SplitKindName(identity_.plan.split)));
+  for (size_t d = 0; d < identity_.plan.devices.size(); ++d) {
+    const DeviceShard& shard = identity_.plan.devices[d];
+    v1::DeviceInfo* info = info_.add_devices();
+    info->set_name(shard.device.ToString());
+    info->set_layer_begin(shard.layer_begin);
+    info->set_layer_end(shard.layer_end);
+    info->set_kv_head_begin(shard.kv_head_begin);
+    info->set_kv_head_end(shard.kv_head_end);
+    info->set_ffn_begin(shard.ff_begin);
+    info->set_ffn_end(shard.ff_end);
+    info->set_vocab_begin(shard.vocab_begin);
+    info->set_vocab_end(shard.vocab_end);
+    info->set_threads(shard.threads);
+    if (d < identity_.devices.size()) {
+      info->set_weight_bytes(identity_.devices[d].weight_bytes);
+      info->set_kv_bytes(identity_.devices[d].kv_bytes);
+    }
+  }
 }
 
 grpc::Status WorkerServiceImpl::Info(grpc::ServerContext*, const v1::InfoRequest*,

@@ -10,11 +10,14 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "common/tokenizer/tokenizer.h"
 #include "kvmesh/v1/worker.grpc.pb.h"
 #include "worker/engine/engine.h"
 #include "worker/model/model.h"
+#include "worker/runtime/graph_backend.h"
+#include "worker/runtime/parallel_plan.h"
 #include "worker/service/worker_metrics.h"
 
 namespace kvmesh {
@@ -22,6 +25,8 @@ namespace kvmesh {
 struct WorkerIdentity {
   std::string worker_id;
   std::string kv_type;
+  ParallelPlan plan;                    // reported by Info
+  std::vector<DeviceCounters> devices;  // per plan device: bytes held
 };
 
 class WorkerServiceImpl final : public v1::Worker::Service {

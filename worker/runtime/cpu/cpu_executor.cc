@@ -1,10 +1,11 @@
 #include "worker/runtime/cpu/cpu_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
-#include "worker/kernels/cpu/ops.h"
+#include "common/check.h"
 #include "worker/kv/kv_transform.h"
 #include "worker/runtime/cpu/kv_quantizer.h"
 
@@ -19,289 +20,366 @@ kernels::Isa MatMulIsa(kernels::Isa isa) { return std::min(kernels::ActiveIsa(),
 
 StatusOr<std::unique_ptr<CpuExecutor>> CpuExecutor::Create(const Model& model,
                                                            const KvLayout& layout,
-                                                           int64_t num_blocks, int num_threads,
+                                                           const DeviceShard& shard,
+                                                           int64_t num_blocks, Communicator* comm,
                                                            kernels::Isa isa) {
-  const ModelConfig& c = model.config();
-  RETURN_IF_ERROR(layout.Validate());
-  if (layout.n_layer != c.n_layer || layout.n_head_kv != c.n_head_kv ||
-      layout.head_dim != c.head_dim) {
-    return InvalidArgumentError("KV layout (" + layout.ToString() + ") does not match the model (" +
-                                std::to_string(c.n_layer) + " layers, " +
-                                std::to_string(c.n_head_kv) + " KV heads, head size " +
-                                std::to_string(c.head_dim) + ")");
+  if (shard.device.kind != DeviceKind::kCpu) {
+    return InvalidArgumentError("device " + shard.device.Name() + " is not a CPU device");
   }
-  if (num_blocks <= 0 || num_blocks > (1ll << 31) - 1) {
-    return InvalidArgumentError("number of KV blocks " + std::to_string(num_blocks) +
-                                " is outside 1..2^31-1");
+  if (shard.threads < 1 || shard.threads > 1024) {
+    return InvalidArgumentError("device " + shard.device.Name() + ": thread count " +
+                                std::to_string(shard.threads) + " is outside 1..1024");
   }
-  if (num_threads < 1 || num_threads > 1024) {
-    return InvalidArgumentError("thread count " + std::to_string(num_threads) +
-                                " is outside 1..1024");
-  }
-  return std::unique_ptr<CpuExecutor>(new CpuExecutor(model, layout, num_blocks, num_threads, isa));
+  WeightShard weights = WeightShard::Make(model.weights(), model.config(), shard);
+  return std::unique_ptr<CpuExecutor>(
+      new CpuExecutor(model, layout, shard, std::move(weights), num_blocks, comm, isa));
 }
 
-CpuExecutor::CpuExecutor(const Model& model, const KvLayout& layout, int64_t num_blocks,
-                         int num_threads, kernels::Isa isa)
-    : model_(model),
-      config_(model.config()),
-      pool_(num_threads),
-      pages_(layout, num_blocks),
+CpuExecutor::CpuExecutor(const Model& model, const KvLayout& layout, const DeviceShard& shard,
+                         WeightShard weights, int64_t num_blocks, Communicator* comm,
+                         kernels::Isa isa)
+    : config_(model.config()),
+      shard_(shard),
+      layout_(layout),
+      pool_(shard.threads, shard.device.cores),
+      pages_(shard.ShardLayout(layout), num_blocks),
       attention_kernels_(AttentionKernels::For(layout, isa)),
-      packed_(PackedWeights::Pack(model.weights(), MatMulIsa(isa), pool_)),
+      weights_(std::move(weights)),
+      packed_(PackedWeights::Pack(weights_.weights, MatMulIsa(isa), pool_)),
       row_ops_(kernels::GetRowOps(MatMulIsa(isa))),
-      rope_(model.config().rope, model.weights().rope_freq_factors) {}
-
-Status CpuExecutor::Validate(const ForwardBatch& batch) const {
-  const int64_t n_tokens = static_cast<int64_t>(batch.tokens.size());
-  for (int64_t i = 0; i < n_tokens; ++i) {
-    const int32_t t = batch.tokens[i];
-    if (t < 0 || t >= config_.n_vocab) {
-      return InvalidArgumentError("token id " + std::to_string(t) + " at batch index " +
-                                  std::to_string(i) + " is outside the vocabulary (0.." +
-                                  std::to_string(config_.n_vocab - 1) + ")");
+      rope_(model.config().rope, model.weights().rope_freq_factors),
+      comm_(comm) {
+  // The packed copy is what the kernels read: the column slices' copies go.
+  for (LayerWeights& l : weights_.weights.layers) {
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      m->data = nullptr;
     }
   }
-  const int bs = pages_.layout().block_size;
-  int64_t covered = 0;
-  for (size_t s = 0; s < batch.sequences.size(); ++s) {
-    const SequenceChunk& seq = batch.sequences[s];
-    const std::string where = "sequence " + std::to_string(s) + ": ";
-    if (seq.num_tokens <= 0 || seq.first_token != covered ||
-        seq.first_token + seq.num_tokens > n_tokens) {
-      return InvalidArgumentError(where + "token range [" + std::to_string(seq.first_token) +
-                                  ", +" + std::to_string(seq.num_tokens) +
-                                  ") does not continue the batch's tokens in order");
-    }
-    covered += seq.num_tokens;
-    if (seq.start_pos < 0) return InvalidArgumentError(where + "negative start position");
-    const int64_t end_pos = static_cast<int64_t>(seq.start_pos) + seq.num_tokens;
-    const int64_t blocks_needed = (end_pos + bs - 1) / bs;
-    if (static_cast<int64_t>(seq.block_table.size()) < blocks_needed) {
-      return InvalidArgumentError(where + "block table has " +
-                                  std::to_string(seq.block_table.size()) +
-                                  " blocks, positions up to " + std::to_string(end_pos) + " need " +
-                                  std::to_string(blocks_needed));
-    }
-    for (int64_t b = 0; b < blocks_needed; ++b) {
-      if (seq.block_table[b] < 0 || seq.block_table[b] >= pages_.num_blocks()) {
-        return InvalidArgumentError(where + "block id " + std::to_string(seq.block_table[b]) +
-                                    " is outside the pool of " +
-                                    std::to_string(pages_.num_blocks()) + " blocks");
-      }
-    }
-  }
-  if (covered != n_tokens) {
-    return InvalidArgumentError("the sequences cover " + std::to_string(covered) +
-                                " of the batch's " + std::to_string(n_tokens) + " tokens");
-  }
-  return Status::Ok();
+  weights_.storage.clear();
+  const int64_t hd = config_.head_dim;
+  Buf(Act::kResidual).width = config_.n_embd;
+  Buf(Act::kNormed).width = config_.n_embd;
+  Buf(Act::kProjection).width = config_.n_embd;
+  Buf(Act::kQuery).width = shard_.num_q_heads() * hd;
+  Buf(Act::kAttention).width = shard_.num_q_heads() * hd;
+  Buf(Act::kKey).width = shard_.num_kv_heads() * hd;
+  Buf(Act::kValue).width = shard_.num_kv_heads() * config_.head_dim_v;
+  Buf(Act::kGate).width = shard_.num_ff();
+  Buf(Act::kUp).width = shard_.num_ff();
+  Buf(Act::kFinal).width = config_.n_embd;
+  Buf(Act::kLogits).width = shard_.vocab_end - shard_.vocab_begin;
 }
 
-void CpuExecutor::Embed(const std::vector<int32_t>& tokens) {
-  const WeightMatrix& emb = model_.weights().token_embd;
+int64_t CpuExecutor::Rows(Act a) const {
+  return a == Act::kFinal || a == Act::kLogits ? static_cast<int64_t>(step_.logit_rows.size())
+                                               : n_tokens_;
+}
+
+const std::vector<float>& CpuExecutor::VectorOf(int layer, Vector v) const {
+  if (v == Vector::kOutputNorm) return weights_.weights.output_norm;
+  const LayerWeights& l = weights_.weights.layers[layer - shard_.layer_begin];
+  switch (v) {
+    case Vector::kAttnNorm:
+      return l.attn_norm;
+    case Vector::kFfnNorm:
+      return l.ffn_norm;
+    case Vector::kQBias:
+      return l.bq;
+    case Vector::kKBias:
+      return l.bk;
+    case Vector::kVBias:
+      return l.bv;
+    case Vector::kQNorm:
+      return l.q_norm;
+    case Vector::kKNorm:
+      return l.k_norm;
+    case Vector::kOutputNorm:
+      break;
+  }
+  return weights_.weights.output_norm;
+}
+
+const PackedMatrix& CpuExecutor::MatrixOf(int layer, Matrix m) const {
+  if (m == Matrix::kOutput) return packed_.output;
+  const PackedLayer& l = packed_.layers[layer - shard_.layer_begin];
+  switch (m) {
+    case Matrix::kQ:
+      return l.wq;
+    case Matrix::kK:
+      return l.wk;
+    case Matrix::kV:
+      return l.wv;
+    case Matrix::kO:
+      return l.wo;
+    case Matrix::kGate:
+      return l.w_gate;
+    case Matrix::kUp:
+      return l.w_up;
+    case Matrix::kDown:
+      return l.w_down;
+    case Matrix::kOutput:
+      break;
+  }
+  return packed_.output;
+}
+
+void CpuExecutor::BeginStep(const StepView& step) {
+  step_ = step;
+  n_tokens_ = static_cast<int64_t>(step.positions.size());
+  rope_.Compute(step.positions);
+  for (int a = 0; a <= static_cast<int>(Act::kLogits); ++a) {
+    Buffer& b = buffers_[a];
+    b.data.resize(Rows(static_cast<Act>(a)) * b.width);
+  }
+}
+
+void CpuExecutor::Embed() {
+  const WeightMatrix& emb = weights_.weights.token_embd;
   const int64_t n_embd = config_.n_embd;
-  pool_.ParallelFor(static_cast<int64_t>(tokens.size()), [&](int64_t b, int64_t e) {
+  const std::vector<int32_t>& tokens = step_.batch->tokens;
+  float* x = Buf(Act::kResidual).data.data();
+  pool_.ParallelFor(n_tokens_, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      emb.traits->to_float(emb.Row(tokens[i]), x_.data() + i * n_embd, n_embd);
+      emb.traits->to_float(emb.Row(tokens[i]), x + i * n_embd, n_embd);
     }
   });
 }
 
-void CpuExecutor::AttentionLayer(int layer, const ForwardBatch& batch) {
-  const LayerWeights& w = model_.weights().layers[layer];
-  const int64_t n_tokens = static_cast<int64_t>(batch.tokens.size());
+void CpuExecutor::SelectLogitRows() {
   const int64_t n_embd = config_.n_embd;
+  const float* x = Buf(Act::kResidual).data.data();
+  float* out = Buf(Act::kFinal).data.data();
+  for (size_t i = 0; i < step_.logit_rows.size(); ++i) {
+    std::memcpy(out + i * n_embd, x + step_.logit_rows[i] * n_embd, n_embd * sizeof(float));
+  }
+}
+
+void CpuExecutor::RmsNorm(Act in, Act out, int layer, Vector weight) {
+  const int64_t n_embd = config_.n_embd;
+  const float* x = Buf(in).data.data();
+  float* y = Buf(out).data.data();
+  const float* w = VectorOf(layer, weight).data();
+  pool_.ParallelFor(Rows(in), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      row_ops_.rms_norm(x + t * n_embd, w, y + t * n_embd, n_embd, config_.rms_eps);
+    }
+  });
+}
+
+void CpuExecutor::HeadRmsNorm(Act a, int layer, Vector weight) {
+  Buffer& buf = Buf(a);
   const int head_dim = config_.head_dim;
-  const int n_head = config_.n_head;
-  const int n_head_kv = config_.n_head_kv;
-  const int64_t q_dim = config_.n_embd_q();
-  const int64_t kv_dim = config_.n_embd_k();
-
-  pool_.ParallelFor(n_tokens, [&](int64_t b, int64_t e) {
+  const int64_t heads = buf.width / head_dim;
+  const float* w = VectorOf(layer, weight).data();
+  pool_.ParallelFor(n_tokens_, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
-      row_ops_.rms_norm(x_.data() + t * n_embd, w.attn_norm.data(), h_.data() + t * n_embd, n_embd,
-                        config_.rms_eps);
-    }
-  });
-  // Q, K and V share one conversion of h when their weight types agree, and
-  // one parallel region.
-  const PackedLayer& pw = packed_.layers[layer];
-  const MatMulTarget qkv[] = {{&pw.wq, q_.data()}, {&pw.wk, k_.data()}, {&pw.wv, v_.data()}};
-  MatMulShared(h_.data(), n_tokens, qkv, pool_, &xq_);
-
-  // Biases, per-head norms and RoPE; then store K and V into the pages.
-  const KvLayout& layout = pages_.layout();
-  const KvEncodeFn k_store = GetKvEncoder(layout.k_type, layout.rounding);
-  const KvEncodeFn v_store = GetKvEncoder(layout.v_type, layout.rounding);
-  pool_.ParallelFor(n_tokens, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      float* q = q_.data() + t * q_dim;
-      float* k = k_.data() + t * kv_dim;
-      float* v = v_.data() + t * kv_dim;
-      if (!w.bq.empty()) {
-        for (int64_t i = 0; i < q_dim; ++i) q[i] += w.bq[i];
-        for (int64_t i = 0; i < kv_dim; ++i) k[i] += w.bk[i];
-        for (int64_t i = 0; i < kv_dim; ++i) v[i] += w.bv[i];
-      }
-      for (int h = 0; h < n_head; ++h) {
-        float* qh = q + h * head_dim;
-        if (!w.q_norm.empty()) kernels::RmsNorm(qh, w.q_norm.data(), qh, head_dim, config_.rms_eps);
-        rope_.Apply(t, qh);
-        TransformQuery(layout, qh);
-      }
-      for (int h = 0; h < n_head_kv; ++h) {
-        TransformValue(layout, v + h * head_dim);
-        float* kh = k + h * head_dim;
-        if (!w.k_norm.empty()) kernels::RmsNorm(kh, w.k_norm.data(), kh, head_dim, config_.rms_eps);
-        rope_.Apply(t, kh);
-        TransformKey(layout, layer, h, kh);
-      }
-      const SequenceChunk& seq = batch.sequences[token_seq_[t]];
-      const int32_t pos = positions_[t];
-      const int32_t block = seq.block_table[pos / layout.block_size];
-      const int slot = pos % layout.block_size;
-      for (int h = 0; h < n_head_kv; ++h) {
-        k_store(k + h * head_dim, pages_.KRow(layer, block, slot, h), head_dim);
-        v_store(v + h * head_dim, pages_.VRow(layer, block, slot, h), head_dim);
+      for (int64_t h = 0; h < heads; ++h) {
+        float* x = buf.data.data() + t * buf.width + h * head_dim;
+        kernels::RmsNorm(x, w, x, head_dim, config_.rms_eps);
       }
     }
   });
+}
 
-  // Causal attention: token t attends to positions 0..positions_[t] of its
+void CpuExecutor::AddBias(Act a, int layer, Vector bias) {
+  Buffer& buf = Buf(a);
+  const float* w = VectorOf(layer, bias).data();
+  pool_.ParallelFor(n_tokens_, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      float* x = buf.data.data() + t * buf.width;
+      for (int64_t i = 0; i < buf.width; ++i) x[i] += w[i];
+    }
+  });
+}
+
+void CpuExecutor::MatMul(Act in, int layer, std::span<const MatMulOut> outs) {
+  KVMESH_CHECK(outs.size() <= 4);
+  MatMulTarget targets[4];
+  bool scatter_logits = false;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    targets[i] = {&MatrixOf(layer, outs[i].matrix), Buf(outs[i].out).data.data()};
+    if (outs[i].out == Act::kLogits) {
+      // The whole vocabulary lands in the host rows as it is computed.
+      if (shard_.vocab_begin == 0 && shard_.vocab_end == step_.n_vocab) {
+        targets[i].y = step_.logits;
+      } else {
+        scatter_logits = true;
+      }
+    }
+  }
+  const int64_t rows = Rows(in);
+  if (rows == 0) return;
+  MatMulShared(Buf(in).data.data(), rows, std::span<const MatMulTarget>(targets, outs.size()),
+               pool_, &xq_);
+  if (scatter_logits) {
+    const Buffer& logits = Buf(Act::kLogits);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(step_.logits + r * step_.n_vocab + shard_.vocab_begin,
+                  logits.data.data() + r * logits.width, logits.width * sizeof(float));
+    }
+  }
+}
+
+void CpuExecutor::Rope(Act a) {
+  Buffer& buf = Buf(a);
+  const int head_dim = config_.head_dim;
+  const int64_t heads = buf.width / head_dim;
+  pool_.ParallelFor(n_tokens_, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      for (int64_t h = 0; h < heads; ++h)
+        rope_.Apply(t, buf.data.data() + t * buf.width + h * head_dim);
+    }
+  });
+}
+
+void CpuExecutor::Attention(int layer) {
+  const int local_layer = layer - shard_.layer_begin;
+  const int head_dim = config_.head_dim;
+  const int n_head = shard_.num_q_heads();
+  const int n_head_kv = shard_.num_kv_heads();
+  const int64_t q_dim = Buf(Act::kQuery).width;
+  const int64_t kv_dim = Buf(Act::kKey).width;
+  float* q_all = Buf(Act::kQuery).data.data();
+  float* k_all = Buf(Act::kKey).data.data();
+  float* v_all = Buf(Act::kValue).data.data();
+  const std::vector<SequenceChunk>& sequences = step_.batch->sequences;
+
+  // The layout's transforms, then K and V into the pages.
+  const KvEncodeFn k_store = GetKvEncoder(layout_.k_type, layout_.rounding);
+  const KvEncodeFn v_store = GetKvEncoder(layout_.v_type, layout_.rounding);
+  const int bs = layout_.block_size;
+  pool_.ParallelFor(n_tokens_, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      float* q = q_all + t * q_dim;
+      float* k = k_all + t * kv_dim;
+      float* v = v_all + t * kv_dim;
+      for (int h = 0; h < n_head; ++h) TransformQuery(layout_, q + h * head_dim);
+      for (int h = 0; h < n_head_kv; ++h) {
+        TransformValue(layout_, v + h * head_dim);
+        TransformKey(layout_, layer, shard_.kv_head_begin + h, k + h * head_dim);
+      }
+      const SequenceChunk& seq = sequences[step_.token_seq[t]];
+      const int32_t pos = step_.positions[t];
+      const int32_t block = seq.block_table[pos / bs];
+      const int slot = pos % bs;
+      for (int h = 0; h < n_head_kv; ++h) {
+        k_store(k + h * head_dim, pages_.KRow(local_layer, block, slot, h), head_dim);
+        v_store(v + h * head_dim, pages_.VRow(local_layer, block, slot, h), head_dim);
+      }
+    }
+  });
+
+  // Causal attention: token t attends to positions 0..positions[t] of its
   // own sequence. Work items are (token, KV head) pairs; an item computes the
   // `group` query heads that share the KV head, reading its rows once.
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int group = n_head / n_head_kv;
+  float* attn = Buf(Act::kAttention).data.data();
   // Items are numbered head-major: a causal prompt's later tokens cost more,
   // and token-major chunks would give one thread most of that work.
-  const int64_t items = n_tokens * n_head_kv;
+  const int64_t items = n_tokens_ * n_head_kv;
   pool_.ParallelFor(items, [&](int64_t b, int64_t e) {
     thread_local AttentionScratch scratch;
     for (int64_t it = b; it < e; ++it) {
-      const int kv_head = static_cast<int>(it / n_tokens);
-      const int64_t t = it % n_tokens;
-      const SequenceChunk& seq = batch.sequences[token_seq_[t]];
+      const int kv_head = static_cast<int>(it / n_tokens_);
+      const int64_t t = it % n_tokens_;
+      const SequenceChunk& seq = sequences[step_.token_seq[t]];
       const int64_t first = t * q_dim + static_cast<int64_t>(kv_head) * group * head_dim;
-      float* out = attn_.data() + first;
-      PagedAttentionGroup(pages_, attention_kernels_, layer, kv_head, seq.block_table,
-                          positions_[t] + 1, q_.data() + first, group, scale, &scratch, out);
-      for (int g = 0; g < group; ++g) RestoreAttentionOutput(layout, out + g * head_dim);
+      float* out = attn + first;
+      PagedAttentionGroup(pages_, attention_kernels_, local_layer, kv_head, seq.block_table,
+                          step_.positions[t] + 1, q_all + first, group, scale, &scratch, out);
+      for (int g = 0; g < group; ++g) RestoreAttentionOutput(layout_, out + g * head_dim);
     }
   });
-
-  MatMul(pw.wo, attn_.data(), n_tokens, proj_.data(), pool_, &xq_);
-  for (int64_t i = 0; i < n_tokens * n_embd; ++i) x_[i] += proj_[i];
 }
 
-void CpuExecutor::FeedForwardLayer(int layer, int64_t n_tokens) {
-  const LayerWeights& w = model_.weights().layers[layer];
-  const int64_t n_embd = config_.n_embd;
-  const int64_t n_ff = config_.n_ff;
-  pool_.ParallelFor(n_tokens, [&](int64_t b, int64_t e) {
+void CpuExecutor::SwiGlu(Act gate, Act up) {
+  Buffer& g = Buf(gate);
+  const float* u = Buf(up).data.data();
+  const int64_t n_ff = g.width;
+  pool_.ParallelFor(n_tokens_, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
-      row_ops_.rms_norm(x_.data() + t * n_embd, w.ffn_norm.data(), h_.data() + t * n_embd, n_embd,
-                        config_.rms_eps);
+      row_ops_.swiglu(g.data.data() + t * n_ff, u + t * n_ff, g.data.data() + t * n_ff, n_ff);
     }
   });
-  const PackedLayer& pw = packed_.layers[layer];
-  const MatMulTarget gate_up[] = {{&pw.w_gate, gate_.data()}, {&pw.w_up, up_.data()}};
-  MatMulShared(h_.data(), n_tokens, gate_up, pool_, &xq_);
-  pool_.ParallelFor(n_tokens, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      row_ops_.swiglu(gate_.data() + t * n_ff, up_.data() + t * n_ff, gate_.data() + t * n_ff,
-                      n_ff);
+}
+
+void CpuExecutor::Add(Act dst, Act src) {
+  float* x = Buf(dst).data.data();
+  const float* y = Buf(src).data.data();
+  const int64_t n = Rows(dst) * Buf(dst).width;
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void CpuExecutor::AllReduce(Act a) {
+  if (comm_ == nullptr || comm_->size() == 1) return;
+  const auto start = std::chrono::steady_clock::now();
+  Buffer& buf = Buf(a);
+  Status s = comm_->AllReduceSum(buf.data.data(), Rows(a) * buf.width);
+  if (!s.ok() && error_.ok()) error_ = s.WithPrefix("device " + shard_.device.Name());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  comm_seconds_.store(comm_seconds_.load(std::memory_order_relaxed) + seconds,
+                      std::memory_order_relaxed);
+}
+
+void CpuExecutor::ReadResidual(float* dst) {
+  const Buffer& x = Buf(Act::kResidual);
+  std::memcpy(dst, x.data.data(), n_tokens_ * x.width * sizeof(float));
+}
+
+void CpuExecutor::WriteResidual(const float* src) {
+  Buffer& x = Buf(Act::kResidual);
+  std::memcpy(x.data.data(), src, n_tokens_ * x.width * sizeof(float));
+}
+
+template <typename Fn>
+void CpuExecutor::ForEachBlockRun(const Fn& fn) const {
+  const size_t k_row = layout_.k_row_bytes(), v_row = layout_.v_row_bytes();
+  const size_t heads = static_cast<size_t>(layout_.n_head_kv);
+  const size_t bs = static_cast<size_t>(layout_.block_size);
+  const size_t k_bytes = k_row * heads * bs;
+  const size_t layer_bytes = (k_row + v_row) * heads * bs;
+  const size_t h0 = static_cast<size_t>(shard_.kv_head_begin);
+  const size_t nh = static_cast<size_t>(shard_.num_kv_heads());
+  for (int l = shard_.layer_begin; l < shard_.layer_end; ++l) {
+    const size_t base = static_cast<size_t>(l) * layer_bytes;
+    for (size_t s = 0; s < bs; ++s) {
+      const int ll = l - shard_.layer_begin, slot = static_cast<int>(s);
+      fn(base + (s * heads + h0) * k_row, ll, slot, /*value=*/false, nh * k_row);
+      fn(base + k_bytes + (s * heads + h0) * v_row, ll, slot, /*value=*/true, nh * v_row);
     }
+  }
+}
+
+void CpuExecutor::ReadBlock(int32_t block, uint8_t* full) const {
+  ForEachBlockRun([&](size_t offset, int layer, int slot, bool value, size_t bytes) {
+    const uint8_t* row =
+        value ? pages_.VRow(layer, block, slot, 0) : pages_.KRow(layer, block, slot, 0);
+    std::memcpy(full + offset, row, bytes);
   });
-  MatMul(pw.w_down, gate_.data(), n_tokens, proj_.data(), pool_, &xq_);
-  for (int64_t i = 0; i < n_tokens * n_embd; ++i) x_[i] += proj_[i];
 }
 
-void CpuExecutor::ComputeLogits(const ForwardBatch& batch, ForwardOutput* output) {
-  const int64_t n_embd = config_.n_embd;
-  // Gather the rows that need logits, normalised.
-  std::vector<int64_t> rows;
-  output->first_row.assign(batch.sequences.size(), -1);
-  for (size_t s = 0; s < batch.sequences.size(); ++s) {
-    const SequenceChunk& seq = batch.sequences[s];
-    if (seq.logits == LogitsMode::kNone) continue;
-    output->first_row[s] = static_cast<int64_t>(rows.size());
-    const int64_t first =
-        seq.logits == LogitsMode::kAll ? seq.first_token : seq.first_token + seq.num_tokens - 1;
-    for (int64_t t = first; t < seq.first_token + seq.num_tokens; ++t) rows.push_back(t);
-  }
-  output->n_vocab = config_.n_vocab;
-  output->logits.resize(rows.size() * config_.n_vocab);
-  if (rows.empty()) return;
-  const std::vector<float>& norm = model_.weights().output_norm;
-  pool_.ParallelFor(static_cast<int64_t>(rows.size()), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      row_ops_.rms_norm(x_.data() + rows[i] * n_embd, norm.data(), h_.data() + i * n_embd, n_embd,
-                        config_.rms_eps);
-    }
+void CpuExecutor::WriteBlock(int32_t block, const uint8_t* full) {
+  ForEachBlockRun([&](size_t offset, int layer, int slot, bool value, size_t bytes) {
+    uint8_t* row = value ? pages_.VRow(layer, block, slot, 0) : pages_.KRow(layer, block, slot, 0);
+    std::memcpy(row, full + offset, bytes);
   });
-  MatMul(packed_.output, h_.data(), static_cast<int64_t>(rows.size()), output->logits.data(), pool_,
-         &xq_);
 }
 
-Status CpuExecutor::Forward(const ForwardBatch& batch, ForwardOutput* output) {
-  RETURN_IF_ERROR(Validate(batch));
-  const int64_t n_tokens = static_cast<int64_t>(batch.tokens.size());
-  output->logits.clear();
-  output->first_row.assign(batch.sequences.size(), -1);
-  output->n_vocab = config_.n_vocab;
-  if (n_tokens == 0) return Status::Ok();
-
-  positions_.resize(n_tokens);
-  token_seq_.resize(n_tokens);
-  for (size_t s = 0; s < batch.sequences.size(); ++s) {
-    const SequenceChunk& seq = batch.sequences[s];
-    for (int32_t i = 0; i < seq.num_tokens; ++i) {
-      positions_[seq.first_token + i] = seq.start_pos + i;
-      token_seq_[seq.first_token + i] = static_cast<int32_t>(s);
-    }
-  }
-  rope_.Compute(positions_);
-
-  const int64_t n_embd = config_.n_embd;
-  x_.resize(n_tokens * n_embd);
-  h_.resize(n_tokens * n_embd);
-  proj_.resize(n_tokens * n_embd);
-  q_.resize(n_tokens * config_.n_embd_q());
-  attn_.resize(n_tokens * config_.n_embd_q());
-  k_.resize(n_tokens * config_.n_embd_k());
-  v_.resize(n_tokens * config_.n_embd_v());
-  gate_.resize(n_tokens * config_.n_ff);
-  up_.resize(n_tokens * config_.n_ff);
-
-  Embed(batch.tokens);
-  for (int l = 0; l < config_.n_layer; ++l) {
-    AttentionLayer(l, batch);
-    FeedForwardLayer(l, n_tokens);
-  }
-  ComputeLogits(batch, output);
-  return Status::Ok();
+DeviceCounters CpuExecutor::counters() const {
+  DeviceCounters c;
+  c.weight_bytes = packed_.storage.size();
+  if (shard_.embeds) c.weight_bytes += weights_.weights.token_embd.num_bytes();
+  c.kv_bytes = pages_.total_bytes();
+  c.comm_seconds = comm_seconds_.load(std::memory_order_relaxed);
+  return c;
 }
 
-Status CpuExecutor::ReadBlock(int32_t block, std::vector<uint8_t>* out) const {
-  if (block < 0 || block >= pages_.num_blocks()) {
-    return InvalidArgumentError("block id " + std::to_string(block) + " is outside the pool");
-  }
-  pages_.ReadBlock(block, out);
-  return Status::Ok();
-}
-
-Status CpuExecutor::WriteBlock(int32_t block, std::span<const uint8_t> bytes) {
-  if (block < 0 || block >= pages_.num_blocks()) {
-    return InvalidArgumentError("block id " + std::to_string(block) + " is outside the pool");
-  }
-  if (bytes.size() != pages_.layout().bytes_per_block()) {
-    return InvalidArgumentError("block data has " + std::to_string(bytes.size()) +
-                                " bytes, expected " +
-                                std::to_string(pages_.layout().bytes_per_block()));
-  }
-  pages_.WriteBlock(block, bytes.data());
-  return Status::Ok();
+Status CpuExecutor::TakeError() {
+  Status s = error_;
+  error_ = Status::Ok();
+  return s;
 }
 
 }  // namespace kvmesh

@@ -1,71 +1,114 @@
-// CpuExecutor: the reference executor. Runs the llama-family forward pass for
-// a whole engine step on the CPU with a persistent thread pool, reading and
-// writing K/V through block tables in CpuKvPages.
+// CpuExecutor: the CPU backend of the model graph (GraphBackend) for one CPU
+// device - every layer of a model, or one device's share of a ParallelPlan.
+// It is the reference backend: the scalar kernels always build, and every
+// SIMD tier gives the same results (see cpu_matmul.h, cpu_attention.h).
 //
-// Each weight matrix is read once per step for all the step's tokens. K and V
-// are written into their pages once, when computed, in the layout's storage
-// types and after its K transforms (centering, rotation); attention reads the
-// pages as stored, with the widest row kernels this CPU supports. Owned and
-// driven by one thread (the engine loop).
+// The device owns a persistent thread pool (optionally pinned to cores), its
+// share of the weights repacked for the matrix kernels (one buffer in the
+// order a forward pass reads them), and the KV pages of its layers and heads
+// (CpuKvPages). Each weight matrix is read once per step for all the step's
+// tokens. K and V are written into their pages once, when computed, in the
+// layout's storage types and after its K transforms (centering, rotation);
+// attention reads the pages as stored, with the widest row kernels this CPU
+// supports.
+//
+// Driven by one thread at a time (the engine loop, or the DeviceThread of
+// its device in a multi-device plan), which calls the GraphBackend ops of a
+// step in order.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
 #include "common/thread_pool.h"
 #include "worker/kernels/cpu/ops.h"
 #include "worker/model/model.h"
+#include "worker/runtime/communicator.h"
 #include "worker/runtime/cpu/cpu_attention.h"
 #include "worker/runtime/cpu/cpu_kv_pages.h"
 #include "worker/runtime/cpu/cpu_matmul.h"
 #include "worker/runtime/cpu/packed_weights.h"
 #include "worker/runtime/cpu/rope.h"
-#include "worker/runtime/executor.h"
+#include "worker/runtime/graph_backend.h"
+#include "worker/runtime/parallel_plan.h"
+#include "worker/runtime/weight_shard.h"
 
 namespace kvmesh {
 
-class CpuExecutor : public Executor {
+class CpuExecutor : public GraphBackend {
  public:
-  // `model` must outlive the executor. `layout` must match the model (layers,
-  // KV heads, head size) and be valid. `isa` caps the attention row kernels
-  // (tests and benchmarks compare the scalar reference with SIMD this way).
+  // `model` must outlive the executor; `layout` is the whole model's KV
+  // layout (validated by the caller) and `shard` this device's part of the
+  // plan. `comm` (kept, not owned; null alone) joins the devices of a tensor
+  // split. `isa` caps the kernels' tier (tests and benchmarks compare the
+  // scalar reference with SIMD this way).
   static StatusOr<std::unique_ptr<CpuExecutor>> Create(const Model& model, const KvLayout& layout,
-                                                       int64_t num_blocks, int num_threads,
+                                                       const DeviceShard& shard, int64_t num_blocks,
+                                                       Communicator* comm,
                                                        kernels::Isa isa = kernels::ActiveIsa());
 
-  const KvLayout& kv_layout() const override { return pages_.layout(); }
-  int64_t num_blocks() const override { return pages_.num_blocks(); }
-  Status Forward(const ForwardBatch& batch, ForwardOutput* output) override;
-  Status ReadBlock(int32_t block, std::vector<uint8_t>* out) const override;
-  Status WriteBlock(int32_t block, std::span<const uint8_t> bytes) override;
+  void BeginStep(const StepView& step) override;
+  void Embed() override;
+  void SelectLogitRows() override;
+  void RmsNorm(Act in, Act out, int layer, Vector weight) override;
+  void HeadRmsNorm(Act a, int layer, Vector weight) override;
+  void AddBias(Act a, int layer, Vector bias) override;
+  void MatMul(Act in, int layer, std::span<const MatMulOut> outs) override;
+  void Rope(Act a) override;
+  void Attention(int layer) override;
+  void SwiGlu(Act gate, Act up) override;
+  void Add(Act dst, Act src) override;
+  void AllReduce(Act a) override;
+  void ReadResidual(float* dst) override;
+  void WriteResidual(const float* src) override;
+  void ReadBlock(int32_t block, uint8_t* full) const override;
+  void WriteBlock(int32_t block, const uint8_t* full) override;
+  DeviceCounters counters() const override;  // any thread
+  Status TakeError() override;
 
   ThreadPool& pool() { return pool_; }
+  const CpuKvPages& pages() const { return pages_; }
 
  private:
-  CpuExecutor(const Model& model, const KvLayout& layout, int64_t num_blocks, int num_threads,
-              kernels::Isa isa);
+  CpuExecutor(const Model& model, const KvLayout& layout, const DeviceShard& shard,
+              WeightShard weights, int64_t num_blocks, Communicator* comm, kernels::Isa isa);
 
-  Status Validate(const ForwardBatch& batch) const;
-  void Embed(const std::vector<int32_t>& tokens);
-  void AttentionLayer(int layer, const ForwardBatch& batch);
-  void FeedForwardLayer(int layer, int64_t n_tokens);
-  void ComputeLogits(const ForwardBatch& batch, ForwardOutput* output);
+  struct Buffer {
+    std::vector<float> data;
+    int64_t width = 0;  // floats per row
+  };
+  Buffer& Buf(Act a) { return buffers_[static_cast<int>(a)]; }
+  int64_t Rows(Act a) const;
+  const std::vector<float>& VectorOf(int layer, Vector v) const;
+  const PackedMatrix& MatrixOf(int layer, Matrix m) const;
+  // Calls fn(offset in the whole block's bytes, local layer, slot, is V,
+  // bytes) for each run of this device's rows of one block.
+  template <typename Fn>
+  void ForEachBlockRun(const Fn& fn) const;
 
-  const Model& model_;
   const ModelConfig& config_;
+  const DeviceShard shard_;
+  const KvLayout layout_;  // the whole model's: transforms take global layer and head indices
   ThreadPool pool_;
-  CpuKvPages pages_;
+  CpuKvPages pages_;  // this device's layers and KV heads
   AttentionKernels attention_kernels_;
-  PackedWeights packed_;            // every matrix repacked for the matrix kernels
+  WeightShard weights_;  // vectors, embedding and slices (matrices are packed below)
+  PackedWeights packed_;
   const kernels::RowOps& row_ops_;  // norm and SwiGLU of the same tier
   RopeTable rope_;
+  Communicator* comm_;
 
-  // Per-step scratch, sized to the largest step seen (kept to avoid
+  // The step being computed (valid between BeginStep and the next).
+  StepView step_;
+  int64_t n_tokens_ = 0;
+  // Per-step activations, sized to the largest step seen (kept to avoid
   // reallocating every step).
-  std::vector<int32_t> positions_;
-  std::vector<int32_t> token_seq_;  // sequence index of each token
-  std::vector<float> x_, h_, q_, k_, v_, attn_, proj_, gate_, up_;
+  Buffer buffers_[static_cast<int>(Act::kLogits) + 1];
   QuantizedRows xq_;
+  Status error_;
+  // Written by the driving thread, read by counters() from any thread.
+  std::atomic<double> comm_seconds_{0.0};
 };
 
 }  // namespace kvmesh

@@ -14,7 +14,7 @@
 #include "common/sha256.h"
 #include "worker/kv/kv_bias.h"
 #include "worker/model/model.h"
-#include "worker/runtime/cpu/cpu_executor.h"
+#include "worker/runtime/model_executor.h"
 
 namespace kvmesh {
 namespace {
@@ -58,7 +58,7 @@ std::vector<int32_t> Tokens(int n, int salt) {
 }
 
 // Runs tokens[start, start + n) of one sequence and returns its logits rows.
-std::vector<float> RunSequence(CpuExecutor& exec, const std::vector<int32_t>& tokens, int start,
+std::vector<float> RunSequence(ModelExecutor& exec, const std::vector<int32_t>& tokens, int start,
                                int n, const std::vector<int32_t>& table, LogitsMode mode) {
   ForwardBatch batch;
   batch.tokens.assign(tokens.begin() + start, tokens.begin() + start + n);
@@ -69,7 +69,7 @@ std::vector<float> RunSequence(CpuExecutor& exec, const std::vector<int32_t>& to
   return out.logits;
 }
 
-std::string BlockHash(const CpuExecutor& exec, int32_t block) {
+std::string BlockHash(const ModelExecutor& exec, int32_t block) {
   std::vector<uint8_t> bytes;
   EXPECT_TRUE(exec.ReadBlock(block, &bytes).ok());
   return Sha256Hex(bytes);
@@ -82,7 +82,7 @@ TEST(CpuExecutorKvTest, PrefixReuseReadsTheSameBytes) {
   layout.k_bias = SyntheticBias(*model);
   layout.k_rotated = true;
   layout.v_rotated = true;
-  auto exec = CpuExecutor::Create(*model, layout, 16, 2);
+  auto exec = ModelExecutor::CreateOnCpu(*model, layout, 16, 2);
   ASSERT_TRUE(exec.ok()) << exec.status().ToString();
 
   // Sequence A: 40 tokens on blocks 5, 2, 9 (two full blocks and a partial).
@@ -134,7 +134,7 @@ TEST(CpuExecutorKvTest, CenteringAndRotationPreserveLogits) {
   const std::vector<int32_t> tokens = Tokens(48, 5);
   std::vector<int32_t> table = {0, 1, 2};
   KvLayout plain = LayoutFor(*model, TensorType::kF32, TensorType::kF32);
-  auto base_exec = CpuExecutor::Create(*model, plain, 3, 2);
+  auto base_exec = ModelExecutor::CreateOnCpu(*model, plain, 3, 2);
   ASSERT_TRUE(base_exec.ok());
   const std::vector<float> base = RunSequence(**base_exec, tokens, 0, 48, table, LogitsMode::kAll);
   for (int variant = 1; variant < 8; ++variant) {
@@ -142,7 +142,7 @@ TEST(CpuExecutorKvTest, CenteringAndRotationPreserveLogits) {
     if (variant & 1) layout.k_bias = SyntheticBias(*model);
     if (variant & 2) layout.k_rotated = true;
     if (variant & 4) layout.v_rotated = true;
-    auto exec = CpuExecutor::Create(*model, layout, 3, 2);
+    auto exec = ModelExecutor::CreateOnCpu(*model, layout, 3, 2);
     ASSERT_TRUE(exec.ok()) << exec.status().ToString();
     const std::vector<float> got = RunSequence(**exec, tokens, 0, 48, table, LogitsMode::kAll);
     ASSERT_EQ(got.size(), base.size());
@@ -157,8 +157,8 @@ TEST(CpuExecutorKvTest, CenteringAndRotationPreserveLogits) {
 TEST(CpuExecutorKvTest, HeadSizeTooSmallForQuantBlocks) {
   auto model = LoadModel("stories260K.gguf");  // head_dim 8
   ASSERT_NE(model, nullptr);
-  auto exec =
-      CpuExecutor::Create(*model, LayoutFor(*model, TensorType::kQ4_0, TensorType::kF16), 4, 1);
+  auto exec = ModelExecutor::CreateOnCpu(
+      *model, LayoutFor(*model, TensorType::kQ4_0, TensorType::kF16), 4, 1);
   EXPECT_EQ(exec.status().message(),
             "K cache type q4_0 stores blocks of 32 values, which does not divide the head size 8; "
             "use f16, bf16 or f32 for this model");

@@ -21,7 +21,7 @@ PackedWeights PackedWeights::Pack(const ModelWeights& weights, kernels::Isa isa,
                                {&l.w_up, &p.w_up},
                                {&l.w_down, &p.w_down}});
   }
-  order.emplace_back(&weights.output, &packed.output);
+  if (weights.output.rows > 0) order.emplace_back(&weights.output, &packed.output);
   auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
   size_t total = 0;
   for (const auto& [w, p] : order) total += aligned(PackedMatrix::PackedBytes(*w));

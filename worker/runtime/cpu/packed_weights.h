@@ -30,7 +30,9 @@ struct PackedWeights {
   PackedMatrix output;
   AlignedBuffer storage;  // every matrix's panels
 
-  // Repacks every matrix of `weights`, splitting the work over `pool`.
+  // Repacks every matrix of `weights` (an output matrix of no rows is left
+  // out: a device of a split that computes no logits), splitting the work
+  // over `pool`.
   static PackedWeights Pack(const ModelWeights& weights, kernels::Isa isa, ThreadPool& pool);
 };
 
