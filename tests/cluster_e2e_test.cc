@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "kvmesh/v1/inference.grpc.pb.h"
+#include "kvmesh/v1/worker.grpc.pb.h"
 #include "sdk/client.h"
 #include "tests/support/cluster.h"
 
@@ -240,6 +241,65 @@ TEST_F(ClusterTest, HttpGatewayServesOpenAiAndAnthropicThroughTheRouter) {
   auto models = c.Get("/v1/models");
   ASSERT_TRUE(models);
   EXPECT_EQ(nlohmann::json::parse(models->body)["data"][0]["id"], "llama");
+}
+
+// Workers that split stories260K over two CPU devices, one by layer and one
+// by tensor, serve the golden greedy story through the router, and say in
+// Info and /metrics what each device holds.
+TEST(ClusterProcessTest, SplitWorkersServeThroughTheRouter) {
+  ProcessHandle layer = StartWorker(
+      kWorkerBin,
+      {"--worker-id", "layer", "--devices", "cpu:0,cpu:1", "--split", "layer", "--threads", "1"}, 0,
+      "split_layer");
+  ProcessHandle tensor = StartWorker(
+      kWorkerBin,
+      {"--worker-id", "tensor", "--devices", "cpu:0,cpu:1", "--split", "tensor", "--threads", "1"},
+      0, "split_tensor");
+  ASSERT_TRUE(layer.ok() && tensor.ok());
+  ProcessHandle router = StartRouter(kRouterBin, {layer.grpc, tensor.grpc},
+                                     {"--policy", "round_robin"}, "split_router");
+  ASSERT_TRUE(router.ok());
+  ASSERT_TRUE(WaitForHealthyWorkers(router.grpc, 2, std::chrono::seconds(30)));
+  auto stub =
+      v1::Inference::NewStub(grpc::CreateChannel(router.grpc, grpc::InsecureChannelCredentials()));
+  // "Once upon a time": BOS + 4 tokens of stories260K's vocabulary.
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  std::map<std::string, std::string> text_by_worker;
+  for (int i = 0; i < 4; ++i) {
+    Result r = Generate(*stub, prompt, 16, "salt" + std::to_string(i));
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    EXPECT_THAT(r.text, ::testing::StartsWith(", there was a little girl named Lily")) << r.worker;
+    text_by_worker[r.worker] = r.text;
+  }
+  ASSERT_EQ(text_by_worker.size(), 2u) << "round robin should reach both workers";
+  EXPECT_EQ(text_by_worker["layer"], text_by_worker["tensor"]);
+
+  for (const ProcessHandle* w : {&layer, &tensor}) {
+    auto worker =
+        v1::Worker::NewStub(grpc::CreateChannel(w->grpc, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    v1::InfoResponse info;
+    ASSERT_TRUE(worker->Info(&ctx, v1::InfoRequest(), &info).ok());
+    const bool by_layer = w == &layer;
+    EXPECT_EQ(info.split(), by_layer ? "layer" : "tensor");
+    ASSERT_EQ(info.devices_size(), 2);
+    EXPECT_EQ(info.devices(1).name(), "cpu:1");
+    EXPECT_EQ(info.devices(1).threads(), 1u);
+    EXPECT_GT(info.devices(0).weight_bytes(), 0u);
+    EXPECT_GT(info.devices(1).kv_bytes(), 0u);
+    if (by_layer) {
+      EXPECT_EQ(info.devices(0).layer_end(), info.devices(1).layer_begin());
+      EXPECT_EQ(info.devices(1).layer_end(), 5u);
+    } else {
+      EXPECT_EQ(info.devices(0).kv_head_end(), 2u);
+      EXPECT_EQ(info.devices(1).kv_head_begin(), 2u);
+      EXPECT_EQ(info.devices(1).vocab_end(), 512u);
+    }
+    const std::string metrics = HttpGet(w->http, "/metrics");
+    EXPECT_THAT(metrics, HasSubstr("kvmesh_worker_device_weight_bytes{device=\"cpu:1\""));
+    EXPECT_THAT(metrics, HasSubstr("kvmesh_worker_device_kv_heads{device=\"cpu:0\",split=\"" +
+                                   info.split() + "\"} " + (by_layer ? "4" : "2")));
+  }
 }
 
 TEST(ClusterProcessTest, ApiKeysAndOverload) {

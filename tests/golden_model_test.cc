@@ -46,13 +46,27 @@ std::unique_ptr<Model> LoadModel(const std::string& file) {
 
 // Runs `tokens` through a fresh executor in prefill chunks of `chunk` tokens and
 // returns the logits of every position (rows of n_vocab).
+// An executor over `devices` ("" for one device of 2 threads) split by `split`.
+std::unique_ptr<ModelExecutor> MakeExecutor(const Model& model, const KvLayout& layout,
+                                            int64_t blocks, const std::string& devices = "",
+                                            const std::string& split = "") {
+  auto options = PlanOptions::Parse(devices, split, "", devices.empty() ? 2 : 1);
+  EXPECT_TRUE(options.ok()) << options.status().ToString();
+  auto plan = ParallelPlan::Make(model.config(), model.weights(), *options);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  if (!plan.ok()) return nullptr;
+  auto exec = ModelExecutor::Create(model, layout, *plan, blocks);
+  EXPECT_TRUE(exec.ok()) << exec.status().ToString();
+  return exec.ok() ? std::move(exec).value() : nullptr;
+}
+
 std::vector<float> AllLogits(const Model& model, TensorType kv_type,
                              const std::vector<int32_t>& tokens, int chunk = 1 << 30) {
   const ModelConfig& c = model.config();
   KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, kv_type, kv_type};
   const int64_t blocks = (static_cast<int64_t>(tokens.size()) + 15) / 16;
-  auto exec = ModelExecutor::CreateOnCpu(model, layout, blocks, 2);
-  EXPECT_TRUE(exec.ok()) << exec.status().ToString();
+  auto exec = MakeExecutor(model, layout, blocks);
+  if (exec == nullptr) return {};
   std::vector<int32_t> table(blocks);
   std::iota(table.begin(), table.end(), 0);
   std::vector<float> out;
@@ -63,7 +77,7 @@ std::vector<float> AllLogits(const Model& model, TensorType kv_type,
     batch.sequences.push_back(
         {0, static_cast<int32_t>(n), static_cast<int32_t>(start), table, LogitsMode::kAll});
     ForwardOutput fo;
-    Status s = (*exec)->Forward(batch, &fo);
+    Status s = exec->Forward(batch, &fo);
     EXPECT_TRUE(s.ok()) << s.ToString();
     out.insert(out.end(), fo.logits.begin(), fo.logits.end());
   }
@@ -106,12 +120,13 @@ TEST(GoldenModelTest, NextTokenLogitsMatchInF32) {
 }
 
 // Greedy decoding one token per step (as a server does), f16 KV cache.
-std::vector<int32_t> GreedyDecode(const Model& model, std::vector<int32_t> prompt, int n) {
+std::vector<int32_t> GreedyDecode(const Model& model, std::vector<int32_t> prompt, int n,
+                                  const std::string& devices, const std::string& split) {
   const ModelConfig& c = model.config();
   KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
   const int64_t blocks = (static_cast<int64_t>(prompt.size()) + n + 15) / 16;
-  auto exec = ModelExecutor::CreateOnCpu(model, layout, blocks, 2);
-  EXPECT_TRUE(exec.ok());
+  auto exec = MakeExecutor(model, layout, blocks, devices, split);
+  if (exec == nullptr) return {};
   std::vector<int32_t> table(blocks);
   std::iota(table.begin(), table.end(), 0);
   std::vector<int32_t> generated;
@@ -121,7 +136,7 @@ std::vector<int32_t> GreedyDecode(const Model& model, std::vector<int32_t> promp
   int32_t pos = 0;
   for (int i = 0; i < n; ++i) {
     ForwardOutput out;
-    Status s = (*exec)->Forward(batch, &out);
+    Status s = exec->Forward(batch, &out);
     EXPECT_TRUE(s.ok()) << s.ToString();
     if (!s.ok()) break;
     const int32_t next = Argmax(out.Row(0), out.n_vocab);
@@ -133,7 +148,8 @@ std::vector<int32_t> GreedyDecode(const Model& model, std::vector<int32_t> promp
   return generated;
 }
 
-void ExpectGreedyMatches(const std::string& model_file, const std::string& golden) {
+void ExpectGreedyMatches(const std::string& model_file, const std::string& golden,
+                         const std::string& devices = "", const std::string& split = "") {
   auto model = LoadModel(model_file);
   ASSERT_NE(model, nullptr);
   const json cases = LoadJson(golden);
@@ -142,12 +158,13 @@ void ExpectGreedyMatches(const std::string& model_file, const std::string& golde
   for (const json& c : cases) {
     const auto prompt = c["prompt_tokens"].get<std::vector<int32_t>>();
     const auto want = c["generated_tokens"].get<std::vector<int32_t>>();
-    const auto got = GreedyDecode(*model, prompt, static_cast<int>(want.size()));
+    const auto got = GreedyDecode(*model, prompt, static_cast<int>(want.size()), devices, split);
     EXPECT_EQ(got, want) << model_file << ": " << c["prompt"];
     matched += got == want;
   }
-  std::printf("[ greedy ] %s: %d/%zu generations of 64 tokens identical\n", model_file.c_str(),
-              matched, cases.size());
+  std::printf("[ greedy ] %s%s%s: %d/%zu generations of 64 tokens identical\n", model_file.c_str(),
+              devices.empty() ? "" : (" on " + devices).c_str(),
+              split.empty() ? "" : (", " + split + " split").c_str(), matched, cases.size());
 }
 
 TEST(GoldenModelTest, GreedyStories260K) {
@@ -159,6 +176,14 @@ TEST(GoldenModelTest, GreedyStories260KF16) {
 TEST(GoldenModelTest, GreedyTinyStoriesD64) {
   ExpectGreedyMatches("tinystories-d64.gguf",
                       "tinystories-d64/generate_greedy_top10_logprobs.json");
+}
+TEST(GoldenModelTest, GreedyTinyStoriesD64LayerSplit) {
+  ExpectGreedyMatches("tinystories-d64.gguf", "tinystories-d64/generate_greedy_top10_logprobs.json",
+                      "cpu:0,cpu:1,cpu:2", "layer");
+}
+TEST(GoldenModelTest, GreedyTinyStoriesD64TensorSplit) {
+  ExpectGreedyMatches("tinystories-d64.gguf", "tinystories-d64/generate_greedy_top10_logprobs.json",
+                      "cpu:0,cpu:1", "tensor");
 }
 
 // Teacher forcing: feed prompt + llama.cpp's greedy tokens; at every step

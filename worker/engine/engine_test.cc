@@ -39,11 +39,18 @@ class EngineTest : public ::testing::Test {
     tokenizer_ = std::move(Tokenizer::Create(*tc)).value();
   }
 
-  std::unique_ptr<Engine> MakeEngine(int64_t blocks, SchedulerLimits limits = {}) {
+  // `devices` and `split` as on the command line; empty: one device of 2 threads.
+  std::unique_ptr<Engine> MakeEngine(int64_t blocks, SchedulerLimits limits = {},
+                                     const std::string& devices = "",
+                                     const std::string& split = "") {
     const ModelConfig& c = model_->config();
     KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
-    auto exec = ModelExecutor::CreateOnCpu(*model_, layout, blocks, 2);
-    EXPECT_TRUE(exec.ok());
+    auto options = PlanOptions::Parse(devices, split, "", devices.empty() ? 2 : 1);
+    EXPECT_TRUE(options.ok());
+    auto plan = ParallelPlan::Make(c, model_->weights(), *options);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    auto exec = ModelExecutor::Create(*model_, layout, *plan, blocks);
+    EXPECT_TRUE(exec.ok()) << exec.status().ToString();
     EngineConfig config;
     config.limits = limits;
     config.model_identity = model_->identity();
@@ -183,6 +190,65 @@ TEST_F(EngineTest, PreemptionUnderATinyCacheKeepsOutputsExact) {
     EXPECT_EQ(sinks[i]->tokens, alone[i]) << i;
   }
   EXPECT_GT(small->GetLoad().preemptions, 0);
+}
+
+// Split devices behind the engine: prefix hits (requests sharing a long
+// prefix) and preemption (a cache too small for all of them) keep every
+// output exact. A layer split computes the same bits as one device; a tensor
+// split sums its partial products in another order, so it is held to its own
+// unpreempted run.
+TEST_F(EngineTest, SplitDevicesKeepOutputsExactUnderPrefixHitsAndPreemption) {
+  std::string prefix;
+  for (int i = 0; i < 4; ++i) prefix += "Once upon a time, there was a little girl named Lily. ";
+  std::vector<std::string> prompts;
+  for (int i = 0; i < 6; ++i) prompts.push_back(prefix + kPrompts[i]);
+  int64_t cached = 0;
+  auto run_all = [&](Engine& engine, const std::string& tag) {
+    std::vector<std::shared_ptr<Collected>> sinks;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      sinks.push_back(std::make_shared<Collected>());
+      EXPECT_TRUE(engine.Submit(Greedy(tag + std::to_string(i), prompts[i], 40, sinks[i])).ok());
+    }
+    std::vector<std::vector<int32_t>> tokens;
+    for (auto& sink : sinks) {
+      sink->done.get_future().wait();
+      tokens.push_back(sink->tokens);
+      cached += sink->final_output.cached_tokens;
+    }
+    return tokens;
+  };
+  std::vector<std::vector<int32_t>> alone;
+  {
+    auto big = MakeEngine(256);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      alone.push_back(RunOne(*big, "a" + std::to_string(i), prompts[i], 40)->tokens);
+    }
+  }
+  struct Case {
+    std::string devices, split;
+  };
+  for (const Case& c : {Case{"cpu:0,cpu:1", "layer"}, Case{"cpu:0,cpu:1,cpu:2", "layer"},
+                        Case{"cpu:0,cpu:1", "tensor"}}) {
+    SCOPED_TRACE(c.devices + " " + c.split);
+    std::vector<std::vector<int32_t>> reference = alone;
+    if (c.split == "tensor") {
+      auto big = MakeEngine(256, {}, c.devices, c.split);
+      reference.clear();
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        reference.push_back(RunOne(*big, "t" + std::to_string(i), prompts[i], 40)->tokens);
+      }
+    }
+    // 20 blocks of 16 = 320 positions for 6 requests of ~100 tokens that
+    // share a 64-token prefix: hits, and preemptions once they grow.
+    auto small = MakeEngine(20, {}, c.devices, c.split);
+    RunOne(*small, "warm", prefix + "The", 1);
+    cached = 0;
+    const auto tokens = run_all(*small, "p");
+    EXPECT_GE(cached, 64);  // the warm request's prefix blocks were hit
+    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(tokens[i], reference[i]) << i;
+    const EngineLoad load = small->GetLoad();
+    EXPECT_GT(load.preemptions, 0);
+  }
 }
 
 TEST_F(EngineTest, BadRequestsAreRejectedClearly) {
