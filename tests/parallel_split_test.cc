@@ -12,9 +12,11 @@
 // synthetic llama-1b of 3 layers with a 32k vocabulary (Q4_K_M mix: K-quant
 // column cuts, a Q6_K head).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <numeric>
 
 #include "common/thread_pool.h"
@@ -44,12 +46,19 @@ const Model* SyntheticLlama1b() {
     o.shape.n_layer = 3;
     o.mix = SyntheticMix::kQ4_K_M;
     o.vocab_path = kShared + "/vocab/ggml-vocab-llama-spm.gguf";
-    o.output_path = testing::TempDir() + "/split_llama1b_3l_q4_k_m.gguf";
+    // The file is the same bytes whoever makes it (seeded), so each test
+    // process reuses one another made; a new one is written aside and
+    // renamed into place, so none reads half a file.
+    const std::string path = testing::TempDir() + "/split_llama1b_3l_q4_k_m_s11.gguf";
     o.seed = 11;
-    ThreadPool pool(2);
-    auto report = SynthesizeModel(o, pool);
-    EXPECT_TRUE(report.ok()) << report.status().ToString();
-    auto m = Model::Load(o.output_path);
+    if (!std::filesystem::exists(path)) {
+      o.output_path = path + "." + std::to_string(::getpid());
+      ThreadPool pool(2);
+      auto report = SynthesizeModel(o, pool);
+      EXPECT_TRUE(report.ok()) << report.status().ToString();
+      std::filesystem::rename(o.output_path, path);
+    }
+    auto m = Model::Load(path);
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     return m.ok() ? std::move(m).value() : nullptr;
   }();
@@ -139,6 +148,7 @@ struct ModelCase {
   std::string name;
   std::function<const Model*()> model;
 };
+void PrintTo(const ModelCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<ModelCase> Models() {
   static std::unique_ptr<Model> stories = LoadShared("stories260K.gguf");
