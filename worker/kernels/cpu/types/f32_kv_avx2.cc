@@ -1,0 +1,22 @@
+// f32 KV rows, AVX2 + FMA.
+#include "worker/kernels/cpu/simd/kv_rows_float_avx2.h"
+#include "worker/kernels/cpu/simd/kv_rows_x86.h"
+
+namespace kvmesh::kv_rows::avx2 {
+namespace {
+
+struct F32 {
+  using Element = float;
+  static __m256 Load(const float* p) { return _mm256_loadu_ps(p); }
+  static float Scalar(float x) { return x; }
+};
+
+}  // namespace
+
+float DotF32(int64_t n, const void* k, const void* q) { return DotFloatRow<F32>(n, k, q); }
+
+void AccumulateF32(int64_t n, const void* v, float weight, float* out) {
+  AccumulateFloatRow<F32>(n, v, weight, out);
+}
+
+}  // namespace kvmesh::kv_rows::avx2
