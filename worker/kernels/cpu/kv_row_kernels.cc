@@ -1,109 +1,122 @@
 #include "worker/kernels/cpu/kv_row_kernels.h"
 
 #include <algorithm>
-#include <span>
 
-#include "worker/kernels/cpu/block_types.h"
-#include "worker/kernels/cpu/reference_kernels.h"
-#if defined(KVMESH_X86_SIMD)
-#include "worker/kernels/cpu/simd/kv_rows_x86.h"
-#endif
+#include "common/check.h"
+#include "worker/kernels/cpu/kernel_records.h"
+#include "worker/kernels/cpu/type_list.h"
 
 namespace kvmesh {
 namespace {
 
-using kernels::BlockQ4_0;
-using kernels::BlockQ8_0;
-using kernels::kLegacyBlockSize;
+using kernels::Isa;
+using kernels::kMaxTypeId;
+using kernels::KvBlockRecord;
+using kernels::KvRowRecord;
+using kernels::SlotOf;
+using kernels::TypeRecord;
+
+constexpr int kNumIsas = 3;
+
+// Values accumulate through a stack buffer this long: a whole number of
+// blocks of every KV type (checked when the table is built).
+constexpr int64_t kSlice = 256;
 
 // The reference accumulate: the type's reference to_float, then a float
-// axpy, in stack-sized slices (256 values: a whole number of blocks of every
-// KV type).
-template <kernels::ToFloatFn kToFloat, int64_t kBlockSize, size_t kBlockBytes>
+// axpy, a slice at a time.
+template <const auto& kRecord>
 void AccumulateReference(int64_t n, const void* row, float weight, float* out) {
-  constexpr int64_t kSlice = 256;
-  static_assert(kSlice % kBlockSize == 0);
   float buffer[kSlice];
   const uint8_t* bytes = static_cast<const uint8_t*>(row);
   for (int64_t start = 0; start < n; start += kSlice) {
     const int64_t len = std::min(kSlice, n - start);
-    kToFloat(bytes + start / kBlockSize * kBlockBytes, buffer, len);
+    kRecord.to_float(bytes + start / kRecord.block_size * kRecord.bytes_per_block, buffer, len);
     for (int64_t i = 0; i < len; ++i) out[start + i] += weight * buffer[i];
   }
 }
 
-struct Entry {
-  TensorType type;
-  KvRowKernels kernels;
-};
-
-constexpr Entry kScalarEntries[] = {
-    {TensorType::kF32,
-     {kernels::VecDotF32, AccumulateReference<kernels::DequantizeRowF32, 1, sizeof(float)>,
-      kernels::Isa::kScalar}},
-    {TensorType::kF16,
-     {kernels::VecDotF16, AccumulateReference<kernels::DequantizeRowF16, 1, sizeof(uint16_t)>,
-      kernels::Isa::kScalar}},
-    {TensorType::kBF16,
-     {kernels::VecDotBf16, AccumulateReference<kernels::DequantizeRowBf16, 1, sizeof(uint16_t)>,
-      kernels::Isa::kScalar}},
-    {TensorType::kQ8_0,
-     {kernels::VecDotQ8_0Q8_0,
-      AccumulateReference<kernels::DequantizeRowQ8_0, kLegacyBlockSize, sizeof(BlockQ8_0)>,
-      kernels::Isa::kScalar}},
-    {TensorType::kQ4_0,
-     {kernels::VecDotQ4_0Q8_0,
-      AccumulateReference<kernels::DequantizeRowQ4_0, kLegacyBlockSize, sizeof(BlockQ4_0)>,
-      kernels::Isa::kScalar}},
-};
-
-#if defined(KVMESH_X86_SIMD)
-namespace avx2 = kv_rows::avx2;
-namespace avx512 = kv_rows::avx512;
-
-constexpr Entry kAvx2Entries[] = {
-    {TensorType::kF32, {avx2::DotF32, avx2::AccumulateF32, kernels::Isa::kAvx2}},
-    {TensorType::kF16, {avx2::DotF16, avx2::AccumulateF16, kernels::Isa::kAvx2}},
-    {TensorType::kBF16, {avx2::DotBf16, avx2::AccumulateBf16, kernels::Isa::kAvx2}},
-    {TensorType::kQ8_0, {avx2::DotQ8_0, avx2::AccumulateQ8_0, kernels::Isa::kAvx2}},
-    {TensorType::kQ4_0, {avx2::DotQ4_0, avx2::AccumulateQ4_0, kernels::Isa::kAvx2}},
-};
-
-constexpr Entry kAvx512Entries[] = {
-    {TensorType::kF32, {avx512::DotF32, avx512::AccumulateF32, kernels::Isa::kAvx512}},
-    {TensorType::kF16, {avx512::DotF16, avx512::AccumulateF16, kernels::Isa::kAvx512}},
-    {TensorType::kBF16, {avx512::DotBf16, avx512::AccumulateBf16, kernels::Isa::kAvx512}},
-    {TensorType::kQ8_0, {avx512::DotQ8_0, avx512::AccumulateQ8_0, kernels::Isa::kAvx512}},
-    {TensorType::kQ4_0, {avx512::DotQ4_0, avx512::AccumulateQ4_0, kernels::Isa::kAvx512}},
-};
+// Every ISA's kernels, indexed by type id, built once from the records of
+// type_list.h. An ISA without its own kernels for a type keeps the next
+// narrower ISA's; block kernels are only where a record has them.
+class KvTable {
+ public:
+  KvTable() {
+// clang-format off
+#define KVMESH_ADD_REFERENCE(Name, avx2, avx512, avx512bf16, amx, kv, ...)                 \
+  KVMESH_IF_##kv(AddReference<kernels::k##Name##Scalar>(                                   \
+                     SlotOf<TensorType::k##Name>(kernels::k##Name##Scalar));)
+    // clang-format on
+    KVMESH_CPU_TYPE_LIST(KVMESH_ADD_REFERENCE)
+#undef KVMESH_ADD_REFERENCE
+#ifdef KVMESH_X86_SIMD
+// clang-format off
+#define KVMESH_ADD_SIMD(Name, avx2, avx512, avx512bf16, amx, kv, kv_avx2, kv_avx512, kv_blocks) \
+  KVMESH_IF_##kv_avx2(Add(SlotOf<TensorType::k##Name>(kernels::k##Name##KvAvx2),                \
+                          kernels::k##Name##KvAvx2);)                                           \
+  KVMESH_IF_##kv_avx512(Add(SlotOf<TensorType::k##Name>(kernels::k##Name##KvAvx512),            \
+                            kernels::k##Name##KvAvx512);)                                       \
+  KVMESH_IF_##kv_blocks(Add(SlotOf<TensorType::k##Name>(kernels::k##Name##KvBlocksAvx512),      \
+                            kernels::k##Name##KvBlocksAvx512);)
+    // clang-format on
+    KVMESH_CPU_TYPE_LIST(KVMESH_ADD_SIMD)
+#undef KVMESH_ADD_SIMD
 #endif
-
-const KvRowKernels* Find(std::span<const Entry> table, TensorType type) {
-  for (const Entry& e : table) {
-    if (e.type == type) return &e.kernels;
   }
-  return nullptr;
-}
 
-#if defined(KVMESH_X86_SIMD)
-constexpr KvBlockKernels kAvx512F16Blocks = {avx512::ScoresF16, avx512::WeightedSumF16};
-#endif
+  const KvRowKernels* Rows(int id, Isa isa) const {
+    const KvRowKernels& k = rows_[static_cast<int>(isa)][id];
+    return k.dot != nullptr ? &k : nullptr;
+  }
+
+  const KvBlockKernels* Blocks(int id, Isa isa) const {
+    const KvBlockKernels& k = blocks_[static_cast<int>(isa)][id];
+    return k.scores != nullptr ? &k : nullptr;
+  }
+
+ private:
+  // The scalar kernels, the reference vec_dot and AccumulateReference, in
+  // every ISA's table.
+  template <const auto& kRecord>
+  void AddReference(int slot) {
+    KVMESH_CHECK(kSlice % kRecord.block_size == 0);
+    for (KvRowKernels* isa : rows_) {
+      isa[slot] = {kRecord.vec_dot, AccumulateReference<kRecord>, Isa::kScalar};
+    }
+  }
+
+  template <TensorType kType, Isa kIsa>
+  void Add(int slot, const KvRowRecord<kType, kIsa>& record) {
+    for (int isa = static_cast<int>(kIsa); isa < kNumIsas; ++isa) {
+      rows_[isa][slot] = {record.dot, record.accumulate, kIsa};
+    }
+  }
+
+  template <TensorType kType, Isa kIsa>
+  void Add(int slot, const KvBlockRecord<kType, kIsa>& record) {
+    blocks_[static_cast<int>(kIsa)][slot] = {record.scores, record.weighted_sum};
+  }
+
+  KvRowKernels rows_[kNumIsas][kMaxTypeId] = {};
+  KvBlockKernels blocks_[kNumIsas][kMaxTypeId] = {};
+};
+
+const KvTable& GetTable() {
+  static const KvTable table;
+  return table;
+}
 
 }  // namespace
 
 const KvBlockKernels* GetKvBlockKernels(TensorType type, kernels::Isa isa) {
-#if defined(KVMESH_X86_SIMD)
-  if (isa == kernels::Isa::kAvx512 && type == TensorType::kF16) return &kAvx512F16Blocks;
-#endif
-  return nullptr;
+  const int id = static_cast<int>(type);
+  if (id < 0 || id >= kMaxTypeId) return nullptr;
+  return GetTable().Blocks(id, isa);
 }
 
 const KvRowKernels* GetKvRowKernels(TensorType type, kernels::Isa isa) {
-#if defined(KVMESH_X86_SIMD)
-  if (isa == kernels::Isa::kAvx512) return Find(kAvx512Entries, type);
-  if (isa == kernels::Isa::kAvx2) return Find(kAvx2Entries, type);
-#endif
-  return Find(kScalarEntries, type);
+  const int id = static_cast<int>(type);
+  if (id < 0 || id >= kMaxTypeId) return nullptr;
+  return GetTable().Rows(id, isa);
 }
 
 }  // namespace kvmesh

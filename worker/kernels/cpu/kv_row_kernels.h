@@ -11,7 +11,7 @@
 // whole). The scalar variants are the reference: dot is the reference
 // vec_dot and accumulate is the reference to_float followed by a float axpy.
 // The AVX2 (+FMA, F16C) and AVX-512 (F, BW, VL) variants live in one file per
-// (type, ISA), kv_rows_<type>_<isa>.cc, each compiled with its own -m flags,
+// (type, ISA), types/<type>_kv_<isa>.cc, each compiled with its own -m flags,
 // and are tested against the scalar ones (kv_row_kernels_test.cc). They sum
 // in a different order, so results differ by float rounding only.
 //

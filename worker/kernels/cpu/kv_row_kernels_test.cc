@@ -3,13 +3,16 @@
 // vec_dot parity harness, accumulate element by element).
 #include "worker/kernels/cpu/kv_row_kernels.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "worker/kernels/cpu/kernel_parity.h"
 #include "worker/kernels/cpu/reference_kernels.h"
+#include "worker/kernels/cpu/type_list.h"
 
 namespace kvmesh {
 namespace {
@@ -43,11 +46,37 @@ TEST(KvRowKernelsTest, OnlyKvStorageTypesHaveKernels) {
   EXPECT_EQ(GetKvRowKernels(TensorType::kQ8_1, kernels::Isa::kAvx2), nullptr);
 }
 
+// The table comes from the kv column of type_list.h, on every ISA.
+TEST(KvRowKernelsTest, ExactlyTheListedKvTypesHaveKernels) {
+  std::vector<TensorType> listed;
+#define KVMESH_LISTED_KV_TYPE(Name, avx2, avx512, avx512bf16, amx, kv, ...) \
+  KVMESH_IF_##kv(listed.push_back(TensorType::k##Name);)
+  KVMESH_CPU_TYPE_LIST(KVMESH_LISTED_KV_TYPE)
+#undef KVMESH_LISTED_KV_TYPE
+  EXPECT_THAT(listed, testing::UnorderedElementsAreArray(kKvTypes));
+  for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+    for (uint32_t id = 0; id < 64; ++id) {
+      const TensorType type = static_cast<TensorType>(id);
+      const bool is_listed = std::find(listed.begin(), listed.end(), type) != listed.end();
+      EXPECT_EQ(GetKvRowKernels(type, isa) != nullptr, is_listed)
+          << kernels::IsaName(isa) << " " << TensorTypeName(type);
+    }
+  }
+}
+
 #if defined(KVMESH_X86_SIMD)
 TEST(KvRowKernelsTest, X86BuildHasEveryVariant) {
   for (TensorType type : kKvTypes) {
     EXPECT_EQ(GetKvRowKernels(type, kernels::Isa::kAvx2)->isa, kernels::Isa::kAvx2);
     EXPECT_EQ(GetKvRowKernels(type, kernels::Isa::kAvx512)->isa, kernels::Isa::kAvx512);
+  }
+  // Block kernels: f16 rows on AVX-512 only.
+  for (TensorType type : kKvTypes) {
+    for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+      const bool expected = type == TensorType::kF16 && isa == kernels::Isa::kAvx512;
+      EXPECT_EQ(GetKvBlockKernels(type, isa) != nullptr, expected)
+          << kernels::IsaName(isa) << " " << TensorTypeName(type);
+    }
   }
 }
 #endif

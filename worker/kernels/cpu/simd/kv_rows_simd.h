@@ -1,4 +1,4 @@
-// Helpers shared by the x86 KV row kernels (kv_rows_<type>_<isa>.cc), which
+// Helpers shared by the x86 KV row kernels (types/<type>_kv_<isa>.cc), which
 // are compiled with different -m flags. Every helper is `static`: one shared
 // inline copy, picked by the linker from whichever file it liked, could carry
 // AVX-512 instructions into the AVX2 path. For the same reason these files

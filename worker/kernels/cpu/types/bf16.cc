@@ -2,6 +2,7 @@
 // the dot product, as llama.cpp does for BF16 weights. Products of two bf16
 // values are exact in float; the sum runs in double like ggml's scalar path.
 #include "common/half.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -25,5 +26,14 @@ float VecDotBf16(int64_t n, const void* w, const void* x) {
   }
   return static_cast<float>(sum);
 }
+
+constinit const TypeRecord<TensorType::kBF16> kBF16Scalar = {
+    .vec_dot_type = TensorType::kBF16,
+    .block_size = 1,
+    .bytes_per_block = sizeof(uint16_t),
+    .to_float = DequantizeRowBf16,
+    .from_float = QuantizeRowBf16,
+    .vec_dot = VecDotBf16,
+};
 
 }  // namespace kvmesh::kernels

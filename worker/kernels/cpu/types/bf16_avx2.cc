@@ -1,8 +1,8 @@
 // BF16 on the AVX2 tier: panel GEMM, single-row dot product and the exact
 // conversions. The GEMM applies each element pair odd element first, as the
 // AVX-512 tier does (see bf16_avx512.cc).
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx2_float.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx2 {
 namespace {
@@ -51,8 +51,6 @@ uint16_t FloatToBf16Bits(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
-}  // namespace
-
 void GemmBf16(const PanelGemmArgs& args) { FloatGemm<Bf16>(args); }
 
 float VecDotBf16(int64_t n, const void* w, const void* x) {
@@ -95,4 +93,16 @@ void DequantizeRowBf16(const void* src, float* dst, int64_t n) {
   }
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx2
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kBF16, Tier::kAvx2> kBF16Avx2 = {
+    .to_float = avx2::DequantizeRowBf16,
+    .from_float = avx2::QuantizeRowBf16,
+    .vec_dot = avx2::VecDotBf16,
+    .gemm = avx2::GemmBf16,
+};
+
+}  // namespace kvmesh::kernels

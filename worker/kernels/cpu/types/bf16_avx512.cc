@@ -3,8 +3,8 @@
 // element pair as the AVX512_BF16 dot-product instruction does (odd element
 // first), so bf16_avx512bf16.cc gives the same results wherever no input or
 // partial sum is subnormal (that instruction flushes those to zero).
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_float.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx512 {
 namespace {
@@ -37,8 +37,6 @@ __m512 LoadBf16Masked(const uint16_t* p, __mmask16 m) {
   return _mm512_castsi512_ps(
       _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
-
-}  // namespace
 
 void GemmBf16(const PanelGemmArgs& args) { FloatGemm<Bf16>(args); }
 
@@ -77,4 +75,16 @@ void DequantizeRowBf16(const void* src, float* dst, int64_t n) {
   }
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kBF16, Tier::kAvx512> kBF16Avx512 = {
+    .to_float = avx512::DequantizeRowBf16,
+    .from_float = avx512::QuantizeRowBf16,
+    .vec_dot = avx512::VecDotBf16,
+    .gemm = avx512::GemmBf16,
+};
+
+}  // namespace kvmesh::kernels

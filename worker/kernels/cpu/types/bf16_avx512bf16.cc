@@ -1,8 +1,8 @@
 // BF16 panel GEMM with the AVX512_BF16 dot-product instruction (vdpbf16ps):
 // 32 multiply-adds per instruction, one element pair per step. Called only
 // when HasAvx512Bf16(); bf16_avx512.cc is the same computation without it.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_float.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx512 {
 namespace {
@@ -17,8 +17,15 @@ struct Bf16Native {
   }
 };
 
-}  // namespace
-
 void GemmBf16Native(const PanelGemmArgs& args) { FloatGemm<Bf16Native>(args); }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kBF16, Tier::kAvx512Bf16> kBF16Avx512Bf16 = {
+    .gemm = avx512::GemmBf16Native,
+};
+
+}  // namespace kvmesh::kernels

@@ -3,6 +3,7 @@
 // exact in float (11 x 11 significant bits), so only the summation rounds; it
 // runs in double like ggml's scalar path.
 #include "common/half.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -26,5 +27,14 @@ float VecDotF16(int64_t n, const void* w, const void* x) {
   }
   return static_cast<float>(sum);
 }
+
+constinit const TypeRecord<TensorType::kF16> kF16Scalar = {
+    .vec_dot_type = TensorType::kF16,
+    .block_size = 1,
+    .bytes_per_block = sizeof(uint16_t),
+    .to_float = DequantizeRowF16,
+    .from_float = QuantizeRowF16,
+    .vec_dot = VecDotF16,
+};
 
 }  // namespace kvmesh::kernels

@@ -1,7 +1,7 @@
 // F16 on the AVX2 tier: panel GEMM, single-row dot product (float lanes with
 // fused multiply-adds; see avx2_float.h) and the exact conversions.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx2_float.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx2 {
 namespace {
@@ -22,8 +22,6 @@ __m256 LoadHalves(const uint16_t* p, int count) {
   CopyTail(p, count, 2, buffer);
   return LoadHalves8(buffer);
 }
-
-}  // namespace
 
 void GemmF16(const PanelGemmArgs& args) { FloatGemm<F16>(args); }
 
@@ -53,4 +51,16 @@ void DequantizeRowF16(const void* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = _cvtsh_ss(in[i]);
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx2
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kF16, Tier::kAvx2> kF16Avx2 = {
+    .to_float = avx2::DequantizeRowF16,
+    .from_float = avx2::QuantizeRowF16,
+    .vec_dot = avx2::VecDotF16,
+    .gemm = avx2::GemmF16,
+};
+
+}  // namespace kvmesh::kernels

@@ -1,7 +1,7 @@
 // F16 on the AVX-512 tier: panel GEMM, single-row dot product (float lanes
 // with fused multiply-adds; see avx512_float.h) and the exact conversions.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_float.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx512 {
 namespace {
@@ -19,8 +19,6 @@ struct F16 {
 __m512 LoadHalvesMasked(const uint16_t* p, __mmask16 m) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
-
-}  // namespace
 
 void GemmF16(const PanelGemmArgs& args) { FloatGemm<F16>(args); }
 
@@ -50,4 +48,16 @@ void DequantizeRowF16(const void* src, float* dst, int64_t n) {
   }
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kF16, Tier::kAvx512> kF16Avx512 = {
+    .to_float = avx512::DequantizeRowF16,
+    .from_float = avx512::QuantizeRowF16,
+    .vec_dot = avx512::VecDotF16,
+    .gemm = avx512::GemmF16,
+};
+
+}  // namespace kvmesh::kernels

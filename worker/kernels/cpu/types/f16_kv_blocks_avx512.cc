@@ -10,8 +10,8 @@
 // and each V row widens once for up to four heads.
 #include <cmath>
 
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/kv_rows_float_avx512.h"
-#include "worker/kernels/cpu/simd/kv_rows_x86.h"
 
 namespace kvmesh::kv_rows::avx512 {
 namespace {
@@ -128,8 +128,6 @@ void WeightedLanes(const uint8_t* const* v_rows, int n_ctx, const float* weights
   }
 }
 
-}  // namespace
-
 bool ScoresF16(int head_dim, const uint8_t* const* k_rows, int n_ctx, const uint8_t* query, int n_q,
                float scale, float* scores, float* max_score) {
   switch (head_dim) {
@@ -156,4 +154,14 @@ bool WeightedSumF16(int head_dim, const uint8_t* const* v_rows, int n_ctx, const
   return true;
 }
 
+}  // namespace
 }  // namespace kvmesh::kv_rows::avx512
+
+namespace kvmesh::kernels {
+
+constinit const KvBlockRecord<TensorType::kF16, Isa::kAvx512> kF16KvBlocksAvx512 = {
+    .scores = kv_rows::avx512::ScoresF16,
+    .weighted_sum = kv_rows::avx512::WeightedSumF16,
+};
+
+}  // namespace kvmesh::kernels

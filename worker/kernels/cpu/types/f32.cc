@@ -3,6 +3,7 @@
 // ggml's scalar path does.
 #include <cstring>
 
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -22,5 +23,14 @@ float VecDotF32(int64_t n, const void* w, const void* x) {
   for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(wf[i] * xf[i]);
   return static_cast<float>(sum);
 }
+
+constinit const TypeRecord<TensorType::kF32> kF32Scalar = {
+    .vec_dot_type = TensorType::kF32,
+    .block_size = 1,
+    .bytes_per_block = sizeof(float),
+    .to_float = DequantizeRowF32,
+    .from_float = QuantizeRowF32,
+    .vec_dot = VecDotF32,
+};
 
 }  // namespace kvmesh::kernels

@@ -1,7 +1,7 @@
 // F32 on the AVX2 tier: panel GEMM and single-row dot product (float lanes
 // with fused multiply-adds; see avx2_float.h).
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx2_float.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx2 {
 namespace {
@@ -25,8 +25,6 @@ __m256 LoadFloats(const float* p, int count) {
   return _mm256_load_ps(reinterpret_cast<const float*>(buffer));
 }
 
-}  // namespace
-
 void GemmF32(const PanelGemmArgs& args) { FloatGemm<F32>(args); }
 
 float VecDotF32(int64_t n, const void* w, const void* x) {
@@ -38,4 +36,14 @@ float VecDotF32(int64_t n, const void* w, const void* x) {
   });
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx2
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kF32, Tier::kAvx2> kF32Avx2 = {
+    .vec_dot = avx2::VecDotF32,
+    .gemm = avx2::GemmF32,
+};
+
+}  // namespace kvmesh::kernels

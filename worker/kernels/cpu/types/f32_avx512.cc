@@ -1,7 +1,7 @@
 // F32 on the AVX-512 tier: panel GEMM and single-row dot product
 // (float lanes with fused multiply-adds; see avx512_float.h).
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_float.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx512 {
 namespace {
@@ -16,8 +16,6 @@ struct F32 {
   }
 };
 
-}  // namespace
-
 void GemmF32(const PanelGemmArgs& args) { FloatGemm<F32>(args); }
 
 float VecDotF32(int64_t n, const void* w, const void* x) {
@@ -29,4 +27,14 @@ float VecDotF32(int64_t n, const void* w, const void* x) {
   });
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kF32, Tier::kAvx512> kF32Avx512 = {
+    .vec_dot = avx512::VecDotF32,
+    .gemm = avx512::GemmF32,
+};
+
+}  // namespace kvmesh::kernels

@@ -6,6 +6,7 @@
 
 #include "common/half.h"
 #include "worker/kernels/cpu/block_types.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -69,5 +70,14 @@ float VecDotQ4_0Q8_0(int64_t n, const void* w, const void* x) {
   }
   return sum;
 }
+
+constinit const TypeRecord<TensorType::kQ4_0> kQ4_0Scalar = {
+    .vec_dot_type = TensorType::kQ8_0,
+    .block_size = kLegacyBlockSize,
+    .bytes_per_block = sizeof(BlockQ4_0),
+    .to_float = DequantizeRowQ4_0,
+    .from_float = QuantizeRowQ4_0,
+    .vec_dot = VecDotQ4_0Q8_0,
+};
 
 }  // namespace kvmesh::kernels

@@ -1,7 +1,7 @@
 // Q4_0 on the AVX-512 tier: panel GEMM and single-row dot product, both equal
 // to the scalar reference bit for bit (see panel_gemm.h).
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_util.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx512 {
 namespace {
@@ -14,8 +14,6 @@ struct Q4_0 {
   static __m512 Scales(const uint8_t* pb) { return LoadHalves16(pb); }
   static __m512 Mins(const uint8_t*) { return _mm512_setzero_ps(); }
 };
-
-}  // namespace
 
 void GemmQ4_0(const PanelGemmArgs& args) { LegacyGemm<Q4_0>(args, TensorType::kQ8_0); }
 
@@ -41,4 +39,14 @@ float VecDotQ4_0Q8_0(int64_t n, const void* w, const void* x) {
   return sum;
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ4_0, Tier::kAvx512> kQ4_0Avx512 = {
+    .vec_dot = avx512::VecDotQ4_0Q8_0,
+    .gemm = avx512::GemmQ4_0,
+};
+
+}  // namespace kvmesh::kernels

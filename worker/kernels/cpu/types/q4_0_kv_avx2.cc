@@ -1,9 +1,10 @@
 // q4_0 KV rows, AVX2 + FMA + F16C: nibbles unpack to signed bytes, then the
 // same exact per-block integer dot product as q8_0 (the query is q8_0).
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/kv_rows_simd.h"
-#include "worker/kernels/cpu/simd/kv_rows_x86.h"
 
 namespace kvmesh::kv_rows::avx2 {
+namespace {
 
 using kernels::BlockQ4_0;
 using kernels::BlockQ8_0;
@@ -34,4 +35,14 @@ void AccumulateQ4_0(int64_t n, const void* v, float weight, float* out) {
   }
 }
 
+}  // namespace
 }  // namespace kvmesh::kv_rows::avx2
+
+namespace kvmesh::kernels {
+
+constinit const KvRowRecord<TensorType::kQ4_0, Isa::kAvx2> kQ4_0KvAvx2 = {
+    .dot = kv_rows::avx2::DotQ4_0,
+    .accumulate = kv_rows::avx2::AccumulateQ4_0,
+};
+
+}  // namespace kvmesh::kernels

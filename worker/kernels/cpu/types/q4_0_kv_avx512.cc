@@ -1,15 +1,14 @@
 // q4_0 KV rows, AVX-512: two blocks' nibbles unpacked to signed bytes per
 // 512-bit step, then the exact integer dot product with the q8_0 query.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/kv_rows_simd.h"
-#include "worker/kernels/cpu/simd/kv_rows_x86.h"
 
 namespace kvmesh::kv_rows::avx512 {
+namespace {
 
 using kernels::BlockQ4_0;
 using kernels::BlockQ8_0;
 using kernels::kLegacyBlockSize;
-
-namespace {
 
 inline __m256i Levels(const BlockQ8_0& block) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs));
@@ -18,8 +17,6 @@ inline __m256i Levels(const BlockQ8_0& block) {
 inline float Scale(const BlockQ4_0& a, const BlockQ8_0& b) {
   return HalfToFloatF16c(a.d) * HalfToFloatF16c(b.d);
 }
-
-}  // namespace
 
 float DotQ4_0(int64_t n, const void* k, const void* q) {
   const BlockQ4_0* kb = static_cast<const BlockQ4_0*>(k);
@@ -52,4 +49,14 @@ void AccumulateQ4_0(int64_t n, const void* v, float weight, float* out) {
   }
 }
 
+}  // namespace
 }  // namespace kvmesh::kv_rows::avx512
+
+namespace kvmesh::kernels {
+
+constinit const KvRowRecord<TensorType::kQ4_0, Isa::kAvx512> kQ4_0KvAvx512 = {
+    .dot = kv_rows::avx512::DotQ4_0,
+    .accumulate = kv_rows::avx512::AccumulateQ4_0,
+};
+
+}  // namespace kvmesh::kernels

@@ -7,6 +7,7 @@
 
 #include "common/half.h"
 #include "worker/kernels/cpu/block_types.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -70,5 +71,14 @@ float VecDotQ4_1Q8_1(int64_t n, const void* w, const void* x) {
   }
   return sum;
 }
+
+constinit const TypeRecord<TensorType::kQ4_1> kQ4_1Scalar = {
+    .vec_dot_type = TensorType::kQ8_1,
+    .block_size = kLegacyBlockSize,
+    .bytes_per_block = sizeof(BlockQ4_1),
+    .to_float = DequantizeRowQ4_1,
+    .from_float = QuantizeRowQ4_1,
+    .vec_dot = VecDotQ4_1Q8_1,
+};
 
 }  // namespace kvmesh::kernels

@@ -5,6 +5,7 @@
 #include "common/half.h"
 #include "worker/kernels/cpu/block_types.h"
 #include "worker/kernels/cpu/k_quant_common.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -82,5 +83,14 @@ float VecDotQ4_KQ8_K(int64_t n, const void* w, const void* x) {
   }
   return sum;
 }
+
+constinit const TypeRecord<TensorType::kQ4_K> kQ4_KScalar = {
+    .vec_dot_type = TensorType::kQ8_K,
+    .block_size = kSuperBlockSize,
+    .bytes_per_block = sizeof(BlockQ4_K),
+    .to_float = DequantizeRowQ4_K,
+    .from_float = QuantizeRowQ4_K,
+    .vec_dot = VecDotQ4_KQ8_K,
+};
 
 }  // namespace kvmesh::kernels

@@ -1,6 +1,6 @@
 // Q4_K with the AMX tile unit: see amx_kquant.h.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/amx_kquant.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::amx {
 namespace {
@@ -17,8 +17,15 @@ struct Q4KLevels {
   }
 };
 
+void GemmQ4_K(const PanelGemmArgs& a) { AmxGemm<AffineK<Q4KLevels>>(a, kQ4_KAvx512.gemm); }
+
 }  // namespace
-
-void GemmQ4_K(const PanelGemmArgs& a) { AmxGemm<AffineK<Q4KLevels>>(a, avx512::GemmQ4_K); }
-
 }  // namespace kvmesh::kernels::amx
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ4_K, Tier::kAmx> kQ4_KAmx = {
+    .gemm = amx::GemmQ4_K,
+};
+
+}  // namespace kvmesh::kernels

@@ -4,8 +4,8 @@
 // A sub-block's 8 groups of vpmaddubsw pairs add up in int16 (each pair is at
 // most 2 * 15 * 127, so 8 of them stay below 2^15), and vpmaddwd with the
 // (scale, scale) pair forms scale * sum in int32.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx2_kquant.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx2 {
 namespace {
@@ -67,8 +67,6 @@ struct Q4KTile {
   }
 };
 
-}  // namespace
-
 void GemmQ4_K(const PanelGemmArgs& a) {
   const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
   const int64_t super_blocks = a.cols / 256;
@@ -95,4 +93,14 @@ float VecDotQ4_KQ8_K(int64_t n, const void* w, const void* x) {
   });
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx2
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ4_K, Tier::kAvx2> kQ4_KAvx2 = {
+    .vec_dot = avx2::VecDotQ4_KQ8_K,
+    .gemm = avx2::GemmQ4_K,
+};
+
+}  // namespace kvmesh::kernels

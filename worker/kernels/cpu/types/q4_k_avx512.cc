@@ -5,8 +5,8 @@
 // 16 elements (each fits in int16: 16 * 15 * 127 < 2^15), so vpdpwssd can
 // multiply it by the 6-bit scale and accumulate in one step. The mins are
 // applied per super-block with vpdpwssd on (min, min) x (bsum32, bsum32).
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_kquant.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx512 {
 namespace {
@@ -111,8 +111,6 @@ struct Q4KTile {
   }
 };
 
-}  // namespace
-
 void GemmQ4_K(const PanelGemmArgs& a) {
   const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
   const int64_t super_blocks = a.cols / 256;
@@ -139,4 +137,14 @@ float VecDotQ4_KQ8_K(int64_t n, const void* w, const void* x) {
   });
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ4_K, Tier::kAvx512> kQ4_KAvx512 = {
+    .vec_dot = avx512::VecDotQ4_KQ8_K,
+    .gemm = avx512::GemmQ4_K,
+};
+
+}  // namespace kvmesh::kernels

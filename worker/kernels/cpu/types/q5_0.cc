@@ -7,6 +7,7 @@
 
 #include "common/half.h"
 #include "worker/kernels/cpu/block_types.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -82,5 +83,14 @@ float VecDotQ5_0Q8_0(int64_t n, const void* w, const void* x) {
   }
   return sum;
 }
+
+constinit const TypeRecord<TensorType::kQ5_0> kQ5_0Scalar = {
+    .vec_dot_type = TensorType::kQ8_0,
+    .block_size = kLegacyBlockSize,
+    .bytes_per_block = sizeof(BlockQ5_0),
+    .to_float = DequantizeRowQ5_0,
+    .from_float = QuantizeRowQ5_0,
+    .vec_dot = VecDotQ5_0Q8_0,
+};
 
 }  // namespace kvmesh::kernels

@@ -1,6 +1,6 @@
 // Q5_0 with the AMX tile unit: see amx_legacy.h.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/amx_legacy.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::amx {
 namespace {
@@ -14,8 +14,15 @@ struct Q5_0Levels {
   }
 };
 
+void GemmQ5_0(const PanelGemmArgs& a) { AmxGemm<Legacy<Q5_0Levels>>(a, kQ5_0Avx512.gemm); }
+
 }  // namespace
-
-void GemmQ5_0(const PanelGemmArgs& a) { AmxGemm<Legacy<Q5_0Levels>>(a, avx512::GemmQ5_0); }
-
 }  // namespace kvmesh::kernels::amx
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ5_0, Tier::kAmx> kQ5_0Amx = {
+    .gemm = amx::GemmQ5_0,
+};
+
+}  // namespace kvmesh::kernels

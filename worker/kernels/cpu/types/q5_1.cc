@@ -6,6 +6,7 @@
 
 #include "common/half.h"
 #include "worker/kernels/cpu/block_types.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -80,5 +81,14 @@ float VecDotQ5_1Q8_1(int64_t n, const void* w, const void* x) {
   }
   return sum;
 }
+
+constinit const TypeRecord<TensorType::kQ5_1> kQ5_1Scalar = {
+    .vec_dot_type = TensorType::kQ8_1,
+    .block_size = kLegacyBlockSize,
+    .bytes_per_block = sizeof(BlockQ5_1),
+    .to_float = DequantizeRowQ5_1,
+    .from_float = QuantizeRowQ5_1,
+    .vec_dot = VecDotQ5_1Q8_1,
+};
 
 }  // namespace kvmesh::kernels

@@ -1,7 +1,7 @@
 // Q5_1 on the AVX2 tier: panel GEMM and single-row dot product, both equal to
 // the scalar reference bit for bit (see panel_gemm.h).
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx2_util.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx2 {
 namespace {
@@ -18,8 +18,6 @@ struct Q5_1 {
   static __m256 Scales(const uint8_t* pb, int half) { return LoadHalves8(pb + 16 * half); }
   static __m256 Mins(const uint8_t* pb, int half) { return LoadHalves8(pb + 32 + 16 * half); }
 };
-
-}  // namespace
 
 void GemmQ5_1(const PanelGemmArgs& args) { LegacyGemm<Q5_1>(args, TensorType::kQ8_1); }
 
@@ -45,4 +43,14 @@ float VecDotQ5_1Q8_1(int64_t n, const void* w, const void* x) {
   return sum;
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx2
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ5_1, Tier::kAvx2> kQ5_1Avx2 = {
+    .vec_dot = avx2::VecDotQ5_1Q8_1,
+    .gemm = avx2::GemmQ5_1,
+};
+
+}  // namespace kvmesh::kernels

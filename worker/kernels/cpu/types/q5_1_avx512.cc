@@ -1,7 +1,7 @@
 // Q5_1 on the AVX-512 tier: panel GEMM and single-row dot product, both equal
 // to the scalar reference bit for bit (see panel_gemm.h).
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_util.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx512 {
 namespace {
@@ -17,8 +17,6 @@ struct Q5_1 {
   static __m512 Scales(const uint8_t* pb) { return LoadHalves16(pb); }
   static __m512 Mins(const uint8_t* pb) { return LoadHalves16(pb + 32); }
 };
-
-}  // namespace
 
 void GemmQ5_1(const PanelGemmArgs& args) { LegacyGemm<Q5_1>(args, TensorType::kQ8_1); }
 
@@ -46,4 +44,14 @@ float VecDotQ5_1Q8_1(int64_t n, const void* w, const void* x) {
   return sum;
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ5_1, Tier::kAvx512> kQ5_1Avx512 = {
+    .vec_dot = avx512::VecDotQ5_1Q8_1,
+    .gemm = avx512::GemmQ5_1,
+};
+
+}  // namespace kvmesh::kernels

@@ -3,6 +3,7 @@
 #include "common/half.h"
 #include "worker/kernels/cpu/block_types.h"
 #include "worker/kernels/cpu/k_quant_common.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -88,5 +89,14 @@ float VecDotQ5_KQ8_K(int64_t n, const void* w, const void* x) {
   }
   return sum;
 }
+
+constinit const TypeRecord<TensorType::kQ5_K> kQ5_KScalar = {
+    .vec_dot_type = TensorType::kQ8_K,
+    .block_size = kSuperBlockSize,
+    .bytes_per_block = sizeof(BlockQ5_K),
+    .to_float = DequantizeRowQ5_K,
+    .from_float = QuantizeRowQ5_K,
+    .vec_dot = VecDotQ5_KQ8_K,
+};
 
 }  // namespace kvmesh::kernels

@@ -1,8 +1,8 @@
 // Q5_K with the AMX tile unit: see amx_kquant.h.
 #include <cstring>
 
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/amx_kquant.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::amx {
 namespace {
@@ -26,8 +26,15 @@ struct Q5KLevels {
   }
 };
 
+void GemmQ5_K(const PanelGemmArgs& a) { AmxGemm<AffineK<Q5KLevels>>(a, kQ5_KAvx512.gemm); }
+
 }  // namespace
-
-void GemmQ5_K(const PanelGemmArgs& a) { AmxGemm<AffineK<Q5KLevels>>(a, avx512::GemmQ5_K); }
-
 }  // namespace kvmesh::kernels::amx
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ5_K, Tier::kAmx> kQ5_KAmx = {
+    .gemm = amx::GemmQ5_K,
+};
+
+}  // namespace kvmesh::kernels

@@ -3,8 +3,8 @@
 //
 // Levels reach 31, so vpmaddubsw pairs (at most 2 * 31 * 127) add up in int16
 // four groups at a time; each half sub-block is then scaled with vpmaddwd.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx2_kquant.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx2 {
 namespace {
@@ -72,8 +72,6 @@ struct Q5KTile {
   }
 };
 
-}  // namespace
-
 void GemmQ5_K(const PanelGemmArgs& a) {
   const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
   const int64_t super_blocks = a.cols / 256;
@@ -103,4 +101,14 @@ float VecDotQ5_KQ8_K(int64_t n, const void* w, const void* x) {
   });
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx2
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ5_K, Tier::kAvx2> kQ5_KAvx2 = {
+    .vec_dot = avx2::VecDotQ5_KQ8_K,
+    .gemm = avx2::GemmQ5_K,
+};
+
+}  // namespace kvmesh::kernels

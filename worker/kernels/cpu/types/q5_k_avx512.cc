@@ -3,8 +3,8 @@
 //
 // A sub-block's sum of level * x (levels 0..31) does not fit in int16, so it
 // is formed whole in int32 and multiplied by its 6-bit scale with vpmulld.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_kquant.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx512 {
 namespace {
@@ -99,8 +99,6 @@ struct Q5KTile {
   }
 };
 
-}  // namespace
-
 void GemmQ5_K(const PanelGemmArgs& a) {
   const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
   const int64_t super_blocks = a.cols / 256;
@@ -130,4 +128,14 @@ float VecDotQ5_KQ8_K(int64_t n, const void* w, const void* x) {
   });
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ5_K, Tier::kAvx512> kQ5_KAvx512 = {
+    .vec_dot = avx512::VecDotQ5_KQ8_K,
+    .gemm = avx512::GemmQ5_K,
+};
+
+}  // namespace kvmesh::kernels

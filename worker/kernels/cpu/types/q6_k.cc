@@ -8,6 +8,7 @@
 #include "common/half.h"
 #include "worker/kernels/cpu/block_types.h"
 #include "worker/kernels/cpu/k_quant_common.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -134,5 +135,14 @@ float VecDotQ6_KQ8_K(int64_t n, const void* w, const void* x) {
   }
   return sum;
 }
+
+constinit const TypeRecord<TensorType::kQ6_K> kQ6_KScalar = {
+    .vec_dot_type = TensorType::kQ8_K,
+    .block_size = kSuperBlockSize,
+    .bytes_per_block = sizeof(BlockQ6_K),
+    .to_float = DequantizeRowQ6_K,
+    .from_float = QuantizeRowQ6_K,
+    .vec_dot = VecDotQ6_KQ8_K,
+};
 
 }  // namespace kvmesh::kernels

@@ -4,8 +4,8 @@
 // sub-block scale is split into three digits in [-3, 4] (base 8):
 // s = d0 + 8 d1 + 64 d2. Then |q * d| <= 128 fits a signed byte (4 * -32 is
 // the one -128), and scaled = C0 + 8 C1 + 64 C2 with tdpbssd products.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/amx_kquant.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::amx {
 namespace {
@@ -92,8 +92,15 @@ struct Q6K : KQuantPolicy<3, true> {
   }
 };
 
+void GemmQ6_K(const PanelGemmArgs& a) { AmxGemm<Q6K>(a, kQ6_KAvx512.gemm); }
+
 }  // namespace
-
-void GemmQ6_K(const PanelGemmArgs& a) { AmxGemm<Q6K>(a, avx512::GemmQ6_K); }
-
 }  // namespace kvmesh::kernels::amx
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ6_K, Tier::kAmx> kQ6_KAmx = {
+    .gemm = amx::GemmQ6_K,
+};
+
+}  // namespace kvmesh::kernels

@@ -5,8 +5,8 @@
 // vpmaddubsw as |level| times x with the level's sign; a 16-element
 // sub-block's four groups of pairs (each at most 2 * 32 * 127) add up in
 // int16, and vpmaddwd with the (scale, scale) pair scales them in int32.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx2_kquant.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx2 {
 namespace {
@@ -82,8 +82,6 @@ struct Q6KTile {
   }
 };
 
-}  // namespace
-
 void GemmQ6_K(const PanelGemmArgs& a) {
   const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
   const int64_t super_blocks = a.cols / 256;
@@ -136,4 +134,14 @@ float VecDotQ6_KQ8_K(int64_t n, const void* w, const void* x) {
   return sum;
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx2
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ6_K, Tier::kAvx2> kQ6_KAvx2 = {
+    .vec_dot = avx2::VecDotQ6_KQ8_K,
+    .gemm = avx2::GemmQ6_K,
+};
+
+}  // namespace kvmesh::kernels

@@ -5,8 +5,8 @@
 // elements from the planar row's neg32_sum8; the sum of (level - 32) * x over
 // 8 elements fits in int16 (8 * 32 * 127 < 2^15), so vpdpwssd multiplies it
 // by the signed sub-block scale and accumulates in one step.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_kquant.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx512 {
 namespace {
@@ -125,8 +125,6 @@ struct Q6KTile {
   }
 };
 
-}  // namespace
-
 void GemmQ6_K(const PanelGemmArgs& a) {
   const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
   const int64_t super_blocks = a.cols / 256;
@@ -184,4 +182,14 @@ float VecDotQ6_KQ8_K(int64_t n, const void* w, const void* x) {
   return sum;
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ6_K, Tier::kAvx512> kQ6_KAvx512 = {
+    .vec_dot = avx512::VecDotQ6_KQ8_K,
+    .gemm = avx512::GemmQ6_K,
+};
+
+}  // namespace kvmesh::kernels

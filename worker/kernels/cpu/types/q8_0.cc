@@ -9,6 +9,7 @@
 
 #include "common/half.h"
 #include "worker/kernels/cpu/block_types.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -51,5 +52,14 @@ float VecDotQ8_0Q8_0(int64_t n, const void* w, const void* x) {
   }
   return sum;
 }
+
+constinit const TypeRecord<TensorType::kQ8_0> kQ8_0Scalar = {
+    .vec_dot_type = TensorType::kQ8_0,
+    .block_size = kLegacyBlockSize,
+    .bytes_per_block = sizeof(BlockQ8_0),
+    .to_float = DequantizeRowQ8_0,
+    .from_float = QuantizeRowQ8_0,
+    .vec_dot = VecDotQ8_0Q8_0,
+};
 
 }  // namespace kvmesh::kernels

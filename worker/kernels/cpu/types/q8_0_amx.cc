@@ -1,6 +1,6 @@
 // Q8_0 with the AMX tile unit: see amx_legacy.h.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/amx_legacy.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::amx {
 namespace {
@@ -13,8 +13,15 @@ struct Q8_0Levels {
   }
 };
 
+void GemmQ8_0(const PanelGemmArgs& a) { AmxGemm<Legacy<Q8_0Levels>>(a, kQ8_0Avx512.gemm); }
+
 }  // namespace
-
-void GemmQ8_0(const PanelGemmArgs& a) { AmxGemm<Legacy<Q8_0Levels>>(a, avx512::GemmQ8_0); }
-
 }  // namespace kvmesh::kernels::amx
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ8_0, Tier::kAmx> kQ8_0Amx = {
+    .gemm = amx::GemmQ8_0,
+};
+
+}  // namespace kvmesh::kernels

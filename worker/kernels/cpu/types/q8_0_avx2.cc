@@ -1,7 +1,7 @@
 // Q8_0 on the AVX2 tier: panel GEMM, single-row dot product and the
 // activation quantizer, each equal to the scalar reference bit for bit.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx2_util.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx2 {
 namespace {
@@ -30,8 +30,6 @@ struct Q8_0 {
   static __m256 Scales(const uint8_t* pb, int half) { return LoadHalves8(pb + 16 * half); }
   static __m256 Mins(const uint8_t*, int) { return _mm256_setzero_ps(); }
 };
-
-}  // namespace
 
 void GemmQ8_0(const PanelGemmArgs& args) { LegacyGemm<Q8_0>(args, TensorType::kQ8_0); }
 
@@ -71,4 +69,15 @@ void QuantizeRowQ8_0(const float* src, void* dst, int64_t n) {
   }
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx2
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ8_0, Tier::kAvx2> kQ8_0Avx2 = {
+    .from_float = avx2::QuantizeRowQ8_0,
+    .vec_dot = avx2::VecDotQ8_0Q8_0,
+    .gemm = avx2::GemmQ8_0,
+};
+
+}  // namespace kvmesh::kernels

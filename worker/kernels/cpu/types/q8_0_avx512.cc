@@ -1,7 +1,7 @@
 // Q8_0 on the AVX-512 tier: panel GEMM, single-row dot product and the
 // activation quantizer, each equal to the scalar reference bit for bit.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_util.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx512 {
 namespace {
@@ -16,8 +16,6 @@ struct Q8_0 {
   static __m512 Scales(const uint8_t* pb) { return LoadHalves16(pb); }
   static __m512 Mins(const uint8_t*) { return _mm512_setzero_ps(); }
 };
-
-}  // namespace
 
 void GemmQ8_0(const PanelGemmArgs& args) { LegacyGemm<Q8_0>(args, TensorType::kQ8_0); }
 
@@ -58,4 +56,15 @@ void QuantizeRowQ8_0(const float* src, void* dst, int64_t n) {
   }
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ8_0, Tier::kAvx512> kQ8_0Avx512 = {
+    .from_float = avx512::QuantizeRowQ8_0,
+    .vec_dot = avx512::VecDotQ8_0Q8_0,
+    .gemm = avx512::GemmQ8_0,
+};
+
+}  // namespace kvmesh::kernels

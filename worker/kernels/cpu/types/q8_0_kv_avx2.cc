@@ -1,9 +1,10 @@
 // q8_0 KV rows, AVX2 + FMA + F16C: per 32-value block an exact integer dot
 // product, scaled by the two blocks' f16 scales.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/kv_rows_simd.h"
-#include "worker/kernels/cpu/simd/kv_rows_x86.h"
 
 namespace kvmesh::kv_rows::avx2 {
+namespace {
 
 using kernels::BlockQ8_0;
 using kernels::kLegacyBlockSize;
@@ -32,4 +33,14 @@ void AccumulateQ8_0(int64_t n, const void* v, float weight, float* out) {
   }
 }
 
+}  // namespace
 }  // namespace kvmesh::kv_rows::avx2
+
+namespace kvmesh::kernels {
+
+constinit const KvRowRecord<TensorType::kQ8_0, Isa::kAvx2> kQ8_0KvAvx2 = {
+    .dot = kv_rows::avx2::DotQ8_0,
+    .accumulate = kv_rows::avx2::AccumulateQ8_0,
+};
+
+}  // namespace kvmesh::kernels

@@ -1,14 +1,13 @@
 // q8_0 KV rows, AVX-512: two 32-value blocks per 512-bit step, each an exact
 // integer dot product scaled by its pair of f16 scales.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/kv_rows_simd.h"
-#include "worker/kernels/cpu/simd/kv_rows_x86.h"
 
 namespace kvmesh::kv_rows::avx512 {
+namespace {
 
 using kernels::BlockQ8_0;
 using kernels::kLegacyBlockSize;
-
-namespace {
 
 inline __m256i Levels(const BlockQ8_0& block) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs));
@@ -17,8 +16,6 @@ inline __m256i Levels(const BlockQ8_0& block) {
 inline float Scale(const BlockQ8_0& a, const BlockQ8_0& b) {
   return HalfToFloatF16c(a.d) * HalfToFloatF16c(b.d);
 }
-
-}  // namespace
 
 float DotQ8_0(int64_t n, const void* k, const void* q) {
   const BlockQ8_0* kb = static_cast<const BlockQ8_0*>(k);
@@ -51,4 +48,14 @@ void AccumulateQ8_0(int64_t n, const void* v, float weight, float* out) {
   }
 }
 
+}  // namespace
 }  // namespace kvmesh::kv_rows::avx512
+
+namespace kvmesh::kernels {
+
+constinit const KvRowRecord<TensorType::kQ8_0, Isa::kAvx512> kQ8_0KvAvx512 = {
+    .dot = kv_rows::avx512::DotQ8_0,
+    .accumulate = kv_rows::avx512::AccumulateQ8_0,
+};
+
+}  // namespace kvmesh::kernels

@@ -6,6 +6,7 @@
 
 #include "common/half.h"
 #include "worker/kernels/cpu/block_types.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -38,5 +39,13 @@ void QuantizeRowQ8_1(const float* src, void* dst, int64_t n) {
     blocks[b].s = FloatToHalf(static_cast<float>(level_sum) * d);
   }
 }
+
+constinit const TypeRecord<TensorType::kQ8_1> kQ8_1Scalar = {
+    .vec_dot_type = TensorType::kQ8_1,
+    .block_size = kLegacyBlockSize,
+    .bytes_per_block = sizeof(BlockQ8_1),
+    .to_float = DequantizeRowQ8_1,
+    .from_float = QuantizeRowQ8_1,
+};
 
 }  // namespace kvmesh::kernels

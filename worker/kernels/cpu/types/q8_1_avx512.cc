@@ -1,9 +1,10 @@
 // Q8_1 (the activation type of Q4_1 / Q5_1) on the AVX-512 tier: the
 // quantizer, equal to the scalar reference bit for bit.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_util.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx512 {
+namespace {
 
 void QuantizeRowQ8_1(const float* src, void* dst, int64_t n) {
   uint8_t* out = static_cast<uint8_t*>(dst);
@@ -26,4 +27,13 @@ void QuantizeRowQ8_1(const float* src, void* dst, int64_t n) {
   }
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ8_1, Tier::kAvx512> kQ8_1Avx512 = {
+    .from_float = avx512::QuantizeRowQ8_1,
+};
+
+}  // namespace kvmesh::kernels

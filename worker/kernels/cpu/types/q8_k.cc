@@ -8,6 +8,7 @@
 
 #include "worker/kernels/cpu/block_types.h"
 #include "worker/kernels/cpu/k_quant_common.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/reference_kernels.h"
 
 namespace kvmesh::kernels {
@@ -53,5 +54,13 @@ void QuantizeRowQ8_K(const float* src, void* dst, int64_t n) {
     block.d = 1.0f / inv_scale;
   }
 }
+
+constinit const TypeRecord<TensorType::kQ8_K> kQ8_KScalar = {
+    .vec_dot_type = TensorType::kQ8_K,
+    .block_size = kSuperBlockSize,
+    .bytes_per_block = sizeof(BlockQ8_K),
+    .to_float = DequantizeRowQ8_K,
+    .from_float = QuantizeRowQ8_K,
+};
 
 }  // namespace kvmesh::kernels

@@ -1,9 +1,10 @@
 // Q8_K (the activation type of the K quants) on the AVX2 tier: the quantizer,
 // equal to the scalar reference bit for bit.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx2_util.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx2 {
+namespace {
 
 void QuantizeRowQ8_K(const float* src, void* dst, int64_t n) {
   constexpr int kChunks = 32;  // vectors of 8 floats per super-block
@@ -49,4 +50,13 @@ void QuantizeRowQ8_K(const float* src, void* dst, int64_t n) {
   }
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx2
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ8_K, Tier::kAvx2> kQ8_KAvx2 = {
+    .from_float = avx2::QuantizeRowQ8_K,
+};
+
+}  // namespace kvmesh::kernels

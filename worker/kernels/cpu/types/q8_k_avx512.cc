@@ -1,9 +1,10 @@
 // Q8_K (the activation type of the K quants) on the AVX-512 tier: the
 // quantizer, equal to the scalar reference bit for bit.
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_util.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 
 namespace kvmesh::kernels::avx512 {
+namespace {
 
 void QuantizeRowQ8_K(const float* src, void* dst, int64_t n) {
   constexpr int kChunks = 16;  // vectors of 16 floats per super-block
@@ -47,4 +48,13 @@ void QuantizeRowQ8_K(const float* src, void* dst, int64_t n) {
   }
 }
 
+}  // namespace
 }  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ8_K, Tier::kAvx512> kQ8_KAvx512 = {
+    .from_float = avx512::QuantizeRowQ8_K,
+};
+
+}  // namespace kvmesh::kernels
