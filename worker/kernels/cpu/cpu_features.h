@@ -39,7 +39,7 @@ bool IsaSupported(Isa isa);
 bool HasAvx512Bf16();
 
 // True when the AVX-512 tier may also use the AMX tile unit for int8 matrix
-// products (the amx kernels of simd_kernels.h): the CPU has AMX-TILE and AMX-INT8, the
+// products (the amx records of kernel_records.h): the CPU has AMX-TILE and AMX-INT8, the
 // OS saves the tile state and granted this process its use, and the
 // environment variable KVMESH_CPU_AMX is not "off" (read once). The kernels
 // that use it give the same bits as the AVX-512 ones; this only picks speed.

@@ -1,5 +1,5 @@
 // The forward pass's row ops on the AVX2 tier (contracts in ops.h).
-#include "worker/kernels/cpu/avx2_util.h"
+#include "worker/kernels/cpu/simd/avx2_util.h"
 
 namespace kvmesh::kernels::avx2 {
 namespace {

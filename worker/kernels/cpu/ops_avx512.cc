@@ -1,5 +1,5 @@
 // The forward pass's row ops on the AVX-512 tier (contracts in ops.h).
-#include "worker/kernels/cpu/avx512_util.h"
+#include "worker/kernels/cpu/simd/avx512_util.h"
 
 namespace kvmesh::kernels::avx512 {
 namespace {

@@ -3,92 +3,94 @@
 #include <vector>
 
 #include "common/check.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/panel_layout.h"
-#include "worker/kernels/cpu/simd_kernels.h"
+#include "worker/kernels/cpu/type_list.h"
 #include "worker/kernels/cpu/type_traits.h"
 
 namespace kvmesh::kernels {
 namespace {
 
-using T = TensorType;
+constexpr int kNumIsas = 3;
 
-template <T kType>
+template <TensorType kType>
 void Reference(const PanelGemmArgs& args) {
   PanelGemmReference(kType, args);
 }
 
-struct TierGemms {
-  PanelGemmFn f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k;
+// The kernels of every tier, indexed by type id, built once from the records
+// of type_list.h. A tier without its own kernel for a type keeps the next
+// narrower tier's.
+class GemmTable {
+ public:
+  GemmTable() {
+#define KVMESH_ADD_REFERENCE(Name, ...) AddReference<TensorType::k##Name>();
+    KVMESH_CPU_TYPE_LIST(KVMESH_ADD_REFERENCE)
+#undef KVMESH_ADD_REFERENCE
+#ifdef KVMESH_X86_SIMD  // Elsewhere every tier is the scalar kernel (HostIsa() is kScalar).
+                        // clang-format off
+#define KVMESH_ADD_TIERS(Name, avx2, avx512, avx512bf16, amx, ...)                                \
+  KVMESH_IF_##avx2(Add(SlotOf<TensorType::k##Name>(k##Name##Avx2), k##Name##Avx2);)               \
+  KVMESH_IF_##avx512(Add(SlotOf<TensorType::k##Name>(k##Name##Avx512), k##Name##Avx512);)         \
+  KVMESH_IF_##avx512bf16(Add(SlotOf<TensorType::k##Name>(k##Name##Avx512Bf16),                    \
+                             k##Name##Avx512Bf16);)                                               \
+  KVMESH_IF_##amx(Add(SlotOf<TensorType::k##Name>(k##Name##Amx), k##Name##Amx);)
+                        // clang-format on
+    KVMESH_CPU_TYPE_LIST(KVMESH_ADD_TIERS)
+#undef KVMESH_ADD_TIERS
+#endif
+  }
 
-  PanelGemmFn For(T type) const {
-    switch (type) {
-      case T::kF32:
-        return f32;
-      case T::kF16:
-        return f16;
-      case T::kBF16:
-        return bf16;
-      case T::kQ4_0:
-        return q4_0;
-      case T::kQ4_1:
-        return q4_1;
-      case T::kQ5_0:
-        return q5_0;
-      case T::kQ5_1:
-        return q5_1;
-      case T::kQ8_0:
-        return q8_0;
-      case T::kQ4_K:
-        return q4_k;
-      case T::kQ5_K:
-        return q5_k;
-      case T::kQ6_K:
-        return q6_k;
-      default:
-        return nullptr;
+  PanelGemmFn Find(int id, Isa isa) const {
+    if (isa == Isa::kAvx512) {
+      if (HasAvx512Bf16() && avx512_bf16_[id] != nullptr) return avx512_bf16_[id];
+      if (HasAmx() && amx_[id] != nullptr) return amx_[id];
+    }
+    return tiers_[static_cast<int>(isa)][id];
+  }
+
+ private:
+  // The scalar kernel, for every type with a panel layout, in every tier.
+  template <TensorType kType>
+  void AddReference() {
+    if (!HasPanelLayout(kType)) return;
+    for (PanelGemmFn* tier : tiers_) tier[static_cast<int>(kType)] = Reference<kType>;
+  }
+
+  template <TensorType kType, Tier kTier>
+  void Add(int slot, const TierRecord<kType, kTier>& record) {
+    if (record.gemm == nullptr) return;
+    switch (kTier) {
+      case Tier::kScalar:
+        break;
+      case Tier::kAvx2:
+      case Tier::kAvx512:
+        for (int isa = static_cast<int>(IsaOf(kTier)); isa < kNumIsas; ++isa) {
+          tiers_[isa][slot] = record.gemm;
+        }
+        break;
+      case Tier::kAvx512Bf16:
+        avx512_bf16_[slot] = record.gemm;
+        break;
+      case Tier::kAmx:
+        amx_[slot] = record.gemm;
+        break;
     }
   }
+
+  PanelGemmFn tiers_[kNumIsas][kMaxTypeId] = {};
+  // Parts of the AVX-512 tier, where HasAvx512Bf16() / HasAmx().
+  PanelGemmFn avx512_bf16_[kMaxTypeId] = {};
+  PanelGemmFn amx_[kMaxTypeId] = {};
 };
-
-constexpr TierGemms kScalar = {Reference<T::kF32>,  Reference<T::kF16>,  Reference<T::kBF16>,
-                               Reference<T::kQ4_0>, Reference<T::kQ4_1>, Reference<T::kQ5_0>,
-                               Reference<T::kQ5_1>, Reference<T::kQ8_0>, Reference<T::kQ4_K>,
-                               Reference<T::kQ5_K>, Reference<T::kQ6_K>};
-
-#ifdef KVMESH_X86_SIMD
-constexpr TierGemms kAvx2 = {avx2::GemmF32,  avx2::GemmF16,  avx2::GemmBf16, avx2::GemmQ4_0,
-                             avx2::GemmQ4_1, avx2::GemmQ5_0, avx2::GemmQ5_1, avx2::GemmQ8_0,
-                             avx2::GemmQ4_K, avx2::GemmQ5_K, avx2::GemmQ6_K};
-
-constexpr TierGemms kAvx512 = {avx512::GemmF32,  avx512::GemmF16,  avx512::GemmBf16,
-                               avx512::GemmQ4_0, avx512::GemmQ4_1, avx512::GemmQ5_0,
-                               avx512::GemmQ5_1, avx512::GemmQ8_0, avx512::GemmQ4_K,
-                               avx512::GemmQ5_K, avx512::GemmQ6_K};
-// The AVX-512 tier's kernels that use the AMX tile unit where HasAmx().
-constexpr TierGemms kAmx = {nullptr,       nullptr,       nullptr,      amx::GemmQ4_0,
-                            nullptr,       amx::GemmQ5_0, nullptr,      amx::GemmQ8_0,
-                            amx::GemmQ4_K, amx::GemmQ5_K, amx::GemmQ6_K};
-#else
-constexpr TierGemms kAvx2 = kScalar;  // never chosen: HostIsa() is kScalar
-constexpr TierGemms kAvx512 = kScalar;
-#endif
 
 }  // namespace
 
 PanelGemmFn GetPanelGemm(TensorType type, Isa isa) {
-  switch (isa) {
-    case Isa::kScalar:
-      return kScalar.For(type);
-    case Isa::kAvx2:
-      return kAvx2.For(type);
-    case Isa::kAvx512:
-#ifdef KVMESH_X86_SIMD
-      if (type == T::kBF16 && HasAvx512Bf16()) return avx512::GemmBf16Native;
-      if (HasAmx() && kAmx.For(type) != nullptr) return kAmx.For(type);
-#endif
-      return kAvx512.For(type);
-  }
-  return nullptr;
+  static const GemmTable table;
+  const int id = static_cast<int>(type);
+  if (id < 0 || id >= kMaxTypeId) return nullptr;
+  return table.Find(id, isa);
 }
 
 void PanelGemmReference(TensorType type, const PanelGemmArgs& args) {

@@ -16,8 +16,8 @@
 
 #include "worker/kernels/cpu/block_types.h"
 #include "worker/kernels/cpu/kernel_parity.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/panel_layout.h"
-#include "worker/kernels/cpu/simd_kernels.h"
 #include "worker/kernels/cpu/type_traits.h"
 
 namespace kvmesh::kernels {
@@ -242,9 +242,9 @@ TEST_P(PanelGemmTest, EveryTokenGetsTheSameBitsAloneAsInABatch) {
 TEST(PanelGemmBf16Test, NativeInstructionMatchesTheEmulatedOrder) {
   if (!HasAvx512Bf16()) GTEST_SKIP() << "this CPU lacks AVX512_BF16";
   const Problem p(T::kBF16, 48, 130, 9, 77);
-  const std::vector<float> native = p.RunAll(avx512::GemmBf16Native);
-  const std::vector<float> emulated = p.RunAll(avx512::GemmBf16);
-  const std::vector<float> avx2 = p.RunAll(avx2::GemmBf16);
+  const std::vector<float> native = p.RunAll(kBF16Avx512Bf16.gemm);
+  const std::vector<float> emulated = p.RunAll(kBF16Avx512.gemm);
+  const std::vector<float> avx2 = p.RunAll(kBF16Avx2.gemm);
   for (size_t i = 0; i < native.size(); ++i) {
     ASSERT_EQ(std::memcmp(&native[i], &emulated[i], 4), 0) << i;
     ASSERT_EQ(std::memcmp(&native[i], &avx2[i], 4), 0) << i;
@@ -258,9 +258,15 @@ class PanelGemmAmxTest : public testing::Test {
     T type;
     PanelGemmFn gemm;
   };
-  static constexpr Kernel kKernels[] = {{T::kQ4_0, amx::GemmQ4_0}, {T::kQ5_0, amx::GemmQ5_0},
-                                        {T::kQ8_0, amx::GemmQ8_0}, {T::kQ4_K, amx::GemmQ4_K},
-                                        {T::kQ5_K, amx::GemmQ5_K}, {T::kQ6_K, amx::GemmQ6_K}};
+  // Every amx record of type_list.h.
+  static std::vector<Kernel> AmxKernels() {
+    std::vector<Kernel> kernels;
+#define KVMESH_AMX_KERNEL(Name, avx2, avx512, avx512bf16, amx, ...) \
+  KVMESH_IF_##amx(kernels.push_back({T::k##Name, k##Name##Amx.gemm});)
+    KVMESH_CPU_TYPE_LIST(KVMESH_AMX_KERNEL)
+#undef KVMESH_AMX_KERNEL
+    return kernels;
+  }
 
   void SetUp() override {
     if (!HasAmx()) GTEST_SKIP() << "this CPU or OS gives no AMX tile unit";
@@ -284,7 +290,7 @@ class PanelGemmAmxTest : public testing::Test {
 // units: 160 is not, for the 32-element types); every token count must give
 // the scalar kernel's bits.
 TEST_F(PanelGemmAmxTest, MatchesTheScalarKernelForEveryTokenCount) {
-  for (const auto& [type, gemm] : kKernels) {
+  for (const auto& [type, gemm] : AmxKernels()) {
     for (int64_t num_tokens : {int64_t{16}, int64_t{17}, int64_t{35}, int64_t{48}}) {
       const int64_t cols = num_tokens == 17 && IsLegacyBlockType(type) ? 160 : 768;
       ExpectScalarBits(Problem(type, 40, cols, num_tokens, 90 + num_tokens), gemm);
@@ -299,7 +305,7 @@ TEST_F(PanelGemmAmxTest, MatchesTheScalarKernelForEveryTokenCount) {
 // scale bytes) with the quantizer's d; activations include rows of +-max, so
 // the products reach their largest magnitudes.
 TEST_F(PanelGemmAmxTest, MatchesTheScalarKernelAtTheExtremes) {
-  for (const auto& [type, gemm] : kKernels) {
+  for (const auto& [type, gemm] : AmxKernels()) {
     Problem p(type, 32, 512, 32, 5);
     const TypeTraits& traits = *GetReferenceTypeTraits(type);
     const size_t row_bytes = RowSizeBytes(traits, p.cols);

@@ -2,8 +2,6 @@
 // byte for byte, vec_dot of the quantized types bit for bit, vec_dot of the
 // float types through the parity harness (kernel_parity.h). Tiers the host
 // cannot run are skipped, and say so.
-#include "worker/kernels/cpu/simd_kernels.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +12,7 @@
 
 #include "worker/kernels/cpu/cpu_features.h"
 #include "worker/kernels/cpu/kernel_parity.h"
+#include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/type_traits.h"
 
 namespace kvmesh::kernels {

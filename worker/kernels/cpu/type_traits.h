@@ -18,7 +18,8 @@
 // scalar references otherwise. GetTypeTraits(type) is the table of
 // ActiveIsa() - what the engine runs; GetReferenceTypeTraits(type) is the
 // scalar table the SIMD variants are tested against (kernel_parity.h,
-// simd_kernels.h for what "equal" means per type).
+// kernel_records.h for what "equal" means per type). The tables are built
+// from the records of the types in type_list.h.
 #pragma once
 
 #include <cstddef>

@@ -1,13 +1,16 @@
 #include "worker/kernels/cpu/type_traits.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ostream>
 #include <vector>
 
 #include "worker/kernels/cpu/block_types.h"
 #include "worker/kernels/cpu/kernel_parity.h"
+#include "worker/kernels/cpu/type_list.h"
 
 namespace kvmesh::kernels {
 namespace {
@@ -33,6 +36,32 @@ TEST(TypeTraitsTest, GeometryMatchesTheFileFormatTable) {
     ASSERT_TRUE(info.has_value());
     EXPECT_EQ(traits->block_size, static_cast<int64_t>(info->block_size));
     EXPECT_EQ(traits->bytes_per_block, info->bytes_per_block);
+  }
+}
+
+std::vector<T> ListedTypes() {
+  std::vector<T> types;
+#define KVMESH_LISTED_TYPE(Name, ...) types.push_back(T::k##Name);
+  KVMESH_CPU_TYPE_LIST(KVMESH_LISTED_TYPE)
+#undef KVMESH_LISTED_TYPE
+  return types;
+}
+
+// The tables come from type_list.h: every tier has exactly its types, and
+// the entry of each type reports that type.
+TEST(TypeTraitsTest, EveryTierHasExactlyTheListedTypes) {
+  const std::vector<T> listed = ListedTypes();
+  EXPECT_THAT(listed, testing::UnorderedElementsAreArray(kSupported));
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    for (uint32_t id = 0; id < 64; ++id) {
+      const T type = static_cast<T>(id);
+      const TypeTraits* traits = GetTypeTraits(type, isa);
+      const bool is_listed = std::find(listed.begin(), listed.end(), type) != listed.end();
+      ASSERT_EQ(traits != nullptr, is_listed) << IsaName(isa) << " " << TensorTypeName(type);
+      if (traits != nullptr) {
+        EXPECT_EQ(traits->type, type) << IsaName(isa);
+      }
+    }
   }
 }
 

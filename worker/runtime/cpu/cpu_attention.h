@@ -17,10 +17,10 @@
 #include <span>
 #include <vector>
 
+#include "worker/kernels/cpu/kv_row_kernels.h"
 #include "worker/kernels/cpu/type_traits.h"
 #include "worker/model/model_config.h"
 #include "worker/runtime/cpu/cpu_kv_pages.h"
-#include "worker/runtime/cpu/kv_row_kernels.h"
 
 namespace kvmesh {
 

@@ -1,0 +1,126 @@
+// Helpers shared by the AVX-512 K-quant files (q4_k/q5_k/q6_k_avx512.cc);
+// same rules as avx512_util.h.
+#pragma once
+
+#include <cstring>
+
+#include "worker/kernels/cpu/k_quant_common.h"
+#include "worker/kernels/cpu/simd/avx512_util.h"
+
+namespace kvmesh::kernels::avx512 {
+
+// Planar Q8_K rows of a token tile: one pointer per token, every field at a
+// fixed offset from it. (A pointer per token and field - 4 x 8 of them - do
+// not fit in the 16 general registers, and reloading them from the stack
+// took a load per broadcast.)
+template <int kTokens>
+struct Q8KRows {
+  const uint8_t* row[kTokens];
+  size_t levels_at, d_at, bsum32_at, neg32_sum8_at;
+
+  Q8KRows(const uint8_t* x, size_t stride, const PlanarLayout& l, int64_t t0)
+      : levels_at(l.levels), d_at(l.scales), bsum32_at(l.aux), neg32_sum8_at(l.aux2) {
+    for (int t = 0; t < kTokens; ++t) row[t] = x + (t0 + t) * stride;
+  }
+  const int8_t* levels(int t) const { return reinterpret_cast<const int8_t*>(row[t] + levels_at); }
+  const float* d(int t) const { return reinterpret_cast<const float*>(row[t] + d_at); }
+  const int16_t* bsum32(int t) const {
+    return reinterpret_cast<const int16_t*>(row[t] + bsum32_at);
+  }
+  const int32_t* neg32_sum8(int t) const {
+    return reinterpret_cast<const int32_t*>(row[t] + neg32_sum8_at);
+  }
+};
+
+// Byte-shuffle control that moves byte k of every 32-bit lane into that
+// lane's low byte (and, with `second` >= 0, byte `second` into its third
+// byte), zeroing the rest.
+inline __m512i LaneBytePicker(int k, int second) {
+  alignas(64) int8_t control[64];
+  for (int i = 0; i < 64; ++i) {
+    const int lane_base = i / 4 * 4 % 16;  // byte index of the lane in its 128-bit block
+    const int pos = i % 4;
+    int8_t v = static_cast<int8_t>(0x80);
+    if (pos == 0) v = static_cast<int8_t>(lane_base + k);
+    if (pos == 2 && second >= 0) v = static_cast<int8_t>(lane_base + second);
+    control[i] = v;
+  }
+  return _mm512_load_si512(control);
+}
+
+// Q4_K / Q5_K: the 6-bit scales and mins of 16 rows, from the three scale
+// words of a panel-block. Byte 4r + k of `lo` / `hi` is row r's scale k /
+// k + 4; a kernel picks sub-block j's scales when it reaches it
+// (AffineKScale), so only these two registers stay live across the
+// sub-blocks, and decodes the mins after them (DecodeAffineKMins).
+struct AffineKScaleBytes {
+  __m512i lo, hi;
+};
+
+inline AffineKScaleBytes LoadAffineKScaleBytes(const uint8_t* words) {
+  const __m512i w0 = _mm512_loadu_si512(words);
+  const __m512i w2 = _mm512_loadu_si512(words + 128);
+  return {_mm512_and_si512(w0, _mm512_set1_epi8(0x3F)),
+          _mm512_or_si512(_mm512_and_si512(w2, _mm512_set1_epi8(0x0F)),
+                          _mm512_and_si512(_mm512_srli_epi32(w0, 2), _mm512_set1_epi8(0x30)))};
+}
+
+// Scale j of each row, in its lane (int32, for vpdpwssd / vpmulld).
+inline __m512i AffineKScale(const AffineKScaleBytes& b, const __m512i pick[4], int j) {
+  return _mm512_shuffle_epi8(j < 4 ? b.lo : b.hi, pick[j % 4]);
+}
+
+// mins[m] holds (min 2m, min 2m+1) of each row as an int16 pair.
+inline void DecodeAffineKMins(const uint8_t* words, const __m512i pick_pairs[2], __m512i mins[4]) {
+  const __m512i w1 = _mm512_loadu_si512(words + 64);
+  const __m512i w2 = _mm512_loadu_si512(words + 128);
+  const __m512i mn_lo = _mm512_and_si512(w1, _mm512_set1_epi8(0x3F));
+  const __m512i mn_hi =
+      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), _mm512_set1_epi8(0x0F)),
+                      _mm512_and_si512(_mm512_srli_epi32(w1, 2), _mm512_set1_epi8(0x30)));
+  mins[0] = _mm512_shuffle_epi8(mn_lo, pick_pairs[0]);
+  mins[1] = _mm512_shuffle_epi8(mn_lo, pick_pairs[1]);
+  mins[2] = _mm512_shuffle_epi8(mn_hi, pick_pairs[0]);
+  mins[3] = _mm512_shuffle_epi8(mn_hi, pick_pairs[1]);
+}
+
+// Q6_K panel-blocks: d[16] f16 | scales[16][16] int8 | 32 nibble vectors |
+// 16 top-bit vectors (see panel_layout.h).
+inline constexpr int kQ6KScales = 32;
+inline constexpr int kQ6KLow = 288;
+inline constexpr int kQ6KHigh = 288 + 32 * 64;
+
+// Q6_K group vector G (elements 4G..4G+3 of each row) as unsigned 6-bit
+// levels.
+inline __m512i Q6KGroup(const uint8_t* pb, int group) {
+  __m512i low = _mm512_loadu_si512(pb + kQ6KLow + 64 * (group % 32));
+  if (group >= 32) low = _mm512_srli_epi16(low, 4);
+  low = _mm512_and_si512(low, _mm512_set1_epi8(0x0F));
+  __m512i high = _mm512_loadu_si512(pb + kQ6KHigh + 64 * (group % 16));
+  switch (group / 16) {  // bring bits 2s, 2s+1 to bits 4, 5
+    case 0:
+      high = _mm512_slli_epi16(high, 4);
+      break;
+    case 1:
+      high = _mm512_slli_epi16(high, 2);
+      break;
+    case 3:
+      high = _mm512_srli_epi16(high, 2);
+      break;
+    default:
+      break;
+  }
+  return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8);  // low | (high & c)
+}
+
+// The Q4_K / Q5_K single-row dot product with Q8_K on this tier (see
+// AffineKDotQ8_K): `levels(wb, j)` reads sub-block j's 32 unsigned levels.
+template <size_t kBlockBytes, typename Levels>
+float VecDotAffineKQ8_K(int64_t n, const void* w, const void* x, Levels levels) {
+  return AffineKDotQ8_K<kBlockBytes>(n, w, x, [&](const uint8_t* wb, const uint8_t* xq, int j) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq));
+    return ReduceAdd(_mm256_dpbusd_epi32(_mm256_setzero_si256(), levels(wb, j), q));
+  });
+}
+
+}  // namespace kvmesh::kernels::avx512

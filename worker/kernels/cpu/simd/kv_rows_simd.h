@@ -1,0 +1,91 @@
+// Helpers shared by the x86 KV row kernels (types/<type>_kv_<isa>.cc), which
+// are compiled with different -m flags. Every helper is `static`: one shared
+// inline copy, picked by the linker from whichever file it liked, could carry
+// AVX-512 instructions into the AVX2 path. For the same reason these files
+// avoid common/half.h and standard templates.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "worker/kernels/cpu/block_types.h"
+
+namespace kvmesh::kv_rows {
+
+static inline float HalfToFloatF16c(uint16_t h) { return _cvtsh_ss(h); }
+
+static inline float Bf16ToFloatBits(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+static inline float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// The 32 values of a q4_0 block as signed bytes (level - 8), in element order:
+// low nibbles are elements 0..15, high nibbles 16..31.
+static inline __m256i UnpackQ4_0(const kernels::BlockQ4_0& block) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  const __m128i lo = _mm_and_si128(raw, mask);
+  const __m128i hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);
+  return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
+}
+
+// Sums of products of 32 signed bytes w·x, as 8 partial sums (each over 4
+// adjacent bytes) converted to float. maddubs multiplies unsigned by signed
+// bytes, so |w| is paired with x carrying w's sign. Exact for |w|, |x| <= 127
+// (what the q8_0/q4_0 quantizers produce): pair sums stay within int16.
+static inline __m256 DotBytes(__m256i w, __m256i x) {
+  const __m256i abs_w = _mm256_sign_epi8(w, w);
+  const __m256i signed_x = _mm256_sign_epi8(x, w);
+  const __m256i pairs = _mm256_maddubs_epi16(abs_w, signed_x);
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+// out[0..8) += scale * (8 signed bytes at `bytes`, as floats).
+static inline void AccumulateBytes8(const int8_t* bytes, __m256 scale, float* out) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes));
+  const __m256 x = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+  _mm256_storeu_ps(out, _mm256_fmadd_ps(x, scale, _mm256_loadu_ps(out)));
+}
+
+#if defined(__AVX512BW__)
+// DotBytes for 64 bytes: 16 partial sums, the low 8 from the first 32 bytes.
+static inline __m512 DotBytes512(__m512i w, __m512i x) {
+  const __m512i abs_w = _mm512_abs_epi8(w);
+  const __mmask64 negative = _mm512_movepi8_mask(w);
+  const __m512i signed_x = _mm512_mask_sub_epi8(x, negative, _mm512_setzero_si512(), x);
+  const __m512i pairs = _mm512_maddubs_epi16(abs_w, signed_x);
+  return _mm512_cvtepi32_ps(_mm512_madd_epi16(pairs, _mm512_set1_epi16(1)));
+}
+
+// Two 256-bit halves as one 512-bit vector (`lo` in lanes 0..7).
+static inline __m512i Concat(__m256i lo, __m256i hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// 16 lanes: `lo` in lanes 0..7, `hi` in 8..15.
+static inline __m512 SplitScale(float lo, float hi) {
+  return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(lo), _mm512_set1_ps(hi));
+}
+
+// out[0..16) += scale * (16 signed bytes, as floats).
+static inline void AccumulateBytes16(__m128i bytes, __m512 scale, float* out) {
+  const __m512 x = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
+  _mm512_storeu_ps(out, _mm512_fmadd_ps(x, scale, _mm512_loadu_ps(out)));
+}
+
+// Lanes [0, n) set, for tails of fewer than 16 elements.
+static inline __mmask16 TailMask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+#endif
+
+}  // namespace kvmesh::kv_rows

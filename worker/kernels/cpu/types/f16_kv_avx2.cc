@@ -1,0 +1,33 @@
+// f16 KV rows, AVX2 + FMA + F16C: halves widen to floats (exactly), products
+// and sums are in float.
+#include "worker/kernels/cpu/kernel_records.h"
+#include "worker/kernels/cpu/simd/kv_rows_float_avx2.h"
+
+namespace kvmesh::kv_rows::avx2 {
+namespace {
+
+struct F16 {
+  using Element = uint16_t;
+  static __m256 Load(const uint16_t* h) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+  }
+  static float Scalar(uint16_t h) { return HalfToFloatF16c(h); }
+};
+
+float DotF16(int64_t n, const void* k, const void* q) { return DotFloatRow<F16>(n, k, q); }
+
+void AccumulateF16(int64_t n, const void* v, float weight, float* out) {
+  AccumulateFloatRow<F16>(n, v, weight, out);
+}
+
+}  // namespace
+}  // namespace kvmesh::kv_rows::avx2
+
+namespace kvmesh::kernels {
+
+constinit const KvRowRecord<TensorType::kF16, Isa::kAvx2> kF16KvAvx2 = {
+    .dot = kv_rows::avx2::DotF16,
+    .accumulate = kv_rows::avx2::AccumulateF16,
+};
+
+}  // namespace kvmesh::kernels
