@@ -264,5 +264,64 @@ TEST(SplitErrorsTest, CudaDevicesAreRefusedClearly) {
       << exec.status().ToString();
 }
 
+TEST(SplitErrorsTest, PinnedDevicesComputeTheSameAndMissingCoresAreNamed) {
+  auto model = LoadShared("stories260K.gguf");
+  ASSERT_NE(model, nullptr);
+  const int n_vocab = model->config().n_vocab;
+  auto one = MakeExecutor(*model, "", "", 10);
+  auto pinned = MakeExecutor(*model, "cpu:0@0,cpu:1@1", "layer", 10);
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(pinned, nullptr);
+  const Trace want = RunScenario(*one, n_vocab);
+  const Trace got = RunScenario(*pinned, n_vocab);
+  for (size_t i = 0; i < want.logits.size(); ++i)
+    EXPECT_TRUE(SameBits(got.logits[i], want.logits[i]));
+
+  const ModelConfig& c = model->config();
+  auto options = PlanOptions::Parse("cpu:0@4000", "", "", 1);
+  ASSERT_TRUE(options.ok());
+  auto plan = ParallelPlan::Make(c, model->weights(), *options);
+  ASSERT_TRUE(plan.ok());
+  auto exec = ModelExecutor::Create(*model, KvLayout{c.n_layer, c.n_head_kv, c.head_dim}, *plan, 4);
+  ASSERT_FALSE(exec.ok());
+  EXPECT_NE(exec.status().message().find("device cpu:0@4000: "), std::string::npos)
+      << exec.status().ToString();
+  EXPECT_NE(exec.status().message().find("4000"), std::string::npos);
+}
+
+TEST(SplitMemoryFitTest, EachDeviceHoldsItsShareAndErrorsNameTheDevice) {
+  auto model = LoadShared("stories260K.gguf");
+  ASSERT_NE(model, nullptr);
+  const ModelConfig& c = model->config();
+  const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim};  // 640 B per token, f16
+  auto plan_for = [&](const std::string& devices, const std::string& split,
+                      const std::string& layer_split = "") {
+    auto options = PlanOptions::Parse(devices, split, layer_split, 1);
+    EXPECT_TRUE(options.ok());
+    return ParallelPlan::Make(c, model->weights(), *options).value();
+  };
+  // 1 MiB per device. One device: 1 MiB / 10240 B per block = 102 blocks.
+  auto one = FitKvBlocksOnDevices("1MiB", layout, plan_for("", ""), 256);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->num_blocks, 102);
+  // Layers 3 + 2: the 3-layer device holds 3/5 of a block, 6144 B: 170 blocks.
+  auto layer = FitKvBlocksOnDevices("1MiB", layout, plan_for("cpu:0,cpu:1", "layer"), 256);
+  ASSERT_TRUE(layer.ok()) << layer.status().ToString();
+  EXPECT_EQ(layer->num_blocks, 170);
+  EXPECT_EQ(layer->bytes_used, 170u * 10240u);
+  // Two KV heads of four each: half a block per device.
+  auto tensor = FitKvBlocksOnDevices("1MiB", layout, plan_for("cpu:0,cpu:1", "tensor"), 256);
+  ASSERT_TRUE(tensor.ok());
+  EXPECT_EQ(tensor->num_blocks, 204);
+  // 40 KiB holds 20 blocks of the 1-layer device's 2 KiB but only 5 of the
+  // 4-layer one's 8 KiB: too few for a context of 256 tokens (16 blocks).
+  auto tight = FitKvBlocksOnDevices("40KiB", layout, plan_for("cpu:0,cpu:1", "layer", "1,4"), 256);
+  ASSERT_FALSE(tight.ok());
+  EXPECT_NE(tight.status().message().find("device cpu:1 (layers 1-4, output"), std::string::npos)
+      << tight.status().ToString();
+  EXPECT_NE(tight.status().message().find("needs 16 blocks"), std::string::npos)
+      << tight.status().ToString();
+}
+
 }  // namespace
 }  // namespace kvmesh
