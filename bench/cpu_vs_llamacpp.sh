@@ -12,7 +12,9 @@
 # Environment: BUILD (kvmesh build dir, default build), MODELS (where the
 # synthetic llama-1b files are kept or made with `kvmesh synth`, default
 # ~/kvmesh-models), SHARED (default ../shared), NLC_DIR (node-llama-cpp
-# install, default ~/nlc; see the peer's header).
+# install, default ~/nlc; see the peer's header), LLAMA_BENCH (a native
+# llama.cpp build's llama-bench: when set it is the peer instead of
+# node-llama-cpp; ../shared/TOOLS.md, section P, says how to build it).
 #
 # Each round runs `kvmesh bench -r REPS` then the peer's bench with the same
 # settings; a cell is the median over rounds of each tool's median. Medians,
@@ -46,11 +48,30 @@ done
 
 KVMESH=$BUILD/cli/kvmesh
 PROBE=$BUILD/bench/kvmesh_bandwidth_probe
-for f in "$KVMESH" "$PROBE" "$PEER"; do
-  [ -e "$f" ] || { echo "missing $f (build kvmesh, or set BUILD / SHARED)" >&2; exit 1; }
+LLAMA_BENCH=${LLAMA_BENCH:-}
+for f in "$KVMESH" "$PROBE" ${LLAMA_BENCH:-"$PEER"}; do
+  [ -e "$f" ] || { echo "missing $f (build kvmesh, or set BUILD / SHARED / LLAMA_BENCH)" >&2; exit 1; }
 done
-[ -d "$NLC_DIR/node_modules/node-llama-cpp" ] || {
-  echo "node-llama-cpp not found in $NLC_DIR (see the header of $PEER)" >&2; exit 1; }
+if [ -z "$LLAMA_BENCH" ]; then
+  [ -d "$NLC_DIR/node_modules/node-llama-cpp" ] || {
+    echo "node-llama-cpp not found in $NLC_DIR (see the header of $PEER)" >&2; exit 1; }
+fi
+# peer_bench MODEL THREADS OUT: the peer's pp and tg medians as {"pp": x, "tg": y}.
+peer_bench() {
+  if [ -n "$LLAMA_BENCH" ]; then
+    "$LLAMA_BENCH" -m "$1" -p "$PP" -n "$TG" -t "$2" -r "$REPS" -o json 2>/dev/null |
+      python3 -c 'import json,statistics,sys
+rows=json.load(sys.stdin); d={}
+for r in rows: d["pp" if r["n_gen"]==0 else "tg"]=statistics.median(r["samples_ts"])
+print(json.dumps(d))' > "$3"
+  else
+    (cd "$NLC_DIR" && node "$PEER" bench --model "$1" --pp "$PP" --tg "$TG" -r "$REPS" \
+      --threads "$2") 2>/dev/null | python3 -c 'import json,sys
+line=[l for l in sys.stdin if l.startswith("{")][-1]; d=json.loads(line)
+print(json.dumps({"pp": d["pp'"$PP"'"]["median"], "tg": d["tg'"$TG"'"]["median"]}))' > "$3"
+  fi
+}
+PEER_NAME=$([ -n "$LLAMA_BENCH" ] && echo "native llama.cpp ($LLAMA_BENCH)" || echo "node-llama-cpp")
 mkdir -p "$MODELS"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -78,6 +99,7 @@ done
 echo "## CPU kernels vs llama.cpp ($(date -u +%Y-%m-%dT%H:%MZ))"
 echo
 echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
+echo "- peer: $PEER_NAME"
 echo "- load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$PROBE" --mib 2048 --repetitions 7 --threads 1,2 --json > "$TMP/probe.json"
 BW1=$(json_get "$TMP/probe.json" 'd["read_gbps"]["1"]')
@@ -106,10 +128,9 @@ for i in "${!NAMES[@]}"; do
       roofs+=("$(python3 -c "print($bw * 1e9 / $bpt)")")
       echo "$name -t $t round $round: probe $bw GB/s" >> "$TMP/probes.txt"
       fracs+=("$(python3 -c "print(${ktg[-1]} / ${roofs[-1]})")")
-      (cd "$NLC_DIR" && node "$PEER" bench --model "$file" --pp "$PP" --tg "$TG" -r "$REPS" \
-        --threads "$t") > "$TMP/l.json" 2>/dev/null
-      lpp+=("$(json_get "$TMP/l.json" "d['pp$PP']['median']")")
-      ltg+=("$(json_get "$TMP/l.json" "d['tg$TG']['median']")")
+      peer_bench "$file" "$t" "$TMP/l.json"
+      lpp+=("$(json_get "$TMP/l.json" 'd["pp"]')")
+      ltg+=("$(json_get "$TMP/l.json" 'd["tg"]')")
     done
     mkpp=$(median "${kpp[@]}"); mktg=$(median "${ktg[@]}")
     mlpp=$(median "${lpp[@]}"); mltg=$(median "${ltg[@]}")

@@ -5,7 +5,10 @@
 // pseudo-random tokens) through one device and through each requested plan,
 // in prefill chunks of --chunk tokens, keeping every position's logits, and
 // prints one JSON line per plan: positions, top-1 agreement with one device,
-// whether every logit is bit-identical, and the largest |Δ logit|.
+// whether every logit is bit-identical, the largest |Δ logit|, and at the
+// positions where the top-1 differs, the largest margin by which one device
+// preferred its own top-1 to the split's (near ties flip; clear choices must
+// not).
 //
 //   kvmesh_split_agreement -m MODEL [-n 512] [--chunk 128] [--text FILE]
 //                          [--plans "cpu:0,cpu:1/layer cpu:0,cpu:1/tensor"]
@@ -121,11 +124,17 @@ int main(int argc, char** argv) {
     auto got = AllLogits(**model, devices, split, tokens, chunk);
     if (!got.ok()) return Fail(item + ": " + got.status().ToString());
     int agree = 0;
-    double max_diff = 0;
+    double max_diff = 0, max_flip_margin = 0;
     for (int p = 0; p < n; ++p) {
       const float* x = base->data() + static_cast<size_t>(p) * c.n_vocab;
       const float* y = got->data() + static_cast<size_t>(p) * c.n_vocab;
-      agree += std::max_element(x, x + c.n_vocab) - x == std::max_element(y, y + c.n_vocab) - y;
+      const int64_t top_x = std::max_element(x, x + c.n_vocab) - x;
+      const int64_t top_y = std::max_element(y, y + c.n_vocab) - y;
+      if (top_x == top_y) {
+        ++agree;
+      } else {
+        max_flip_margin = std::max(max_flip_margin, static_cast<double>(x[top_x] - x[top_y]));
+      }
       for (int v = 0; v < c.n_vocab; ++v) {
         max_diff = std::max(max_diff, std::fabs(static_cast<double>(x[v]) - y[v]));
       }
@@ -139,6 +148,7 @@ int main(int argc, char** argv) {
     j["top1_rate"] = static_cast<double>(agree) / n;
     j["bit_identical"] = std::memcmp(base->data(), got->data(), base->size() * sizeof(float)) == 0;
     j["max_abs_dlogit"] = max_diff;
+    j["max_margin_at_disagreement"] = max_flip_margin;
     std::printf("%s\n", j.dump().c_str());
   }
   return 0;

@@ -102,7 +102,10 @@ if [ "$AGREEMENT" = 1 ]; then
     --plans "cpu:0,cpu:1/layer cpu:0,cpu:1,cpu:2/layer cpu:0,cpu:1/tensor cpu:0,cpu:1,cpu:2,cpu:3/tensor" |
     python3 -c 'import json,sys
 for line in sys.stdin:
-    d=json.loads(line)
-    print(f"- {d[\"split\"]} split over {d[\"devices\"]}: top-1 {d[\"top1_agree\"]}/{d[\"positions\"]}, "
-          f"bit-identical {str(d[\"bit_identical\"]).lower()}, max |d logit| {d[\"max_abs_dlogit\"]:.3g}")'
+    d = json.loads(line)
+    same = "yes" if d["bit_identical"] else "no"
+    print("- %s split over %s: top-1 %d/%d, bit-identical %s, max |d logit| %.3g, "
+          "largest top-1 margin where they disagree %.3g"
+          % (d["split"], d["devices"], d["top1_agree"], d["positions"], same, d["max_abs_dlogit"],
+             d["max_margin_at_disagreement"]))'
 fi

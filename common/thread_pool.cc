@@ -4,38 +4,14 @@
 #include <chrono>
 #include <string>
 
+#include "common/spin_wait.h"
+
 #if defined(__linux__)
 #include <pthread.h>
 #include <sched.h>
 #endif
 
 namespace kvmesh {
-namespace {
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
-// Spins until done() or about kSpinMicros have passed; returns done().
-template <typename Done>
-bool SpinUntil(const Done& done) {
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicros);
-  for (;;) {
-    for (int i = 0; i < 64; ++i) {
-      if (done()) return true;
-      CpuRelax();
-    }
-    if (Clock::now() >= deadline) return done();
-  }
-}
-
-}  // namespace
-
 ThreadPool::ThreadPool(int num_threads, std::vector<int> cores) : cores_(std::move(cores)) {
   const int extra = std::max(0, num_threads - 1);
   workers_.reserve(extra);

@@ -49,9 +49,6 @@ class ThreadPool {
   // or is outside the process's cpuset).
   static Status PinCurrentThread(const std::vector<int>& cores);
 
-  // How long a waiting thread spins before it sleeps.
-  static constexpr int kSpinMicros = 100;
-
  private:
   void WorkerLoop();
   // Claims and runs chunks of call number `call` until none are left.

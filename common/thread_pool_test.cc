@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/spin_wait.h"
+
 namespace kvmesh {
 namespace {
 
@@ -67,11 +69,11 @@ TEST(ThreadPoolTest, SleepingWorkersWakeForTheNextCall) {
     std::atomic<int> calls{0};
     pool.ParallelFor(3, [&](int64_t, int64_t) {
       if (calls++ == 0) {
-        std::this_thread::sleep_for(std::chrono::microseconds(3 * ThreadPool::kSpinMicros));
+        std::this_thread::sleep_for(std::chrono::microseconds(3 * kSpinMicros));
       }
     });
     EXPECT_EQ(calls.load(), 3);
-    std::this_thread::sleep_for(std::chrono::microseconds(3 * ThreadPool::kSpinMicros));
+    std::this_thread::sleep_for(std::chrono::microseconds(3 * kSpinMicros));
   }
 }
 

@@ -1,31 +1,16 @@
 #include "worker/runtime/device_thread.h"
 
-#include <chrono>
 #include <future>
 
+#include "common/spin_wait.h"
 #include "common/thread_pool.h"
 
 namespace kvmesh {
 namespace {
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 // Waits until `counter` differs from `seen`: spins about 100 µs, then sleeps.
 uint32_t WaitForChange(const std::atomic<uint32_t>& counter, uint32_t seen) {
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicros);
-  for (;;) {
-    for (int i = 0; i < 64; ++i) {
-      const uint32_t now = counter.load(std::memory_order_acquire);
-      if (now != seen) return now;
-      CpuRelax();
-    }
-    if (Clock::now() >= deadline) break;
-  }
+  SpinUntil([&] { return counter.load(std::memory_order_acquire) != seen; });
   for (;;) {
     counter.wait(seen, std::memory_order_acquire);
     const uint32_t now = counter.load(std::memory_order_acquire);

@@ -67,9 +67,6 @@ class CpuExecutor : public GraphBackend {
   DeviceCounters counters() const override;  // any thread
   Status TakeError() override;
 
-  ThreadPool& pool() { return pool_; }
-  const CpuKvPages& pages() const { return pages_; }
-
  private:
   CpuExecutor(const Model& model, const KvLayout& layout, const DeviceShard& shard,
               WeightShard weights, int64_t num_blocks, Communicator* comm, kernels::Isa isa);

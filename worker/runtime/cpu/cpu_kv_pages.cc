@@ -1,7 +1,5 @@
 #include "worker/runtime/cpu/cpu_kv_pages.h"
 
-#include <cstring>
-
 namespace kvmesh {
 
 CpuKvPages::CpuKvPages(const KvLayout& layout, int64_t num_blocks)
@@ -15,26 +13,6 @@ CpuKvPages::CpuKvPages(const KvLayout& layout, int64_t num_blocks)
       v_base_(static_cast<size_t>(num_blocks) * k_block_bytes_),
       layer_bytes_((k_block_bytes_ + v_block_bytes_) * static_cast<size_t>(num_blocks)) {
   storage_.assign(layer_bytes_ * layout_.n_layer, 0);
-}
-
-void CpuKvPages::ReadBlock(int32_t block, std::vector<uint8_t>* out) const {
-  out->resize(layout_.bytes_per_block());
-  uint8_t* dst = out->data();
-  for (int l = 0; l < layout_.n_layer; ++l) {
-    std::memcpy(dst, KRow(l, block, 0, 0), k_block_bytes_);
-    dst += k_block_bytes_;
-    std::memcpy(dst, VRow(l, block, 0, 0), v_block_bytes_);
-    dst += v_block_bytes_;
-  }
-}
-
-void CpuKvPages::WriteBlock(int32_t block, const uint8_t* src) {
-  for (int l = 0; l < layout_.n_layer; ++l) {
-    std::memcpy(KRow(l, block, 0, 0), src, k_block_bytes_);
-    src += k_block_bytes_;
-    std::memcpy(VRow(l, block, 0, 0), src, v_block_bytes_);
-    src += v_block_bytes_;
-  }
 }
 
 }  // namespace kvmesh

@@ -31,10 +31,6 @@ class CpuKvPages {
     return storage_.data() + VOffset(layer, block, slot, head);
   }
 
-  // One block's bytes across every layer, K then V per layer.
-  void ReadBlock(int32_t block, std::vector<uint8_t>* out) const;
-  void WriteBlock(int32_t block, const uint8_t* bytes);
-
  private:
   // Row and block sizes are fixed by the layout; they are computed once here
   // rather than per row (attention asks for a row address per token and head).

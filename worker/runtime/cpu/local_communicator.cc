@@ -1,21 +1,11 @@
 #include "worker/runtime/cpu/local_communicator.h"
 
-#include <chrono>
 #include <cstring>
 #include <string>
 
+#include "common/spin_wait.h"
+
 namespace kvmesh {
-namespace {
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-constexpr int kSpinMicros = 100;
-
-}  // namespace
 
 std::vector<std::unique_ptr<Communicator>> LocalCommunicator::Create(int num_ranks) {
   auto shared = std::make_shared<Shared>(num_ranks);
@@ -36,14 +26,8 @@ Status LocalCommunicator::Barrier() {
     s.generation.notify_all();
     return Status::Ok();
   }
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::microseconds(kSpinMicros);
-  for (;;) {
-    for (int i = 0; i < 64; ++i) {
-      if (s.generation.load(std::memory_order_acquire) != gen) return Status::Ok();
-      CpuRelax();
-    }
-    if (Clock::now() >= deadline) break;
+  if (SpinUntil([&] { return s.generation.load(std::memory_order_acquire) != gen; })) {
+    return Status::Ok();
   }
   while (s.generation.load(std::memory_order_acquire) == gen) s.generation.wait(gen);
   return Status::Ok();
