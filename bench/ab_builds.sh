@@ -32,13 +32,8 @@ while [ $# -gt 0 ]; do
 done
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-json_get() {
-  python3 -c 'import json,sys
-line=[l for l in open(sys.argv[1]) if l.startswith("{")][-1]
-d=json.loads(line); print(eval(sys.argv[2], {"d": d}))' "$1" "$2"
-}
-median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.2f}")' "$@"; }
-ratio() { python3 -c 'import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f"{a/b:.3f}" if b > 0 else "nan")' "$1" "$2"; }
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 echo "## $NEW against $BASE ($(date -u +%Y-%m-%dT%H:%MZ))"
 echo
@@ -57,7 +52,7 @@ for model in $LIST; do
       npp+=("$(json_get "$TMP/n.json" 'd["pp_tokens_per_s"]')"); ntg+=("$(json_get "$TMP/n.json" 'd["tg_tokens_per_s"]')")
     done
     mbpp=$(median "${bpp[@]}"); mnpp=$(median "${npp[@]}"); mbtg=$(median "${btg[@]}"); mntg=$(median "${ntg[@]}")
-    echo "| $(basename "$model" .gguf) | $t | $mbpp | $mnpp | $(ratio "$mnpp" "$mbpp") | $mbtg | $mntg | $(ratio "$mntg" "$mbtg") |"
+    echo "| $(basename "$model" .gguf) | $t | $mbpp | $mnpp | $(ratio "$mnpp" "$mbpp" 3) | $mbtg | $mntg | $(ratio "$mntg" "$mbtg" 3) |"
   done
 done
 echo

@@ -76,13 +76,8 @@ mkdir -p "$MODELS"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-json_get() {  # json_get FILE EXPR: a value from the last JSON line of FILE
-  python3 -c 'import json,sys
-line=[l for l in open(sys.argv[1]) if l.startswith("{")][-1]
-d=json.loads(line); print(eval(sys.argv[2], {"d": d}))' "$1" "$2"
-}
-median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.2f}" if v else "nan")' "$@"; }
-ratio() { python3 -c 'import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f"{a/b:.2f}" if b > 0 else "nan")' "$1" "$2"; }
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 # Models: stories260K from ../shared, llama-1b synthesized once per type.
 declare -a NAMES FILES

@@ -42,10 +42,9 @@ StatusOr<std::vector<float>> AllLogits(const Model& model, const std::string& de
   const ModelConfig& c = model.config();
   const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
   ASSIGN_OR_RETURN(PlanOptions options, PlanOptions::Parse(devices, split, "", 1));
-  ASSIGN_OR_RETURN(ParallelPlan plan, ParallelPlan::Make(c, model.weights(), options));
   const int64_t blocks = (static_cast<int64_t>(tokens.size()) + 15) / 16;
   ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> exec,
-                   ModelExecutor::Create(model, layout, plan, blocks));
+                   ModelExecutor::Create(model, layout, options, blocks));
   std::vector<int32_t> table(blocks);
   std::iota(table.begin(), table.end(), 0);
   std::vector<float> all;

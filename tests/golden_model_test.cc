@@ -52,10 +52,8 @@ std::unique_ptr<ModelExecutor> MakeExecutor(const Model& model, const KvLayout& 
                                             const std::string& split = "") {
   auto options = PlanOptions::Parse(devices, split, "", devices.empty() ? 2 : 1);
   EXPECT_TRUE(options.ok()) << options.status().ToString();
-  auto plan = ParallelPlan::Make(model.config(), model.weights(), *options);
-  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-  if (!plan.ok()) return nullptr;
-  auto exec = ModelExecutor::Create(model, layout, *plan, blocks);
+  if (!options.ok()) return nullptr;
+  auto exec = ModelExecutor::Create(model, layout, *options, blocks);
   EXPECT_TRUE(exec.ok()) << exec.status().ToString();
   return exec.ok() ? std::move(exec).value() : nullptr;
 }

@@ -71,10 +71,8 @@ std::unique_ptr<ModelExecutor> MakeExecutor(const Model& model, const std::strin
   const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
   auto options = PlanOptions::Parse(devices, split, "", devices.empty() ? 2 : 1);
   EXPECT_TRUE(options.ok()) << options.status().ToString();
-  auto plan = ParallelPlan::Make(c, model.weights(), *options);
-  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-  if (!plan.ok()) return nullptr;
-  auto exec = ModelExecutor::Create(model, layout, *plan, blocks);
+  if (!options.ok()) return nullptr;
+  auto exec = ModelExecutor::Create(model, layout, *options, blocks);
   EXPECT_TRUE(exec.ok()) << exec.status().ToString();
   return exec.ok() ? std::move(exec).value() : nullptr;
 }

@@ -47,9 +47,7 @@ class EngineTest : public ::testing::Test {
     KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
     auto options = PlanOptions::Parse(devices, split, "", devices.empty() ? 2 : 1);
     EXPECT_TRUE(options.ok());
-    auto plan = ParallelPlan::Make(c, model_->weights(), *options);
-    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-    auto exec = ModelExecutor::Create(*model_, layout, *plan, blocks);
+    auto exec = ModelExecutor::Create(*model_, layout, *options, blocks);
     EXPECT_TRUE(exec.ok()) << exec.status().ToString();
     EngineConfig config;
     config.limits = limits;

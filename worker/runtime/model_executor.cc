@@ -69,6 +69,14 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::CreateOnCpu(const Model&
     return InvalidArgumentError("thread count " + std::to_string(num_threads) +
                                 " is outside 1..1024");
   }
+  return Create(model, layout, options, num_blocks, isa);
+}
+
+StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const Model& model,
+                                                               const KvLayout& layout,
+                                                               const PlanOptions& options,
+                                                               int64_t num_blocks,
+                                                               kernels::Isa isa) {
   ASSIGN_OR_RETURN(ParallelPlan plan, ParallelPlan::Make(model.config(), model.weights(), options));
   return Create(model, layout, plan, num_blocks, isa);
 }

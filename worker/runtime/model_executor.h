@@ -48,6 +48,13 @@ class ModelExecutor : public Executor {
                                                          int64_t num_blocks,
                                                          kernels::Isa isa = kernels::ActiveIsa());
 
+  // The plan `options` describe for `model` (ParallelPlan::Make), then as
+  // above.
+  static StatusOr<std::unique_ptr<ModelExecutor>> Create(const Model& model, const KvLayout& layout,
+                                                         const PlanOptions& options,
+                                                         int64_t num_blocks,
+                                                         kernels::Isa isa = kernels::ActiveIsa());
+
   // One unpinned CPU device of `num_threads` threads: what tests and tools
   // that need no plan use.
   static StatusOr<std::unique_ptr<ModelExecutor>> CreateOnCpu(

@@ -138,11 +138,8 @@ void CpuExecutor::Embed() {
   const int64_t n_embd = config_.n_embd;
   const std::vector<int32_t>& tokens = step_.batch->tokens;
   float* x = Buf(Act::kResidual).data.data();
-  pool_.ParallelFor(n_tokens_, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      emb.traits->to_float(emb.Row(tokens[i]), x + i * n_embd, n_embd);
-    }
-  });
+  ForEachRow(n_tokens_,
+             [&](int64_t i) { emb.traits->to_float(emb.Row(tokens[i]), x + i * n_embd, n_embd); });
 }
 
 void CpuExecutor::SelectLogitRows() {
@@ -159,10 +156,8 @@ void CpuExecutor::RmsNorm(Act in, Act out, int layer, Vector weight) {
   const float* x = Buf(in).data.data();
   float* y = Buf(out).data.data();
   const float* w = VectorOf(layer, weight).data();
-  pool_.ParallelFor(Rows(in), [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      row_ops_.rms_norm(x + t * n_embd, w, y + t * n_embd, n_embd, config_.rms_eps);
-    }
+  ForEachRow(Rows(in), [&](int64_t t) {
+    row_ops_.rms_norm(x + t * n_embd, w, y + t * n_embd, n_embd, config_.rms_eps);
   });
 }
 
@@ -171,12 +166,10 @@ void CpuExecutor::HeadRmsNorm(Act a, int layer, Vector weight) {
   const int head_dim = config_.head_dim;
   const int64_t heads = buf.width / head_dim;
   const float* w = VectorOf(layer, weight).data();
-  pool_.ParallelFor(n_tokens_, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      for (int64_t h = 0; h < heads; ++h) {
-        float* x = buf.data.data() + t * buf.width + h * head_dim;
-        kernels::RmsNorm(x, w, x, head_dim, config_.rms_eps);
-      }
+  ForEachRow(n_tokens_, [&](int64_t t) {
+    for (int64_t h = 0; h < heads; ++h) {
+      float* x = buf.data.data() + t * buf.width + h * head_dim;
+      kernels::RmsNorm(x, w, x, head_dim, config_.rms_eps);
     }
   });
 }
@@ -184,11 +177,9 @@ void CpuExecutor::HeadRmsNorm(Act a, int layer, Vector weight) {
 void CpuExecutor::AddBias(Act a, int layer, Vector bias) {
   Buffer& buf = Buf(a);
   const float* w = VectorOf(layer, bias).data();
-  pool_.ParallelFor(n_tokens_, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      float* x = buf.data.data() + t * buf.width;
-      for (int64_t i = 0; i < buf.width; ++i) x[i] += w[i];
-    }
+  ForEachRow(n_tokens_, [&](int64_t t) {
+    float* x = buf.data.data() + t * buf.width;
+    for (int64_t i = 0; i < buf.width; ++i) x[i] += w[i];
   });
 }
 
@@ -224,11 +215,9 @@ void CpuExecutor::Rope(Act a) {
   Buffer& buf = Buf(a);
   const int head_dim = config_.head_dim;
   const int64_t heads = buf.width / head_dim;
-  pool_.ParallelFor(n_tokens_, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      for (int64_t h = 0; h < heads; ++h)
-        rope_.Apply(t, buf.data.data() + t * buf.width + h * head_dim);
-    }
+  ForEachRow(n_tokens_, [&](int64_t t) {
+    for (int64_t h = 0; h < heads; ++h)
+      rope_.Apply(t, buf.data.data() + t * buf.width + h * head_dim);
   });
 }
 
@@ -248,24 +237,22 @@ void CpuExecutor::Attention(int layer) {
   const KvEncodeFn k_store = GetKvEncoder(layout_.k_type, layout_.rounding);
   const KvEncodeFn v_store = GetKvEncoder(layout_.v_type, layout_.rounding);
   const int bs = layout_.block_size;
-  pool_.ParallelFor(n_tokens_, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      float* q = q_all + t * q_dim;
-      float* k = k_all + t * kv_dim;
-      float* v = v_all + t * kv_dim;
-      for (int h = 0; h < n_head; ++h) TransformQuery(layout_, q + h * head_dim);
-      for (int h = 0; h < n_head_kv; ++h) {
-        TransformValue(layout_, v + h * head_dim);
-        TransformKey(layout_, layer, shard_.kv_head_begin + h, k + h * head_dim);
-      }
-      const SequenceChunk& seq = sequences[step_.token_seq[t]];
-      const int32_t pos = step_.positions[t];
-      const int32_t block = seq.block_table[pos / bs];
-      const int slot = pos % bs;
-      for (int h = 0; h < n_head_kv; ++h) {
-        k_store(k + h * head_dim, pages_.KRow(local_layer, block, slot, h), head_dim);
-        v_store(v + h * head_dim, pages_.VRow(local_layer, block, slot, h), head_dim);
-      }
+  ForEachRow(n_tokens_, [&](int64_t t) {
+    float* q = q_all + t * q_dim;
+    float* k = k_all + t * kv_dim;
+    float* v = v_all + t * kv_dim;
+    for (int h = 0; h < n_head; ++h) TransformQuery(layout_, q + h * head_dim);
+    for (int h = 0; h < n_head_kv; ++h) {
+      TransformValue(layout_, v + h * head_dim);
+      TransformKey(layout_, layer, shard_.kv_head_begin + h, k + h * head_dim);
+    }
+    const SequenceChunk& seq = sequences[step_.token_seq[t]];
+    const int32_t pos = step_.positions[t];
+    const int32_t block = seq.block_table[pos / bs];
+    const int slot = pos % bs;
+    for (int h = 0; h < n_head_kv; ++h) {
+      k_store(k + h * head_dim, pages_.KRow(local_layer, block, slot, h), head_dim);
+      v_store(v + h * head_dim, pages_.VRow(local_layer, block, slot, h), head_dim);
     }
   });
 
@@ -297,10 +284,8 @@ void CpuExecutor::SwiGlu(Act gate, Act up) {
   Buffer& g = Buf(gate);
   const float* u = Buf(up).data.data();
   const int64_t n_ff = g.width;
-  pool_.ParallelFor(n_tokens_, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      row_ops_.swiglu(g.data.data() + t * n_ff, u + t * n_ff, g.data.data() + t * n_ff, n_ff);
-    }
+  ForEachRow(n_tokens_, [&](int64_t t) {
+    row_ops_.swiglu(g.data.data() + t * n_ff, u + t * n_ff, g.data.data() + t * n_ff, n_ff);
   });
 }
 

@@ -79,6 +79,13 @@ class CpuExecutor : public GraphBackend {
   int64_t Rows(Act a) const;
   const std::vector<float>& VectorOf(int layer, Vector v) const;
   const PackedMatrix& MatrixOf(int layer, Matrix m) const;
+  // fn(row) for each row in [0, rows), split over the pool.
+  template <typename Fn>
+  void ForEachRow(int64_t rows, const Fn& fn) {
+    pool_.ParallelFor(rows, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) fn(r);
+    });
+  }
   // Calls fn(offset in the whole block's bytes, local layer, slot, is V,
   // bytes) for each run of this device's rows of one block.
   template <typename Fn>
