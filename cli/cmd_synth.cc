@@ -94,7 +94,7 @@ void RegisterSynthCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<SynthOptions>();
   CLI::App* cmd = app.add_subcommand(
       "synth", "Write a GGUF of a real model's shape with random weights and a real tokenizer");
-  cmd->add_option("--shape", o->shape, "Model shape: llama-1b, tinyllama-1.1b")
+  cmd->add_option("--shape", o->shape, "Model shape: llama-1b, llama-8b, tinyllama-1.1b")
       ->capture_default_str();
   cmd->add_option("--type", o->type, "Type mix: f16, q8_0, q4_0, q4_k_m, q5_k_m")
       ->capture_default_str();

@@ -240,6 +240,11 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     return SyntheticShape{"llama-1b", 16,        2048, 32,     8,
                           8192,       500000.0f, true, 131072, "vocab/ggml-vocab-llama-bpe.gguf"};
   }
+  if (name == "llama-8b") {
+    // Llama 3.1 8B: the shape the GPU targets are quoted on.
+    return SyntheticShape{"llama-8b", 32,        4096,  32,     8,
+                          14336,      500000.0f, false, 131072, "vocab/ggml-vocab-llama-bpe.gguf"};
+  }
   if (name == "tinyllama-1.1b") {
     return SyntheticShape{"tinyllama-1.1b",
                           22,
@@ -255,7 +260,7 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<std::string> SyntheticShapeNames() { return {"llama-1b", "tinyllama-1.1b"}; }
+std::vector<std::string> SyntheticShapeNames() { return {"llama-1b", "llama-8b", "tinyllama-1.1b"}; }
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {
   for (SyntheticMix mix : {SyntheticMix::kF16, SyntheticMix::kQ8_0, SyntheticMix::kQ4_0,

@@ -43,7 +43,8 @@ struct SyntheticShape {
   std::string default_vocab;
 };
 
-// "llama-1b" (Llama 3.2 1B) and "tinyllama-1.1b" (TinyLlama 1.1B); nullopt
+// "llama-1b" (Llama 3.2 1B), "llama-8b" (Llama 3.1 8B) and "tinyllama-1.1b"
+// (TinyLlama 1.1B); nullopt
 // for other names.
 std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
 std::vector<std::string> SyntheticShapeNames();

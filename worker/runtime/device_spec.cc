@@ -29,7 +29,7 @@ std::string_view Trim(std::string_view s) {
 
 Status BadEntry(std::string_view entry, std::string_view why) {
   return InvalidArgumentError("--devices entry '" + std::string(entry) + "': " + std::string(why) +
-                              " (expected cpu:N, cpu:N@FIRST-LAST or cuda:N)");
+                              " (expected cpu:N, cpu:N@FIRST-LAST, cuda:N or cuda:N.V)");
 }
 
 // Adds the cores of one item ("4" or "4-7") to `cores`.
@@ -64,8 +64,17 @@ StatusOr<DeviceSpec> ParseEntry(std::string_view entry,
   } else {
     return BadEntry(entry, "unknown device kind '" + std::string(kind) + "'");
   }
-  if (!ParseInt(index, kMaxIndex, &spec.index)) {
-    return BadEntry(entry, "bad device index '" + std::string(index) + "'");
+  // cuda:N.V is virtual device V on GPU N: several shards of one plan on one
+  // GPU, which is how a one-GPU machine runs (and tests) a split.
+  const size_t dot = index.find('.');
+  if (dot != std::string_view::npos) {
+    if (spec.kind != DeviceKind::kCuda) return BadEntry(entry, "only CUDA devices can be virtual");
+    if (!ParseInt(index.substr(dot + 1), kMaxIndex, &spec.virtual_index)) {
+      return BadEntry(entry, "bad virtual device index '" + std::string(index.substr(dot + 1)) + "'");
+    }
+  }
+  if (!ParseInt(index.substr(0, dot), kMaxIndex, &spec.index)) {
+    return BadEntry(entry, "bad device index '" + std::string(index.substr(0, dot)) + "'");
   }
   if (at != std::string_view::npos) {
     if (spec.kind != DeviceKind::kCpu) return BadEntry(entry, "only CPU devices take a core list");
@@ -86,7 +95,10 @@ StatusOr<DeviceSpec> ParseEntry(std::string_view entry,
 }  // namespace
 
 std::string DeviceSpec::Name() const {
-  return std::string(kind == DeviceKind::kCpu ? "cpu:" : "cuda:") + std::to_string(index);
+  std::string name =
+      std::string(kind == DeviceKind::kCpu ? "cpu:" : "cuda:") + std::to_string(index);
+  if (virtual_index >= 0) name += "." + std::to_string(virtual_index);
+  return name;
 }
 
 std::string DeviceSpec::ToString() const {
@@ -137,6 +149,15 @@ StatusOr<std::vector<DeviceSpec>> ParseDeviceList(std::string_view text) {
       }
     }
     devices.push_back(std::move(spec));
+  }
+  for (const DeviceSpec& a : devices) {
+    for (const DeviceSpec& b : devices) {
+      if (a.kind == DeviceKind::kCuda && b.kind == DeviceKind::kCuda && a.index == b.index &&
+          a.virtual_index < 0 && b.virtual_index >= 0) {
+        return BadEntry(b.Name(), "GPU " + std::to_string(a.index) +
+                                      " is given whole and as virtual devices");
+      }
+    }
   }
   return devices;
 }

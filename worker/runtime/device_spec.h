@@ -23,8 +23,11 @@ struct DeviceSpec {
   DeviceKind kind = DeviceKind::kCpu;
   int index = 0;
   std::vector<int> cores;  // CPU devices only; empty: not pinned
+  // CUDA only: >= 0 for a virtual device ("cuda:0.1") that shares GPU `index`
+  // with the plan's other virtual devices on it.
+  int virtual_index = -1;
 
-  std::string Name() const;      // "cpu:0", without the cores
+  std::string Name() const;      // "cpu:0" or "cuda:0.1", without the cores
   std::string ToString() const;  // "cpu:0@0-3"
   bool operator==(const DeviceSpec&) const = default;
 };

@@ -22,6 +22,18 @@ TEST(DeviceSpecTest, ParsesDevicesAndCoreLists) {
   EXPECT_TRUE((*devices)[2].cores.empty());
 }
 
+TEST(DeviceSpecTest, VirtualCudaDevicesShareOneGpu) {
+  auto devices = ParseDeviceList("cuda:0.0,cuda:0.1");
+  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+  ASSERT_EQ(devices->size(), 2u);
+  EXPECT_EQ((*devices)[0].index, 0);
+  EXPECT_EQ((*devices)[1].index, 0);
+  EXPECT_EQ((*devices)[0].virtual_index, 0);
+  EXPECT_EQ((*devices)[1].virtual_index, 1);
+  EXPECT_EQ((*devices)[1].Name(), "cuda:0.1");
+  EXPECT_EQ(ParseDeviceList("cuda:1")->front().virtual_index, -1);
+}
+
 TEST(DeviceSpecTest, PlainListWithoutCores) {
   auto devices = ParseDeviceList("cpu:0,cpu:1");
   ASSERT_TRUE(devices.ok());
@@ -45,6 +57,10 @@ TEST(DeviceSpecTest, ErrorsNameTheEntry) {
       {"cuda:0@0-3", "only CPU devices take a core list"},
       {"cpu:0,,cpu:1", "empty entry"},
       {"cpu:0,3", "a core list needs '@'"},
+      {"cpu:0.1", "only CUDA devices can be virtual"},
+      {"cuda:0.x", "bad virtual device index 'x'"},
+      {"cuda:0.1,cuda:0.1", "device named twice"},
+      {"cuda:0,cuda:0.1", "GPU 0 is given whole and as virtual devices"},
   };
   for (const Case& c : cases) {
     auto devices = ParseDeviceList(c.text);
