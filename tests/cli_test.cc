@@ -121,4 +121,19 @@ TEST(CliTest, BrokenModelIsAClearError) {
   std::filesystem::remove(path);
 }
 
+// A GPU asked for where there is none: exit 1 and a message naming the
+// device, never a crash (on a GPU machine the run simply works).
+TEST(CliTest, CudaDeviceWithoutAGpuIsAClearError) {
+  Result r = RunCli("run -p hi -n 4 --devices cuda:0");
+  if (r.exit_code == 0) GTEST_SKIP() << "this machine has a GPU: the run worked";
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("device cuda:0"));
+  EXPECT_TRUE(r.out.find("no usable CUDA device") != std::string::npos ||
+              r.out.find("built without nvcc") != std::string::npos)
+      << r.out;
+  Result virtual_cpu = RunCli("run -p hi -n 4 --devices cpu:0.1");
+  EXPECT_EQ(virtual_cpu.exit_code, 1);
+  EXPECT_THAT(virtual_cpu.out, HasSubstr("only CUDA devices can be virtual"));
+}
+
 }  // namespace

@@ -8,7 +8,8 @@
 // devices.
 //
 // Implementations: LocalCommunicator (worker/runtime/cpu/local_communicator.h,
-// devices in one process sharing memory); an NCCL one for GPUs.
+// devices in one process sharing memory, also what virtual CUDA devices on
+// one GPU meet through); NcclCommunicator (worker/runtime/cuda/) for GPUs.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,15 @@ class Communicator {
   // data[0..n) ← rank `root`'s data.
   virtual Status Broadcast(float* data, int64_t n, int root) = 0;
   virtual Status Barrier() = 0;
+
+  // Communicators whose ranks hold their data in GPU memory (NCCL) sum it
+  // there: `data` is a device pointer, `stream` the rank's cudaStream_t, and
+  // the call only enqueues the collective. The others take host memory, and
+  // a GPU backend stages through it.
+  virtual bool on_device() const { return false; }
+  virtual Status AllReduceSumOnDevice(float* /*data*/, int64_t /*n*/, void* /*stream*/) {
+    return UnimplementedError("this communicator sums host memory only");
+  }
 };
 
 }  // namespace kvmesh

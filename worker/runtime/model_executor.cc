@@ -1,9 +1,17 @@
 #include "worker/runtime/model_executor.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string_view>
 
 #include "worker/runtime/cpu/cpu_executor.h"
 #include "worker/runtime/cpu/local_communicator.h"
+#include "worker/runtime/cuda/nccl_communicator.h"
+
+#if defined(KVMESH_HAS_CUDA)
+#include "worker/runtime/cuda/cuda_executor.h"
+#endif
 
 namespace kvmesh {
 
@@ -26,15 +34,36 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const Model& mode
                                 " is outside 1..2^31-1");
   }
   if (plan.devices.empty()) return InvalidArgumentError("the parallel plan has no device");
+  const bool cuda = plan.devices.front().device.kind == DeviceKind::kCuda;
   for (const DeviceShard& d : plan.devices) {
-    if (d.device.kind == DeviceKind::kCuda) {
-      return UnimplementedError("device " + d.device.Name() +
-                                ": this kvmesh build has no CUDA executor; run on cpu:N devices");
+    if ((d.device.kind == DeviceKind::kCuda) != cuda) {
+      return InvalidArgumentError("a plan's devices are all CPU or all CUDA devices");
     }
   }
+#if !defined(KVMESH_HAS_CUDA)
+  if (cuda) {
+    return UnimplementedError("device " + plan.devices.front().device.Name() +
+                              ": this kvmesh build has no CUDA executor (built without nvcc); " +
+                              "run on cpu:N devices");
+  }
+#endif
   std::unique_ptr<ModelExecutor> exec(new ModelExecutor(model, layout, plan, num_blocks));
   const int n = plan.num_devices();
-  if (plan.split == SplitKind::kTensor) exec->comms_ = LocalCommunicator::Create(n);
+  if (plan.split == SplitKind::kTensor) {
+    // GPUs of their own meet through NCCL; virtual devices sharing a GPU
+    // (and CPU devices) through shared host memory.
+    bool distinct_gpus = cuda;
+    std::vector<int> gpus;
+    for (const DeviceShard& d : plan.devices) {
+      distinct_gpus = distinct_gpus && d.device.virtual_index < 0;
+      gpus.push_back(d.device.index);
+    }
+    if (distinct_gpus) {
+      ASSIGN_OR_RETURN(exec->comms_, CreateNcclCommunicators(gpus));
+    } else {
+      exec->comms_ = LocalCommunicator::Create(n);
+    }
+  }
   bool pinned = false;
   for (const DeviceShard& d : plan.devices) pinned = pinned || !d.device.cores.empty();
   // Which devices get a thread of their own: the devices of a tensor split
@@ -43,9 +72,20 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const Model& mode
   // machine with as many cores as device threads, steal a core from them).
   for (int d = 0; d < n; ++d) {
     Communicator* comm = exec->comms_.empty() ? nullptr : exec->comms_[d].get();
-    auto backend = CpuExecutor::Create(model, layout, plan.devices[d], num_blocks, comm, isa);
-    if (!backend.ok()) return backend.status();
-    exec->backends_.push_back(std::move(backend).value());
+    if (cuda) {
+#if defined(KVMESH_HAS_CUDA)
+      CudaExecutorOptions options;
+      const char* kernels = std::getenv("KVMESH_CUDA_KERNELS");
+      options.plain = kernels != nullptr && std::string_view(kernels) == "plain";
+      auto backend = CudaExecutor::Create(model, layout, plan.devices[d], num_blocks, comm, options);
+      if (!backend.ok()) return backend.status();
+      exec->backends_.push_back(std::move(backend).value());
+#endif
+    } else {
+      auto backend = CpuExecutor::Create(model, layout, plan.devices[d], num_blocks, comm, isa);
+      if (!backend.ok()) return backend.status();
+      exec->backends_.push_back(std::move(backend).value());
+    }
     const bool own_thread =
         !plan.devices[d].device.cores.empty() || (plan.split == SplitKind::kTensor && d > 0);
     exec->threads_.emplace_back();
@@ -253,13 +293,25 @@ std::vector<DeviceCounters> ModelExecutor::Counters() const {
 }
 
 StatusOr<KvFit> FitKvBlocksOnDevices(std::string_view budget_text, const KvLayout& layout,
-                                     const ParallelPlan& plan, int64_t context_tokens) {
+                                     const ParallelPlan& plan, int64_t context_tokens,
+                                     const GpuMemoryProbe& probe) {
   ASSIGN_OR_RETURN(KvMemoryBudget budget, ParseKvMemoryBudget(budget_text));
   uint64_t host_available = 0;
   int cpu_devices = 0;
-  for (const DeviceShard& d : plan.devices) cpu_devices += d.device.kind == DeviceKind::kCpu;
+  std::map<int, int> shards_on_gpu;
+  for (const DeviceShard& d : plan.devices) {
+    if (d.device.kind == DeviceKind::kCpu) {
+      ++cpu_devices;
+    } else {
+      ++shards_on_gpu[d.device.index];
+    }
+  }
   if (budget.fraction > 0.0 && cpu_devices > 0) {
     ASSIGN_OR_RETURN(host_available, ReadMemAvailable());
+  }
+  std::map<int, GpuMemory> gpu_memory;
+  for (const auto& [gpu, count] : shards_on_gpu) {
+    ASSIGN_OR_RETURN(gpu_memory[gpu], probe(gpu));
   }
   KvFit total;
   for (size_t i = 0; i < plan.devices.size(); ++i) {
@@ -267,13 +319,26 @@ StatusOr<KvFit> FitKvBlocksOnDevices(std::string_view budget_text, const KvLayou
     KvFitInputs inputs;
     inputs.context_tokens = context_tokens;
     inputs.weights_bytes = d.weight_bytes;
-    inputs.available_bytes = host_available / std::max(1, cpu_devices);
     const KvLayout shard_layout = d.ShardLayout(layout);
+    const std::string where = "device " + d.device.Name() + " (" + d.Describe(plan.split) + ", " +
+                              FormatBytes(d.weight_bytes) + " of weights)";
+    if (d.device.kind == DeviceKind::kCpu) {
+      inputs.available_bytes = host_available / std::max(1, cpu_devices);
+    } else {
+      const uint64_t share =
+          gpu_memory[d.device.index].free_bytes / shards_on_gpu[d.device.index];
+      inputs.available_bytes = share > d.workspace_bytes ? share - d.workspace_bytes : 0;
+      if (budget.fraction == 0.0 && d.weight_bytes + budget.bytes > inputs.available_bytes) {
+        return ResourceExhaustedError(
+            where + ": --kv-memory " + budget.text + " with the weights needs " +
+            FormatBytes(d.weight_bytes + budget.bytes) + ", but the GPU has " + FormatBytes(share) +
+            " free for this device and its workspace takes " + FormatBytes(d.workspace_bytes));
+      }
+    }
     auto fit = FitKvBlocks(budget, shard_layout, inputs);
     if (!fit.ok()) {
       if (plan.num_devices() == 1) return fit.status();
-      return fit.status().WithPrefix("device " + d.device.Name() + " (" + d.Describe(plan.split) +
-                                     ", " + FormatBytes(d.weight_bytes) + " of weights)");
+      return fit.status().WithPrefix(where);
     }
     if (i == 0 || fit->num_blocks < total.num_blocks) {
       total.num_blocks = fit->num_blocks;

@@ -21,6 +21,7 @@
 // Driven by one thread (the engine loop), like any Executor.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "worker/model/llama_graph.h"
 #include "worker/model/model.h"
 #include "worker/runtime/communicator.h"
+#include "worker/runtime/cuda/cuda_memory.h"
 #include "worker/runtime/device_thread.h"
 #include "worker/runtime/executor.h"
 #include "worker/runtime/graph_backend.h"
@@ -101,8 +103,13 @@ class ModelExecutor : public Executor {
 // `plan`: the least over the devices of what each one's budget holds of its
 // share of a block. An absolute budget applies to each device; a fraction to
 // the memory each has left after its own weights (CPU devices share the
-// host's available memory evenly). Errors name the device and the bytes.
+// host's available memory evenly). A CUDA device's memory is what `probe`
+// reports free on its GPU (shared evenly by the plan's virtual devices on
+// that GPU) less its workspace, and an absolute budget must fit in it too.
+// Errors name the device and the bytes.
+using GpuMemoryProbe = std::function<StatusOr<GpuMemory>(int gpu)>;
 StatusOr<KvFit> FitKvBlocksOnDevices(std::string_view budget_text, const KvLayout& layout,
-                                     const ParallelPlan& plan, int64_t context_tokens);
+                                     const ParallelPlan& plan, int64_t context_tokens,
+                                     const GpuMemoryProbe& probe = ProbeGpuMemory);
 
 }  // namespace kvmesh

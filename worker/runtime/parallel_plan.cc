@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "worker/kv/kv_memory_fit.h"
+#include "worker/runtime/cuda/cuda_memory.h"
 
 namespace kvmesh {
 namespace {
@@ -320,6 +321,15 @@ StatusOr<ParallelPlan> ParallelPlan::Make(const ModelConfig& c, const ModelWeigh
     RETURN_IF_ERROR(PlanTensor(c, w, &plan));
   } else {
     RETURN_IF_ERROR(PlanLayers(c, w, o, &plan));
+  }
+  int cuda = 0;
+  for (DeviceShard& d : plan.devices) {
+    if (d.device.kind != DeviceKind::kCuda) continue;
+    d.workspace_bytes = CudaWorkspaceBytes(c, d);
+    ++cuda;
+  }
+  if (cuda > 0 && cuda < n) {
+    return InvalidArgumentError("--devices: a plan's devices are all CPU or all CUDA devices");
   }
   return plan;
 }

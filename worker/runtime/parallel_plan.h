@@ -51,6 +51,7 @@ struct DeviceShard {
   int vocab_begin = 0, vocab_end = 0;  // output rows computed here; empty: none
   bool embeds = false;                 // looks the step's tokens up
   uint64_t weight_bytes = 0;           // matrices held, in their GGUF types
+  uint64_t workspace_bytes = 0;        // CUDA devices: buffers besides weights and KV
 
   int num_layers() const { return layer_end - layer_begin; }
   int num_kv_heads() const { return kv_head_end - kv_head_begin; }

@@ -26,6 +26,11 @@ class RopeTable {
   // Rotates one head vector in place with the table row of `index`.
   void Apply(int64_t index, float* head) const;
 
+  // The table of the last Compute ([positions][n_rot/2][cos, sin]), for
+  // backends that rotate elsewhere (the CUDA executor uploads it).
+  std::span<const float> table() const { return cos_sin_; }
+  const RopeConfig& config() const { return config_; }
+
  private:
   RopeConfig config_;
   std::vector<float> freq_factors_;

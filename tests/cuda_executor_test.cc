@@ -1,0 +1,329 @@
+// The CUDA executor end to end, against the CPU executor on the same model:
+//  - one GPU (the fast kernels and the plain reference kernels), on F32,
+//    F16 and quantized models and f16 / q8_0 / q4_0+rotate KV pages, through
+//    chunked prefill (the tensor-core GEMM path), decode (the mat-vecs), a
+//    batch mixing a prefix hit with a decode, and a recompute;
+//  - both splits over two virtual devices on one GPU (cuda:0.0,cuda:0.1);
+//  - pages written by the CPU read by the GPU, and back;
+//  - greedy decode against the CPU's.
+// Without a GPU those tests print that they skip. What needs no GPU runs
+// everywhere: a CUDA device asked for on a machine without one fails with a
+// message naming it, and the memory fit of CUDA devices, with a fake probe.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "worker/model/model.h"
+#include "worker/runtime/model_executor.h"
+
+namespace kvmesh {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kShared = KVMESH_SHARED_DIR;
+
+std::unique_ptr<Model> LoadShared(const std::string& file) {
+  auto model = Model::Load(kShared + "/models/" + file);
+  EXPECT_TRUE(model.ok()) << model.status().ToString() << " (needs ../shared/models)";
+  return model.ok() ? std::move(model).value() : nullptr;
+}
+
+bool HaveGpu() { return ProbeGpuMemory(0).ok(); }
+
+#define SKIP_WITHOUT_GPU()                                                      \
+  if (!HaveGpu()) {                                                             \
+    GTEST_SKIP() << "no GPU on this machine (" << ProbeGpuMemory(0).status().message() << ")"; \
+  }
+
+KvLayout LayoutFor(const Model& model, TensorType kv, bool rotate) {
+  const ModelConfig& c = model.config();
+  KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, kv, kv};
+  layout.k_rotated = rotate;
+  layout.v_rotated = rotate;
+  return layout;
+}
+
+StatusOr<std::unique_ptr<ModelExecutor>> Make(const Model& model, const KvLayout& layout,
+                                              const std::string& devices,
+                                              const std::string& split) {
+  ASSIGN_OR_RETURN(PlanOptions options, PlanOptions::Parse(devices, split, "", 2));
+  return ModelExecutor::Create(model, layout, options, 12);
+}
+
+std::vector<int32_t> Tokens(int n, int n_vocab, uint32_t seed) {
+  std::vector<int32_t> t(n);
+  uint32_t x = seed;
+  for (int& v : t) {
+    x = x * 1664525u + 1013904223u;
+    v = 2 + static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab - 2));
+  }
+  return t;
+}
+
+// Each step's logits: prefill of A in two chunks (24 rows of logits, then 1),
+// three decodes, B (a prefix hit on A's first two blocks) batched with A's
+// decode, then B recomputed whole in fresh blocks.
+std::vector<std::vector<float>> RunScenario(ModelExecutor& exec, int n_vocab) {
+  std::vector<std::vector<float>> logits;
+  const std::vector<int32_t> a = Tokens(44, n_vocab, 1);
+  std::vector<int32_t> b(a.begin(), a.begin() + 32);
+  for (int32_t t : Tokens(18, n_vocab, 2)) b.push_back(t);
+  const std::vector<int32_t> a_blocks = {0, 1, 2, 9};
+  const std::vector<int32_t> b_blocks = {0, 1, 3, 4};
+  const std::vector<int32_t> b_fresh = {5, 6, 7, 8};
+  auto forward = [&](const ForwardBatch& batch) {
+    ForwardOutput out;
+    Status s = exec.Forward(batch, &out);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    logits.push_back(out.logits);
+  };
+  ForwardBatch batch;
+  batch.tokens.assign(a.begin(), a.begin() + 24);
+  batch.sequences.push_back({0, 24, 0, a_blocks, LogitsMode::kAll});
+  forward(batch);
+  batch.tokens.assign(a.begin() + 24, a.begin() + 40);
+  batch.sequences = {{0, 16, 24, a_blocks, LogitsMode::kLast}};
+  forward(batch);
+  for (int pos = 40; pos < 43; ++pos) {
+    batch.tokens = {a[pos]};
+    batch.sequences = {{0, 1, pos, a_blocks, LogitsMode::kLast}};
+    forward(batch);
+  }
+  batch.tokens.assign(b.begin() + 32, b.end());
+  batch.tokens.push_back(a[43]);
+  batch.sequences = {{0, 18, 32, b_blocks, LogitsMode::kAll},
+                     {18, 1, 43, a_blocks, LogitsMode::kLast}};
+  forward(batch);
+  batch.tokens = b;
+  batch.sequences = {{0, static_cast<int32_t>(b.size()), 0, b_fresh, LogitsMode::kAll}};
+  forward(batch);
+  return logits;
+}
+
+struct Agreement {
+  int rows = 0, same_top1 = 0;
+  double max_abs = 0.0, max_logit = 0.0;
+};
+
+Agreement Compare(const std::vector<std::vector<float>>& got,
+                  const std::vector<std::vector<float>>& want, int n_vocab) {
+  Agreement a;
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t s = 0; s < std::min(got.size(), want.size()); ++s) {
+    EXPECT_EQ(got[s].size(), want[s].size()) << "step " << s;
+    if (got[s].size() != want[s].size()) continue;
+    for (size_t r = 0; r < want[s].size() / n_vocab; ++r) {
+      const float* g = got[s].data() + r * n_vocab;
+      const float* w = want[s].data() + r * n_vocab;
+      a.same_top1 += std::max_element(g, g + n_vocab) == g + (std::max_element(w, w + n_vocab) - w);
+      ++a.rows;
+      for (int i = 0; i < n_vocab; ++i) {
+        a.max_abs = std::max(a.max_abs, static_cast<double>(std::fabs(g[i] - w[i])));
+        a.max_logit = std::max(a.max_logit, static_cast<double>(std::fabs(w[i])));
+      }
+    }
+  }
+  return a;
+}
+
+void ExpectClose(const Agreement& a, const std::string& what) {
+  std::printf("%s: top-1 %d/%d, max |d logit| %.4g (logits up to %.3g)\n", what.c_str(),
+              a.same_top1, a.rows, a.max_abs, a.max_logit);
+  EXPECT_GE(a.same_top1, a.rows * 99 / 100) << what;
+  EXPECT_LT(a.max_abs, 0.05 * a.max_logit + 1e-3) << what;
+}
+
+struct Case {
+  std::string model;
+  TensorType kv;
+  bool rotate;
+};
+
+class CudaExecutorTest : public testing::TestWithParam<Case> {};
+
+TEST_P(CudaExecutorTest, OneGpuAgreesWithTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const Case& c = GetParam();
+  std::unique_ptr<Model> model = LoadShared(c.model);
+  ASSERT_NE(model, nullptr);
+  const int n_vocab = model->config().n_vocab;
+  const KvLayout layout = LayoutFor(*model, c.kv, c.rotate);
+  auto cpu = Make(*model, layout, "", "");
+  ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+  const auto want = RunScenario(**cpu, n_vocab);
+  for (const char* kernels : {"fast", "plain"}) {
+    setenv("KVMESH_CUDA_KERNELS", kernels, 1);
+    auto gpu = Make(*model, layout, "cuda:0", "");
+    unsetenv("KVMESH_CUDA_KERNELS");
+    ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+    ExpectClose(Compare(RunScenario(**gpu, n_vocab), want, n_vocab),
+                c.model + " kv " + layout.TypeName() + " " + kernels + " kernels");
+  }
+}
+
+TEST_P(CudaExecutorTest, SplitsOverTwoVirtualDevicesAgreeWithOneGpu) {
+  SKIP_WITHOUT_GPU();
+  const Case& c = GetParam();
+  std::unique_ptr<Model> model = LoadShared(c.model);
+  ASSERT_NE(model, nullptr);
+  const int n_vocab = model->config().n_vocab;
+  const KvLayout layout = LayoutFor(*model, c.kv, c.rotate);
+  auto one = Make(*model, layout, "cuda:0", "");
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  const auto want = RunScenario(**one, n_vocab);
+  for (const char* split : {"layer", "tensor"}) {
+    if (std::string(split) == "tensor" && model->config().n_head_kv % 2 != 0) continue;
+    auto two = Make(*model, layout, "cuda:0.0,cuda:0.1", split);
+    ASSERT_TRUE(two.ok()) << two.status().ToString();
+    ExpectClose(Compare(RunScenario(**two, n_vocab), want, n_vocab),
+                c.model + " " + split + " split on cuda:0.0,cuda:0.1");
+  }
+}
+
+TEST_P(CudaExecutorTest, PagesMoveBetweenTheCpuAndTheGpu) {
+  SKIP_WITHOUT_GPU();
+  const Case& c = GetParam();
+  std::unique_ptr<Model> model = LoadShared(c.model);
+  ASSERT_NE(model, nullptr);
+  const int n_vocab = model->config().n_vocab;
+  const KvLayout layout = LayoutFor(*model, c.kv, c.rotate);
+  auto cpu = Make(*model, layout, "", "");
+  auto gpu = Make(*model, layout, "cuda:0", "");
+  ASSERT_TRUE(cpu.ok() && gpu.ok());
+  RunScenario(**cpu, n_vocab);
+  // A's pages, computed on the CPU, into the GPU, unchanged.
+  for (int32_t block : {0, 1, 2, 9}) {
+    std::vector<uint8_t> bytes, back;
+    ASSERT_TRUE((*cpu)->ReadBlock(block, &bytes).ok());
+    ASSERT_TRUE((*gpu)->WriteBlock(block, bytes).ok());
+    ASSERT_TRUE((*gpu)->ReadBlock(block, &back).ok());
+    EXPECT_EQ(back, bytes) << "block " << block;
+  }
+  // The next decode of A reads them on both.
+  ForwardBatch batch;
+  batch.tokens = {Tokens(45, n_vocab, 1)[44]};
+  const std::vector<int32_t> a_blocks = {0, 1, 2, 9};
+  batch.sequences = {{0, 1, 44, a_blocks, LogitsMode::kLast}};
+  ForwardOutput on_cpu, on_gpu;
+  ASSERT_TRUE((*cpu)->Forward(batch, &on_cpu).ok());
+  ASSERT_TRUE((*gpu)->Forward(batch, &on_gpu).ok());
+  ExpectClose(Compare({on_gpu.logits}, {on_cpu.logits}, n_vocab),
+              c.model + ": decode over pages the CPU wrote");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, CudaExecutorTest,
+    testing::Values(Case{"stories260K.gguf", TensorType::kF16, false},
+                    Case{"stories260K-Q8_0.gguf", TensorType::kF16, false},
+                    Case{"stories260K-Q4_0.gguf", TensorType::kF32, false},
+                    Case{"stories260K-F16.gguf", TensorType::kBF16, false},
+                    Case{"tinystories-d64.gguf", TensorType::kQ8_0, false},
+                    Case{"tinystories-d64-Q4_K_M.gguf", TensorType::kQ4_0, true},
+                    Case{"tinystories-d64-Q6_K.gguf", TensorType::kF16, false},
+                    Case{"tinystories-d64-F16.gguf", TensorType::kQ4_0, false}),
+    [](const testing::TestParamInfo<Case>& info) {
+      std::string name = info.param.model.substr(0, info.param.model.find(".gguf")) + "_kv_" +
+                         TensorTypeName(info.param.kv) + (info.param.rotate ? "_rotated" : "");
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+TEST(CudaGreedyTest, GreedyDecodeMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  std::unique_ptr<Model> model = LoadShared("tinystories-d64.gguf");
+  ASSERT_NE(model, nullptr);
+  const KvLayout layout = LayoutFor(*model, TensorType::kF16, false);
+  std::vector<std::vector<int32_t>> runs;
+  for (const char* devices : {"", "cuda:0"}) {
+    auto exec = Make(*model, layout, devices, "");
+    ASSERT_TRUE(exec.ok()) << exec.status().ToString();
+    std::vector<int32_t> tokens = Tokens(4, model->config().n_vocab, 7);
+    const std::vector<int32_t> blocks = {0, 1, 2, 3, 4};
+    ForwardBatch batch;
+    batch.tokens = tokens;
+    batch.sequences = {{0, 4, 0, blocks, LogitsMode::kLast}};
+    for (int step = 0; step < 48; ++step) {
+      ForwardOutput out;
+      ASSERT_TRUE((*exec)->Forward(batch, &out).ok());
+      const auto best = std::max_element(out.logits.begin(), out.logits.end());
+      const int32_t next = static_cast<int32_t>(best - out.logits.begin());
+      batch.sequences = {{0, 1, static_cast<int32_t>(tokens.size()), blocks, LogitsMode::kLast}};
+      tokens.push_back(next);
+      batch.tokens = {next};
+    }
+    runs.push_back(tokens);
+  }
+  EXPECT_EQ(runs[1], runs[0]);
+}
+
+// --- what runs without a GPU ------------------------------------------------
+
+TEST(CudaWithoutGpuTest, AskingForAGpuThatIsNotThereNamesIt) {
+  if (HaveGpu()) GTEST_SKIP() << "this machine has a GPU; the no-GPU path is not reachable";
+  std::unique_ptr<Model> model = LoadShared("stories260K.gguf");
+  ASSERT_NE(model, nullptr);
+  auto exec = Make(*model, LayoutFor(*model, TensorType::kF16, false), "cuda:0", "");
+  ASSERT_FALSE(exec.ok());
+  EXPECT_THAT(exec.status().message(), HasSubstr("cuda:0"));
+  const std::string m = exec.status().message();
+  EXPECT_TRUE(m.find("no usable CUDA device") != std::string::npos ||
+              m.find("built without nvcc") != std::string::npos)
+      << m;
+  auto mixed = Make(*model, LayoutFor(*model, TensorType::kF16, false), "cpu:0,cuda:0", "layer");
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_THAT(mixed.status().message(), HasSubstr("all CPU or all CUDA"));
+}
+
+TEST(CudaWithoutGpuTest, MemoryFitOfCudaDevicesUsesTheProbeAndNamesTheBytes) {
+  std::unique_ptr<Model> model = LoadShared("tinystories-d64.gguf");
+  ASSERT_NE(model, nullptr);
+  const KvLayout layout = LayoutFor(*model, TensorType::kF16, false);
+  auto plan_for = [&](const std::string& devices, const std::string& split) {
+    auto o = PlanOptions::Parse(devices, split, "", 1);
+    EXPECT_TRUE(o.ok()) << o.status().ToString();
+    auto plan = ParallelPlan::Make(model->config(), model->weights(), *o);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    return *plan;
+  };
+  const uint64_t gib = uint64_t{1} << 30;
+  int probes = 0;
+  auto probe = [&](int gpu) -> StatusOr<GpuMemory> {
+    ++probes;
+    if (gpu > 1) return UnavailableError("device cuda:" + std::to_string(gpu) + ": not here");
+    return GpuMemory{2 * gib, 4 * gib};
+  };
+  const ParallelPlan one = plan_for("cuda:0", "");
+  ASSERT_GT(one.devices[0].workspace_bytes, 0u);
+  const uint64_t block = layout.bytes_per_block();
+  // Half of what is left after weights and workspace.
+  auto half = FitKvBlocksOnDevices("0.5", layout, one, 256, probe);
+  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  const uint64_t left = 2 * gib - one.devices[0].workspace_bytes - one.devices[0].weight_bytes;
+  EXPECT_EQ(half->num_blocks, static_cast<int64_t>(left / 2 / block));
+  // Two virtual devices on the GPU share its free memory: each holds half
+  // the layers, in half the memory, so the count barely moves.
+  auto shared = FitKvBlocksOnDevices("0.5", layout, plan_for("cuda:0.0,cuda:0.1", "layer"), 256,
+                                     probe);
+  ASSERT_TRUE(shared.ok()) << shared.status().ToString();
+  EXPECT_LT(shared->num_blocks, half->num_blocks * 11 / 10);
+  // An absolute budget larger than the GPU: refused, naming the device.
+  auto big = FitKvBlocksOnDevices("3GiB", layout, one, 256, probe);
+  ASSERT_FALSE(big.ok());
+  EXPECT_THAT(big.status().message(), HasSubstr("device cuda:0"));
+  EXPECT_THAT(big.status().message(), HasSubstr("GiB free"));
+  auto fits = FitKvBlocksOnDevices("1GiB", layout, one, 256, probe);
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  EXPECT_EQ(fits->num_blocks, static_cast<int64_t>(gib / block));
+  // A GPU the probe cannot see.
+  auto missing = FitKvBlocksOnDevices("0.5", layout, plan_for("cuda:2", ""), 256, probe);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("cuda:2"));
+  EXPECT_GT(probes, 0);
+}
+
+}  // namespace
+}  // namespace kvmesh

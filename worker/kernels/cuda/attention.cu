@@ -1,0 +1,285 @@
+// KV page writes and paged attention on the device. Compiled without FMA
+// contraction (CMakeLists.txt) so that WriteKv's transforms and encoders give
+// the bytes the CPU writes (block_math_test checks the arithmetic itself).
+#include <cuda_runtime.h>
+
+#include "worker/kernels/cuda/ops.h"
+
+namespace kvmesh::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kMaxHeadDim = 256;
+constexpr int kMaxGroup = 8;      // query heads per KV head in the split-K kernel
+constexpr int kChunk = 256;       // positions per split-K block
+constexpr int kWarps = kThreads / 32;
+
+cudaStream_t S(Stream s) { return static_cast<cudaStream_t>(s); }
+
+__device__ __forceinline__ size_t PageRow(const PagedKv& kv, const StepTokens& t, int64_t token,
+                                          int32_t pos, int head) {
+  const int32_t block = t.tables[t.table_offset[token] + pos / kv.block_size];
+  return (static_cast<size_t>(block) * kv.block_size + pos % kv.block_size) * kv.n_head_kv + head;
+}
+
+// One thread per (token, head): threads j < n_head rotate a query head,
+// the others transform and store one KV head's K and V rows.
+__global__ void WriteKvKernel(KvWrite w, PagedKv kv, StepTokens t) {
+  const int per_token = w.n_head + kv.n_head_kv;
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= t.n_tokens * per_token) return;
+  const int64_t token = i / per_token;
+  const int j = static_cast<int>(i % per_token);
+  const int hd = w.head_dim;
+  float buf[kMaxHeadDim];
+  if (j < w.n_head) {
+    if (!w.k_rotated) return;
+    float* q = w.q + (token * w.n_head + j) * hd;
+    for (int d = 0; d < hd; ++d) buf[d] = q[d];
+    Hadamard(buf, hd);
+    for (int d = 0; d < hd; ++d) q[d] = buf[d];
+    return;
+  }
+  const int h = j - w.n_head;
+  const size_t row = PageRow(kv, t, token, t.positions[token], h);
+  float* k = w.k + (token * kv.n_head_kv + h) * hd;
+  for (int d = 0; d < hd; ++d) buf[d] = k[d];
+  if (w.k_mean != nullptr) {
+    for (int d = 0; d < hd; ++d) buf[d] -= w.k_mean[h * hd + d];
+  }
+  if (w.k_rotated) Hadamard(buf, hd);
+  EncodeKvRow(kv.k_type, w.min_error, buf, kv.k + row * kv.k_row_bytes, hd);
+  float* v = w.v + (token * kv.n_head_kv + h) * hd;
+  for (int d = 0; d < hd; ++d) buf[d] = v[d];
+  if (w.v_rotated) Hadamard(buf, hd);
+  EncodeKvRow(kv.v_type, w.min_error, buf, kv.v + row * kv.v_row_bytes, hd);
+}
+
+// The reference: one thread per (token, query head), an online softmax over
+// every position, rows decoded element by element.
+__global__ void AttentionPlainKernel(AttentionArgs a, PagedKv kv, StepTokens t) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= t.n_tokens * a.n_head) return;
+  const int64_t token = i / a.n_head;
+  const int h = static_cast<int>(i % a.n_head);
+  const int kv_head = h / (a.n_head / kv.n_head_kv);
+  const int hd = a.head_dim;
+  const float* q = a.q + (token * a.n_head + h) * hd;
+  float acc[kMaxHeadDim];
+  for (int d = 0; d < hd; ++d) acc[d] = 0.0f;
+  float m = -INFINITY, l = 0.0f;
+  const int32_t n = t.positions[token] + 1;
+  for (int32_t p = 0; p < n; ++p) {
+    const size_t row = PageRow(kv, t, token, p, kv_head);
+    const uint8_t* k = kv.k + row * kv.k_row_bytes;
+    const uint8_t* v = kv.v + row * kv.v_row_bytes;
+    float s = 0.0f;
+    for (int d = 0; d < hd; ++d) s += q[d] * KvElement(kv.k_type, k, d);
+    s *= a.scale;
+    const float m_new = fmaxf(m, s);
+    const float c = expf(m - m_new);
+    const float e = expf(s - m_new);
+    l = l * c + e;
+    for (int d = 0; d < hd; ++d) acc[d] = acc[d] * c + e * KvElement(kv.v_type, v, d);
+    m = m_new;
+  }
+  for (int d = 0; d < hd; ++d) acc[d] /= l;
+  if (a.v_rotated) Hadamard(acc, hd);
+  float* out = a.out + (token * a.n_head + h) * hd;
+  for (int d = 0; d < hd; ++d) out[d] = acc[d];
+}
+
+// Split-K: block (split, kv head, token) covers positions [split·kChunk,
+// +kChunk) of the token's context for the `group` query heads of one KV head.
+// Each warp takes every kWarps-th position; a lane holds head dimensions
+// lane, lane+32, ...; the group's scores come from one read of each K row and
+// the outputs from one read of each V row. The warps' softmax states merge in
+// shared memory, and each block writes (max, sum, unnormalised output) for
+// its chunk; CombineKernel merges the chunks.
+__global__ void __launch_bounds__(kThreads)
+    AttentionSplitKKernel(AttentionArgs a, PagedKv kv, StepTokens t, float* partial,
+                          int n_splits) {
+  const int split = blockIdx.x;
+  const int kv_head = blockIdx.y;
+  const int64_t token = blockIdx.z;
+  const int group = a.n_head / kv.n_head_kv;
+  const int hd = a.head_dim;
+  const int ni = hd / 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int32_t n = t.positions[token] + 1;
+  const int32_t begin = split * kChunk;
+  const int32_t end = min(n, begin + kChunk);
+  const int64_t stride = hd + 2;
+  auto partial_of = [&](int g) {
+    const int64_t qh = static_cast<int64_t>(kv_head) * group + g;
+    return partial + ((token * a.n_head + qh) * n_splits + split) * stride;
+  };
+  if (begin >= n) {  // past this token's context: an empty chunk
+    if (threadIdx.x < group) {
+      float* p = partial_of(threadIdx.x);
+      p[0] = -INFINITY;
+      p[1] = 0.0f;
+    }
+    return;
+  }
+  float q[kMaxGroup][kMaxHeadDim / 32];
+  float acc[kMaxGroup][kMaxHeadDim / 32];
+  float m[kMaxGroup], l[kMaxGroup];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kMaxHeadDim / 32; ++i) {
+      acc[g][i] = 0.0f;
+      q[g][i] = 0.0f;
+      if (g < group && i < ni) {
+        q[g][i] = a.q[(token * a.n_head + kv_head * group + g) * hd + lane + 32 * i];
+      }
+    }
+  }
+  for (int32_t p = begin + warp; p < end; p += kWarps) {
+    const size_t row = PageRow(kv, t, token, p, kv_head);
+    const uint8_t* krow = kv.k + row * kv.k_row_bytes;
+    const uint8_t* vrow = kv.v + row * kv.v_row_bytes;
+    float k[kMaxHeadDim / 32], v[kMaxHeadDim / 32];
+#pragma unroll
+    for (int i = 0; i < kMaxHeadDim / 32; ++i) {
+      k[i] = i < ni ? KvElement(kv.k_type, krow, lane + 32 * i) : 0.0f;
+      v[i] = i < ni ? KvElement(kv.v_type, vrow, lane + 32 * i) : 0.0f;
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g >= group) break;
+      float s = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kMaxHeadDim / 32; ++i) s += q[g][i] * k[i];
+      for (int offset = 16; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
+      s *= a.scale;
+      const float m_new = fmaxf(m[g], s);
+      const float c = expf(m[g] - m_new);
+      const float e = expf(s - m_new);
+      l[g] = l[g] * c + e;
+#pragma unroll
+      for (int i = 0; i < kMaxHeadDim / 32; ++i) acc[g][i] = acc[g][i] * c + e * v[i];
+      m[g] = m_new;
+    }
+  }
+  __shared__ float sm_m[kWarps][kMaxGroup];
+  __shared__ float sm_l[kWarps][kMaxGroup];
+  __shared__ float sm_acc[kWarps][kMaxGroup][kMaxHeadDim];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    if (g >= group) break;
+    if (lane == 0) {
+      sm_m[warp][g] = m[g];
+      sm_l[warp][g] = l[g];
+    }
+#pragma unroll
+    for (int i = 0; i < kMaxHeadDim / 32; ++i) {
+      if (i < ni) sm_acc[warp][g][lane + 32 * i] = acc[g][i];
+    }
+  }
+  __syncthreads();
+  // Thread x merges dimension x % hd of query head x / hd, for all warps.
+  for (int x = threadIdx.x; x < group * hd; x += kThreads) {
+    const int g = x / hd, d = x % hd;
+    float mm = -INFINITY;
+    for (int w = 0; w < kWarps; ++w) mm = fmaxf(mm, sm_m[w][g]);
+    float sum_l = 0.0f, sum_acc = 0.0f;
+    for (int w = 0; w < kWarps; ++w) {
+      if (sm_l[w][g] == 0.0f) continue;  // a warp that saw no position
+      const float c = expf(sm_m[w][g] - mm);
+      sum_l += sm_l[w][g] * c;
+      sum_acc += sm_acc[w][g][d] * c;
+    }
+    float* out = partial_of(g);
+    if (d == 0) {
+      out[0] = mm;
+      out[1] = sum_l;
+    }
+    out[2 + d] = sum_acc;
+  }
+}
+
+// One thread per (token, query head): merges the chunks, normalises, and
+// rotates the output back where V is stored rotated.
+__global__ void CombineKernel(AttentionArgs a, StepTokens t, const float* partial, int n_splits) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= t.n_tokens * a.n_head) return;
+  const int hd = a.head_dim;
+  const int64_t stride = hd + 2;
+  const float* p = partial + i * n_splits * stride;
+  const int used = (t.positions[i / a.n_head] + kChunk) / kChunk;  // chunks with positions
+  float mm = -INFINITY;
+  for (int s = 0; s < used; ++s) mm = fmaxf(mm, p[s * stride]);
+  float acc[kMaxHeadDim];
+  for (int d = 0; d < hd; ++d) acc[d] = 0.0f;
+  float sum_l = 0.0f;
+  for (int s = 0; s < used; ++s) {
+    const float c = expf(p[s * stride] - mm);
+    sum_l += p[s * stride + 1] * c;
+    for (int d = 0; d < hd; ++d) acc[d] += p[s * stride + 2 + d] * c;
+  }
+  for (int d = 0; d < hd; ++d) acc[d] /= sum_l;
+  if (a.v_rotated) Hadamard(acc, hd);
+  float* out = a.out + i * hd;
+  for (int d = 0; d < hd; ++d) out[d] = acc[d];
+}
+
+unsigned Blocks(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+
+bool SplitKTakes(const AttentionArgs& a, const PagedKv& kv) {
+  const int group = a.n_head / kv.n_head_kv;
+  return a.head_dim % 32 == 0 && a.head_dim <= kMaxHeadDim && group <= kMaxGroup;
+}
+
+int Splits(int max_context) { return (max_context + kChunk - 1) / kChunk; }
+
+}  // namespace
+
+void WriteKv(const KvWrite& w, const PagedKv& kv, const StepTokens& t, Stream stream) {
+  const int64_t n = t.n_tokens * (w.n_head + kv.n_head_kv);
+  if (n == 0) return;
+  WriteKvKernel<<<Blocks(n), kThreads, 0, S(stream)>>>(w, kv, t);
+}
+
+void AttentionPlain(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t,
+                    Stream stream) {
+  const int64_t n = t.n_tokens * a.n_head;
+  if (n == 0) return;
+  AttentionPlainKernel<<<Blocks(n), kThreads, 0, S(stream)>>>(a, kv, t);
+}
+
+int64_t AttentionScratchFloats(int64_t n_tokens, int n_head, int head_dim, int max_context) {
+  return n_tokens * n_head * static_cast<int64_t>(Splits(max_context)) * (head_dim + 2);
+}
+
+void AttentionSplitK(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t,
+                     float* scratch, int64_t scratch_floats, Stream stream) {
+  if (t.n_tokens == 0) return;
+  const int64_t per_token = AttentionScratchFloats(1, a.n_head, a.head_dim, t.max_context);
+  if (!SplitKTakes(a, kv) || per_token > scratch_floats) {
+    AttentionPlain(a, kv, t, stream);
+    return;
+  }
+  const int n_splits = Splits(t.max_context);
+  const int64_t piece = scratch_floats / per_token;
+  for (int64_t t0 = 0; t0 < t.n_tokens; t0 += piece) {
+    AttentionArgs pa = a;
+    StepTokens pt = t;
+    const int64_t offset = t0 * a.n_head * a.head_dim;
+    pa.q += offset;
+    pa.out += offset;
+    pt.positions += t0;
+    pt.table_offset += t0;
+    pt.n_tokens = t.n_tokens - t0 < piece ? t.n_tokens - t0 : piece;
+    const dim3 grid(static_cast<unsigned>(n_splits), static_cast<unsigned>(kv.n_head_kv),
+                    static_cast<unsigned>(pt.n_tokens));
+    AttentionSplitKKernel<<<grid, kThreads, 0, S(stream)>>>(pa, kv, pt, scratch, n_splits);
+    CombineKernel<<<Blocks(pt.n_tokens * a.n_head), kThreads, 0, S(stream)>>>(pa, pt, scratch,
+                                                                               n_splits);
+  }
+}
+
+}  // namespace kvmesh::cuda

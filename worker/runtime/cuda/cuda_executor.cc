@@ -1,0 +1,822 @@
+#include "worker/runtime/cuda/cuda_executor.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "worker/kernels/cuda/ops.h"
+#include "worker/kv/kv_bias.h"
+#include "worker/kv/kv_memory_fit.h"
+#include "worker/runtime/cuda/cuda_memory.h"
+#include "worker/runtime/weight_shard.h"
+
+namespace kvmesh {
+namespace {
+
+constexpr size_t kAlign = 256;
+constexpr int kNumActs = static_cast<int>(Act::kLogits) + 1;
+
+size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+Status CudaError(cudaError_t err, const std::string& what) {
+  if (err == cudaSuccess) return Status::Ok();
+  return InternalError(what + ": " + cudaGetErrorString(err));
+}
+
+bool IsQuantized(TensorType t) {
+  return t != TensorType::kF32 && t != TensorType::kF16 && t != TensorType::kBF16;
+}
+
+// A device allocation, freed with the object; grows, never shrinks.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+  }
+  Status Reserve(size_t bytes) {
+    if (bytes <= size_) return Status::Ok();
+    const size_t want = std::max(bytes, size_ + size_ / 2);
+    if (ptr_ != nullptr) cudaFree(ptr_);
+    ptr_ = nullptr;
+    size_ = 0;
+    RETURN_IF_ERROR(CudaError(cudaMalloc(&ptr_, want), "cudaMalloc of " + FormatBytes(want)));
+    size_ = want;
+    return Status::Ok();
+  }
+  template <typename T = uint8_t>
+  T* get() const {
+    return static_cast<T*>(ptr_);
+  }
+  size_t size() const { return size_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Page-locked host memory, for copies that overlap the stream.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (ptr_ != nullptr) cudaFreeHost(ptr_);
+  }
+  Status Reserve(size_t bytes) {
+    if (bytes <= size_) return Status::Ok();
+    if (ptr_ != nullptr) cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    const size_t want = std::max(bytes, size_ + size_ / 2);
+    size_ = 0;
+    RETURN_IF_ERROR(
+        CudaError(cudaMallocHost(&ptr_, want), "cudaMallocHost of " + FormatBytes(want)));
+    size_ = want;
+    return Status::Ok();
+  }
+  template <typename T = uint8_t>
+  T* get() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+struct LayerMatrices {
+  cuda::DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+};
+
+struct LayerVectors {
+  const float* attn_norm = nullptr;
+  const float* ffn_norm = nullptr;
+  const float* bq = nullptr;
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* q_norm = nullptr;
+  const float* k_norm = nullptr;
+};
+
+// Lays the shard's weights out in one allocation: offsets first, then one
+// upload per tensor.
+class WeightUpload {
+ public:
+  size_t Add(const void* src, size_t bytes) {
+    const size_t offset = total_;
+    if (bytes > 0) items_.push_back({src, bytes, offset});
+    total_ += AlignUp(bytes);
+    return offset;
+  }
+  size_t total() const { return total_; }
+  Status CopyTo(uint8_t* base) const {
+    for (const Item& i : items_) {
+      RETURN_IF_ERROR(CudaError(cudaMemcpy(base + i.offset, i.src, i.bytes, cudaMemcpyHostToDevice),
+                                "weight upload"));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  struct Item {
+    const void* src;
+    size_t bytes;
+    size_t offset;
+  };
+  std::vector<Item> items_;
+  size_t total_ = 0;
+};
+
+}  // namespace
+
+struct CudaExecutor::Impl {
+  Impl(const Model& model, const KvLayout& layout, const DeviceShard& shard, int64_t num_blocks,
+       Communicator* comm, const CudaExecutorOptions& options)
+      : config(model.config()),
+        shard(shard),
+        layout(layout),
+        shard_layout(shard.ShardLayout(layout)),
+        num_blocks(num_blocks),
+        comm(comm),
+        options(options),
+        rope(model.config().rope, model.weights().rope_freq_factors) {}
+
+  ~Impl() {
+    cudaSetDevice(shard.device.index);
+    if (stream != nullptr) cudaStreamSynchronize(stream);
+    if (cublas != nullptr) cublasDestroy(cublas);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+
+  Status Init(const Model& model);
+  void Fail(const Status& s) {
+    if (error.ok() && !s.ok()) error = s.WithPrefix("device " + shard.device.Name());
+  }
+  void Fail(cudaError_t err, const char* what) { Fail(CudaError(err, what)); }
+  void Fail(cublasStatus_t st, const char* what) {
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      Fail(InternalError(std::string(what) + ": cuBLAS status " + std::to_string(st)));
+    }
+  }
+
+  int64_t Rows(Act a) const {
+    return a == Act::kFinal || a == Act::kLogits ? static_cast<int64_t>(step.logit_rows.size())
+                                                 : n_tokens;
+  }
+  float* A(Act a) const { return acts[static_cast<int>(a)].get<float>(); }
+  int64_t Width(Act a) const { return width[static_cast<int>(a)]; }
+  const float* VectorOf(int layer, Vector v) const;
+  const cuda::DeviceMatrix& MatrixOf(int layer, Matrix m) const;
+  void Gemm(const cuda::DeviceMatrix& m, const float* x, int64_t rows, float* y, int64_t ldy,
+            int* x16_format);
+  cuda::PagedKv PagesOf(int local_layer) const;
+
+  const ModelConfig& config;
+  const DeviceShard shard;
+  const KvLayout layout;  // the whole model's
+  const KvLayout shard_layout;
+  const int64_t num_blocks;
+  Communicator* comm;
+  const CudaExecutorOptions options;
+  RopeTable rope;
+
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  DeviceBuffer weights;
+  uint64_t weight_bytes = 0;
+  std::vector<LayerMatrices> layers;
+  std::vector<LayerVectors> vectors;
+  cuda::DeviceMatrix embedding, output;
+  const float* output_norm = nullptr;
+  DeviceBuffer k_pages, v_pages, k_mean;
+  size_t k_layer_bytes = 0, v_layer_bytes = 0;
+
+  // The step.
+  StepView step;
+  int64_t n_tokens = 0;
+  int32_t max_context = 0;
+  DeviceBuffer acts[kNumActs];
+  int64_t width[kNumActs] = {};
+  PinnedBuffer step_host;
+  DeviceBuffer step_device;
+  const int32_t* d_tokens = nullptr;
+  const int32_t* d_positions = nullptr;
+  const int32_t* d_table_offset = nullptr;
+  const int32_t* d_tables = nullptr;
+  const int64_t* d_logit_index = nullptr;
+  const float* d_rope = nullptr;
+  DeviceBuffer xq, x16, dequant, attention_scratch, cublas_workspace, argmax;
+  PinnedBuffer host_logits, host_reduce;
+  bool logits_pending = false;
+  Status error;
+  std::atomic<double> comm_seconds{0.0};
+};
+
+Status CudaExecutor::Impl::Init(const Model& model) {
+  const std::string name = "device " + shard.device.Name();
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return UnavailableError(name + ": no usable CUDA device on this machine");
+  }
+  if (shard.device.index >= count) {
+    return InvalidArgumentError(name + ": this machine has " + std::to_string(count) +
+                                " CUDA device(s), cuda:0..cuda:" + std::to_string(count - 1));
+  }
+  RETURN_IF_ERROR(CudaError(cudaSetDevice(shard.device.index), name));
+  const ModelConfig& c = config;
+  if (c.head_dim > 256 || c.head_dim_v != c.head_dim) {
+    return InvalidArgumentError(name + ": the CUDA kernels take head sizes up to 256 with K and " +
+                                "V of one size (this model: K " + std::to_string(c.head_dim) +
+                                ", V " + std::to_string(c.head_dim_v) + ")");
+  }
+  WeightShard ws = WeightShard::Make(model.weights(), c, shard);
+  const ModelWeights& w = ws.weights;
+  std::vector<const WeightMatrix*> matrices;
+  for (const LayerWeights& l : w.layers) {
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      matrices.push_back(m);
+    }
+  }
+  if (shard.embeds) matrices.push_back(&w.token_embd);
+  if (shard.computes_logits()) matrices.push_back(&w.output);
+  for (const WeightMatrix* m : matrices) {
+    if (!cuda::IsCudaWeightType(m->type)) {
+      return InvalidArgumentError(name + ": tensor '" + m->name + "' has type " +
+                                  TensorTypeName(m->type) +
+                                  ", which the CUDA kernels do not take (F32, F16, BF16, Q8_0, "
+                                  "Q4_0, Q4_K, Q5_K, Q6_K)");
+    }
+  }
+
+  // Lay out and size everything before allocating any of it.
+  WeightUpload upload;
+  auto add_matrix = [&](const WeightMatrix& m) {
+    cuda::DeviceMatrix d;
+    d.type = m.type;
+    d.row_bytes = m.row_bytes;
+    d.n_out = m.rows;
+    d.n_in = m.cols;
+    d.data = reinterpret_cast<const uint8_t*>(upload.Add(m.data, m.num_bytes()));
+    weight_bytes += m.num_bytes();
+    return d;
+  };
+  auto add_vector = [&](const std::vector<float>& v) {
+    return v.empty() ? static_cast<const float*>(nullptr)
+                     : reinterpret_cast<const float*>(upload.Add(v.data(), v.size() * 4) + 1);
+  };
+  for (const LayerWeights& l : w.layers) {
+    layers.push_back({add_matrix(l.wq), add_matrix(l.wk), add_matrix(l.wv), add_matrix(l.wo),
+                      add_matrix(l.w_gate), add_matrix(l.w_up), add_matrix(l.w_down)});
+    vectors.push_back({add_vector(l.attn_norm), add_vector(l.ffn_norm), add_vector(l.bq),
+                       add_vector(l.bk), add_vector(l.bv), add_vector(l.q_norm),
+                       add_vector(l.k_norm)});
+  }
+  if (shard.embeds) embedding = add_matrix(w.token_embd);
+  if (shard.computes_logits()) output = add_matrix(w.output);
+  output_norm = add_vector(w.output_norm);
+
+  const size_t bs = static_cast<size_t>(layout.block_size);
+  const size_t heads = static_cast<size_t>(shard.num_kv_heads());
+  k_layer_bytes = static_cast<size_t>(num_blocks) * bs * heads * layout.k_row_bytes();
+  v_layer_bytes = static_cast<size_t>(num_blocks) * bs * heads * layout.v_row_bytes();
+  const uint64_t kv_bytes = (k_layer_bytes + v_layer_bytes) * shard.num_layers();
+  const uint64_t workspace = shard.workspace_bytes;
+  size_t free_bytes = 0, total_bytes = 0;
+  RETURN_IF_ERROR(CudaError(cudaMemGetInfo(&free_bytes, &total_bytes), name + ": cudaMemGetInfo"));
+  const uint64_t needed = upload.total() + kv_bytes + workspace;
+  if (needed > free_bytes) {
+    return ResourceExhaustedError(
+        name + ": needs " + FormatBytes(needed) + " (weights " + FormatBytes(upload.total()) +
+        ", KV pages " + FormatBytes(kv_bytes) + ", workspace " + FormatBytes(workspace) +
+        ") but has " + FormatBytes(free_bytes) + " free of " + FormatBytes(total_bytes) +
+        "; lower --kv-memory or split the model over more devices");
+  }
+
+  RETURN_IF_ERROR(weights.Reserve(upload.total()).WithPrefix(name));
+  RETURN_IF_ERROR(upload.CopyTo(weights.get()).WithPrefix(name));
+  // Offsets become pointers (vectors were offset by one to tell them from
+  // null).
+  uint8_t* base = weights.get();
+  auto fix_matrix = [&](cuda::DeviceMatrix& m) {
+    m.data = base + reinterpret_cast<size_t>(m.data);
+  };
+  auto fix_vector = [&](const float*& v) {
+    if (v != nullptr) v = reinterpret_cast<const float*>(base + reinterpret_cast<size_t>(v) - 1);
+  };
+  for (size_t i = 0; i < layers.size(); ++i) {
+    LayerMatrices& l = layers[i];
+    for (cuda::DeviceMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      fix_matrix(*m);
+    }
+    LayerVectors& v = vectors[i];
+    for (const float** p : {&v.attn_norm, &v.ffn_norm, &v.bq, &v.bk, &v.bv, &v.q_norm, &v.k_norm}) {
+      fix_vector(*p);
+    }
+  }
+  if (shard.embeds) fix_matrix(embedding);
+  if (shard.computes_logits()) fix_matrix(output);
+  fix_vector(output_norm);
+
+  RETURN_IF_ERROR(k_pages.Reserve(std::max<size_t>(1, k_layer_bytes * shard.num_layers())));
+  RETURN_IF_ERROR(v_pages.Reserve(std::max<size_t>(1, v_layer_bytes * shard.num_layers())));
+  if (layout.k_bias != nullptr) {
+    std::vector<float> mean;
+    for (int l = shard.layer_begin; l < shard.layer_end; ++l) {
+      for (int h = shard.kv_head_begin; h < shard.kv_head_end; ++h) {
+        const float* row = layout.k_bias->Row(l, h);
+        mean.insert(mean.end(), row, row + c.head_dim);
+      }
+    }
+    RETURN_IF_ERROR(k_mean.Reserve(mean.size() * 4));
+    RETURN_IF_ERROR(CudaError(
+        cudaMemcpy(k_mean.get(), mean.data(), mean.size() * 4, cudaMemcpyHostToDevice), name));
+  }
+
+  RETURN_IF_ERROR(CudaError(cudaStreamCreate(&stream), name + ": cudaStreamCreate"));
+  if (cublasCreate(&cublas) != CUBLAS_STATUS_SUCCESS) {
+    return InternalError(name + ": cublasCreate failed");
+  }
+  cublasSetStream(cublas, stream);
+  RETURN_IF_ERROR(cublas_workspace.Reserve(kCudaCublasWorkspaceBytes));
+  cublasSetWorkspace(cublas, cublas_workspace.get(), kCudaCublasWorkspaceBytes);
+  RETURN_IF_ERROR(dequant.Reserve(kCudaDequantChunkBytes));
+  RETURN_IF_ERROR(attention_scratch.Reserve(kCudaAttentionScratchBytes));
+
+  const int64_t hd = c.head_dim;
+  auto set_width = [&](Act a, int64_t v) { width[static_cast<int>(a)] = v; };
+  set_width(Act::kResidual, c.n_embd);
+  set_width(Act::kNormed, c.n_embd);
+  set_width(Act::kProjection, c.n_embd);
+  set_width(Act::kQuery, shard.num_q_heads() * hd);
+  set_width(Act::kAttention, shard.num_q_heads() * hd);
+  set_width(Act::kKey, shard.num_kv_heads() * hd);
+  set_width(Act::kValue, shard.num_kv_heads() * hd);
+  set_width(Act::kGate, shard.num_ff());
+  set_width(Act::kUp, shard.num_ff());
+  set_width(Act::kFinal, c.n_embd);
+  set_width(Act::kLogits, shard.vocab_end - shard.vocab_begin);
+  return Status::Ok();
+}
+
+const float* CudaExecutor::Impl::VectorOf(int layer, Vector v) const {
+  if (v == Vector::kOutputNorm) return output_norm;
+  const LayerVectors& l = vectors[layer - shard.layer_begin];
+  switch (v) {
+    case Vector::kAttnNorm:
+      return l.attn_norm;
+    case Vector::kFfnNorm:
+      return l.ffn_norm;
+    case Vector::kQBias:
+      return l.bq;
+    case Vector::kKBias:
+      return l.bk;
+    case Vector::kVBias:
+      return l.bv;
+    case Vector::kQNorm:
+      return l.q_norm;
+    case Vector::kKNorm:
+      return l.k_norm;
+    case Vector::kOutputNorm:
+      break;
+  }
+  return output_norm;
+}
+
+const cuda::DeviceMatrix& CudaExecutor::Impl::MatrixOf(int layer, Matrix m) const {
+  if (m == Matrix::kOutput) return output;
+  const LayerMatrices& l = layers[layer - shard.layer_begin];
+  switch (m) {
+    case Matrix::kQ:
+      return l.wq;
+    case Matrix::kK:
+      return l.wk;
+    case Matrix::kV:
+      return l.wv;
+    case Matrix::kO:
+      return l.wo;
+    case Matrix::kGate:
+      return l.w_gate;
+    case Matrix::kUp:
+      return l.w_up;
+    case Matrix::kDown:
+      return l.w_down;
+    case Matrix::kOutput:
+      break;
+  }
+  return output;
+}
+
+cuda::PagedKv CudaExecutor::Impl::PagesOf(int local_layer) const {
+  cuda::PagedKv kv;
+  kv.k = k_pages.get() + k_layer_bytes * local_layer;
+  kv.v = v_pages.get() + v_layer_bytes * local_layer;
+  kv.k_type = layout.k_type;
+  kv.v_type = layout.v_type;
+  kv.k_row_bytes = layout.k_row_bytes();
+  kv.v_row_bytes = layout.v_row_bytes();
+  kv.block_size = layout.block_size;
+  kv.n_head_kv = shard.num_kv_heads();
+  return kv;
+}
+
+// y (column-major n_out x rows, ld ldy, i.e. row-major rows x n_out) ←
+// W·x on tensor cores: cuBLAS reads the row-major weight as its transpose.
+// `x16_format` says what x16 holds (-1 nothing, 0 f16, 1 bf16), so targets
+// that share an input convert it once.
+void CudaExecutor::Impl::Gemm(const cuda::DeviceMatrix& m, const float* x, int64_t rows, float* y,
+                              int64_t ldy, int* x16_format) {
+  const float one = 1.0f, zero = 0.0f;
+  const int n_out = static_cast<int>(m.n_out), n_in = static_cast<int>(m.n_in);
+  if (m.type == TensorType::kF32) {
+    Fail(cublasSgemm(cublas, CUBLAS_OP_T, CUBLAS_OP_N, n_out, static_cast<int>(rows), n_in, &one,
+                     reinterpret_cast<const float*>(m.data), static_cast<int>(m.row_bytes / 4), x,
+                     n_in, &zero, y, static_cast<int>(ldy)),
+         "cublasSgemm");
+    return;
+  }
+  const bool bf16 = m.type == TensorType::kBF16;
+  const int format = bf16 ? 1 : 0;
+  if (*x16_format != format) {
+    Fail(x16.Reserve(static_cast<size_t>(rows * n_in) * 2));
+    cuda::ConvertActivations(x, rows * n_in, bf16, x16.get<uint16_t>(), stream);
+    *x16_format = format;
+  }
+  const cudaDataType_t t = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  if (!IsQuantized(m.type)) {
+    Fail(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, n_out, static_cast<int>(rows), n_in, &one,
+                      m.data, t, static_cast<int>(m.row_bytes / 2), x16.get(), t, n_in, &zero, y,
+                      CUDA_R_32F, static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+         "cublasGemmEx");
+    return;
+  }
+  // Quantized: rows of W dequantized to f16 a bounded chunk at a time.
+  const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(dequant.size() / 2) / n_in);
+  for (int64_t r0 = 0; r0 < m.n_out; r0 += chunk) {
+    const int64_t count = std::min(chunk, m.n_out - r0);
+    cuda::DequantizeRows(m, r0, count, false, dequant.get<uint16_t>(), stream);
+    Fail(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(count),
+                      static_cast<int>(rows), n_in, &one, dequant.get(), CUDA_R_16F, n_in,
+                      x16.get(), CUDA_R_16F, n_in, &zero, y + r0, CUDA_R_32F,
+                      static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+         "cublasGemmEx");
+  }
+}
+
+StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const Model& model,
+                                                             const KvLayout& layout,
+                                                             const DeviceShard& shard,
+                                                             int64_t num_blocks,
+                                                             Communicator* comm,
+                                                             const CudaExecutorOptions& options) {
+  if (shard.device.kind != DeviceKind::kCuda) {
+    return InvalidArgumentError("device " + shard.device.Name() + " is not a CUDA device");
+  }
+  auto impl = std::make_unique<Impl>(model, layout, shard, num_blocks, comm, options);
+  RETURN_IF_ERROR(impl->Init(model));
+  return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(impl)));
+}
+
+CudaExecutor::CudaExecutor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CudaExecutor::~CudaExecutor() = default;
+
+void CudaExecutor::BeginStep(const StepView& s) {
+  Impl& m = *impl_;
+  m.Fail(cudaSetDevice(m.shard.device.index), "cudaSetDevice");
+  m.step = s;
+  m.n_tokens = static_cast<int64_t>(s.positions.size());
+  const int64_t n = m.n_tokens;
+  const int64_t n_logits = static_cast<int64_t>(s.logit_rows.size());
+  m.rope.Compute(s.positions);
+  const std::span<const float> rope = m.rope.table();
+
+  // One host block, one copy: tokens, positions, table offsets, tables,
+  // logit row indices, the RoPE table.
+  const std::vector<SequenceChunk>& seqs = s.batch->sequences;
+  std::vector<int32_t> seq_offset(seqs.size());
+  int64_t table_entries = 0;
+  m.max_context = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    seq_offset[i] = static_cast<int32_t>(table_entries);
+    const int64_t end = static_cast<int64_t>(seqs[i].start_pos) + seqs[i].num_tokens;
+    table_entries += (end + m.layout.block_size - 1) / m.layout.block_size;
+    m.max_context = std::max<int32_t>(m.max_context, static_cast<int32_t>(end));
+  }
+  const size_t ints = AlignUp((3 * n + table_entries) * 4);
+  const size_t index_bytes = AlignUp(n_logits * 8);
+  const size_t rope_bytes = rope.size() * 4;
+  const size_t total = ints + index_bytes + rope_bytes;
+  m.Fail(m.step_host.Reserve(total));
+  m.Fail(m.step_device.Reserve(total));
+  if (!m.error.ok()) return;
+  int32_t* h = m.step_host.get<int32_t>();
+  for (int64_t t = 0; t < n; ++t) {
+    h[t] = s.batch->tokens[t];
+    h[n + t] = s.positions[t];
+    h[2 * n + t] = seq_offset[s.token_seq[t]];
+  }
+  int32_t* tables = h + 3 * n;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const int64_t end = static_cast<int64_t>(seqs[i].start_pos) + seqs[i].num_tokens;
+    const int64_t used = (end + m.layout.block_size - 1) / m.layout.block_size;
+    std::memcpy(tables + seq_offset[i], seqs[i].block_table.data(), used * 4);
+  }
+  std::memcpy(m.step_host.get() + ints, s.logit_rows.data(), n_logits * 8);
+  std::memcpy(m.step_host.get() + ints + index_bytes, rope.data(), rope_bytes);
+  m.Fail(cudaMemcpyAsync(m.step_device.get(), m.step_host.get(), total, cudaMemcpyHostToDevice,
+                         m.stream),
+         "step upload");
+  const int32_t* d = m.step_device.get<int32_t>();
+  m.d_tokens = d;
+  m.d_positions = d + n;
+  m.d_table_offset = d + 2 * n;
+  m.d_tables = d + 3 * n;
+  m.d_logit_index = reinterpret_cast<const int64_t*>(m.step_device.get() + ints);
+  m.d_rope = reinterpret_cast<const float*>(m.step_device.get() + ints + index_bytes);
+
+  for (int a = 0; a < kNumActs; ++a) {
+    m.Fail(m.acts[a].Reserve(std::max<size_t>(
+        4, static_cast<size_t>(m.Rows(static_cast<Act>(a)) * m.width[a]) * 4)));
+  }
+  const int64_t max_in =
+      std::max({m.width[static_cast<int>(Act::kNormed)], m.width[static_cast<int>(Act::kGate)],
+                m.width[static_cast<int>(Act::kAttention)]});
+  if (n > cuda::kMaxMatVecRows) m.Fail(m.x16.Reserve(static_cast<size_t>(n * max_in) * 2));
+  const int64_t vec_rows = std::min<int64_t>(n, cuda::kMaxMatVecRows);
+  m.Fail(m.xq.Reserve(std::max<size_t>(
+      1, static_cast<size_t>(vec_rows * (max_in / cuda::kGroup + 1)) * sizeof(cuda::ActQ8))));
+}
+
+void CudaExecutor::Embed() {
+  Impl& m = *impl_;
+  cuda::EmbedRows(m.embedding.type, m.embedding.data, m.embedding.row_bytes, m.d_tokens,
+                  m.n_tokens, m.config.n_embd, m.A(Act::kResidual), m.stream);
+}
+
+void CudaExecutor::SelectLogitRows() {
+  Impl& m = *impl_;
+  cuda::GatherRows(m.A(Act::kResidual), m.d_logit_index, m.Rows(Act::kFinal), m.config.n_embd,
+                   m.A(Act::kFinal), m.stream);
+}
+
+void CudaExecutor::RmsNorm(Act in, Act out, int layer, Vector weight) {
+  Impl& m = *impl_;
+  cuda::RmsNormRows(m.A(in), m.VectorOf(layer, weight), m.A(out), m.Rows(in), m.config.n_embd,
+                    m.config.rms_eps, m.stream);
+}
+
+void CudaExecutor::HeadRmsNorm(Act a, int layer, Vector weight) {
+  Impl& m = *impl_;
+  const int hd = m.config.head_dim;
+  cuda::HeadRmsNorm(m.A(a), m.VectorOf(layer, weight), m.n_tokens, m.Width(a) / hd, hd,
+                    m.config.rms_eps, m.stream);
+}
+
+void CudaExecutor::AddBias(Act a, int layer, Vector bias) {
+  Impl& m = *impl_;
+  cuda::AddBias(m.A(a), m.VectorOf(layer, bias), m.n_tokens, m.Width(a), m.stream);
+}
+
+void CudaExecutor::MatMul(Act in, int layer, std::span<const MatMulOut> outs) {
+  Impl& m = *impl_;
+  const int64_t rows = m.Rows(in);
+  if (rows == 0) return;
+  const float* x = m.A(in);
+  const int64_t n_in = m.Width(in);
+  bool quantized_input = false;
+  int x16_format = -1;
+  bool logits = false;
+  for (const MatMulOut& t : outs) {
+    const cuda::DeviceMatrix& w = m.MatrixOf(layer, t.matrix);
+    float* y = m.A(t.out);
+    const int64_t ldy = m.Width(t.out);
+    logits = logits || t.out == Act::kLogits;
+    if (m.options.plain) {
+      cuda::MatMulPlain(w, x, rows, y, ldy, m.stream);
+    } else if (rows <= cuda::kMaxMatVecRows) {
+      if (IsQuantized(w.type)) {
+        if (!quantized_input) {
+          cuda::QuantizeActivations(x, rows, n_in, m.xq.get<cuda::ActQ8>(), m.stream);
+          quantized_input = true;
+        }
+        cuda::MatVecQ8(w, m.xq.get<cuda::ActQ8>(), rows, y, ldy, m.stream);
+      } else {
+        cuda::MatVecFloat(w, x, rows, y, ldy, m.stream);
+      }
+    } else {
+      m.Gemm(w, x, rows, y, ldy, &x16_format);
+    }
+  }
+  if (logits) {
+    const size_t bytes = static_cast<size_t>(rows * m.Width(Act::kLogits)) * 4;
+    m.Fail(m.host_logits.Reserve(bytes));
+    if (!m.error.ok()) return;
+    m.Fail(cudaMemcpyAsync(m.host_logits.get(), m.A(Act::kLogits), bytes, cudaMemcpyDeviceToHost,
+                           m.stream),
+           "logits copy");
+    m.logits_pending = true;
+  }
+}
+
+void CudaExecutor::Rope(Act a) {
+  Impl& m = *impl_;
+  const RopeConfig& r = m.rope.config();
+  cuda::Rope(m.A(a), m.d_rope, m.n_tokens, m.Width(a), m.config.head_dim, r.n_rot,
+             r.style == RopeStyle::kAdjacentPairs, m.stream);
+}
+
+void CudaExecutor::Attention(int layer) {
+  Impl& m = *impl_;
+  const int local = layer - m.shard.layer_begin;
+  const int hd = m.config.head_dim;
+  const cuda::PagedKv kv = m.PagesOf(local);
+  cuda::StepTokens t;
+  t.n_tokens = m.n_tokens;
+  t.positions = m.d_positions;
+  t.table_offset = m.d_table_offset;
+  t.tables = m.d_tables;
+  t.max_context = m.max_context;
+  cuda::KvWrite w;
+  w.q = m.A(Act::kQuery);
+  w.k = m.A(Act::kKey);
+  w.v = m.A(Act::kValue);
+  w.n_head = m.shard.num_q_heads();
+  w.head_dim = hd;
+  w.k_mean = m.layout.k_bias != nullptr
+                 ? m.k_mean.get<float>() + static_cast<size_t>(local) * kv.n_head_kv * hd
+                 : nullptr;
+  w.k_rotated = m.layout.k_rotated;
+  w.v_rotated = m.layout.v_rotated;
+  w.min_error = m.layout.rounding == KvRounding::kMinError;
+  cuda::WriteKv(w, kv, t, m.stream);
+  cuda::AttentionArgs a;
+  a.q = m.A(Act::kQuery);
+  a.out = m.A(Act::kAttention);
+  a.n_head = w.n_head;
+  a.head_dim = hd;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  a.v_rotated = m.layout.v_rotated;
+  if (m.options.plain) {
+    cuda::AttentionPlain(a, kv, t, m.stream);
+  } else {
+    cuda::AttentionSplitK(a, kv, t, m.attention_scratch.get<float>(),
+                          static_cast<int64_t>(m.attention_scratch.size() / 4), m.stream);
+  }
+}
+
+void CudaExecutor::SwiGlu(Act gate, Act up) {
+  Impl& m = *impl_;
+  cuda::SwiGlu(m.A(gate), m.A(up), m.n_tokens * m.Width(gate), m.stream);
+}
+
+void CudaExecutor::Add(Act dst, Act src) {
+  Impl& m = *impl_;
+  cuda::Add(m.A(dst), m.A(src), m.Rows(dst) * m.Width(dst), m.stream);
+}
+
+void CudaExecutor::AllReduce(Act a) {
+  Impl& m = *impl_;
+  if (m.comm == nullptr || m.comm->size() == 1) return;
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t n = m.Rows(a) * m.Width(a);
+  if (m.comm->on_device()) {
+    m.Fail(m.comm->AllReduceSumOnDevice(m.A(a), n, m.stream));
+  } else {
+    // Staged through pinned host memory: virtual devices on one GPU, or
+    // GPUs without NCCL.
+    m.Fail(m.host_reduce.Reserve(static_cast<size_t>(n) * 4));
+    if (!m.error.ok()) return;
+    float* host = m.host_reduce.get<float>();
+    m.Fail(cudaMemcpyAsync(host, m.A(a), n * 4, cudaMemcpyDeviceToHost, m.stream), "all-reduce");
+    m.Fail(cudaStreamSynchronize(m.stream), "all-reduce");
+    m.Fail(m.comm->AllReduceSum(host, n));
+    m.Fail(cudaMemcpyAsync(m.A(a), host, n * 4, cudaMemcpyHostToDevice, m.stream), "all-reduce");
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  m.comm_seconds.store(m.comm_seconds.load(std::memory_order_relaxed) + seconds,
+                       std::memory_order_relaxed);
+}
+
+void CudaExecutor::ReadResidual(float* dst) {
+  Impl& m = *impl_;
+  const size_t bytes = static_cast<size_t>(m.n_tokens * m.config.n_embd) * 4;
+  m.Fail(cudaMemcpyAsync(dst, m.A(Act::kResidual), bytes, cudaMemcpyDeviceToHost, m.stream),
+         "residual copy");
+  m.Fail(cudaStreamSynchronize(m.stream), "residual copy");
+}
+
+void CudaExecutor::WriteResidual(const float* src) {
+  Impl& m = *impl_;
+  const size_t bytes = static_cast<size_t>(m.n_tokens * m.config.n_embd) * 4;
+  m.Fail(cudaMemcpyAsync(m.A(Act::kResidual), src, bytes, cudaMemcpyHostToDevice, m.stream),
+         "residual copy");
+  m.Fail(cudaStreamSynchronize(m.stream), "residual copy");
+}
+
+// The block's bytes in the one-device layout (Executor::ReadBlock): per
+// layer K then V, rows by slot then head; this device's runs of it.
+template <typename Fn>
+static void ForEachBlockRun(const KvLayout& layout, const DeviceShard& shard, const Fn& fn) {
+  const size_t k_row = layout.k_row_bytes(), v_row = layout.v_row_bytes();
+  const size_t heads = static_cast<size_t>(layout.n_head_kv);
+  const size_t bs = static_cast<size_t>(layout.block_size);
+  const size_t k_bytes = k_row * heads * bs;
+  const size_t layer_bytes = (k_row + v_row) * heads * bs;
+  const size_t h0 = static_cast<size_t>(shard.kv_head_begin);
+  const size_t nh = static_cast<size_t>(shard.num_kv_heads());
+  for (int l = shard.layer_begin; l < shard.layer_end; ++l) {
+    const size_t base = static_cast<size_t>(l) * layer_bytes;
+    for (size_t s = 0; s < bs; ++s) {
+      const int local = l - shard.layer_begin;
+      fn(base + (s * heads + h0) * k_row, local, s, /*value=*/false, nh * k_row);
+      fn(base + k_bytes + (s * heads + h0) * v_row, local, s, /*value=*/true, nh * v_row);
+    }
+  }
+}
+
+void CudaExecutor::ReadBlock(int32_t block, uint8_t* full) const {
+  Impl& m = *impl_;
+  m.Fail(cudaSetDevice(m.shard.device.index), "cudaSetDevice");
+  const size_t nh = static_cast<size_t>(m.shard.num_kv_heads());
+  const size_t bs = static_cast<size_t>(m.layout.block_size);
+  ForEachBlockRun(m.layout, m.shard,
+                  [&](size_t offset, int local, size_t slot, bool value, size_t bytes) {
+                    const size_t row_bytes = value ? m.layout.v_row_bytes() : m.layout.k_row_bytes();
+                    const uint8_t* pages = value ? m.v_pages.get() + m.v_layer_bytes * local
+                                                 : m.k_pages.get() + m.k_layer_bytes * local;
+                    const size_t row = (static_cast<size_t>(block) * bs + slot) * nh;
+                    m.Fail(cudaMemcpy(full + offset, pages + row * row_bytes, bytes,
+                                      cudaMemcpyDeviceToHost),
+                           "KV block read");
+                  });
+}
+
+void CudaExecutor::WriteBlock(int32_t block, const uint8_t* full) {
+  Impl& m = *impl_;
+  m.Fail(cudaSetDevice(m.shard.device.index), "cudaSetDevice");
+  const size_t nh = static_cast<size_t>(m.shard.num_kv_heads());
+  const size_t bs = static_cast<size_t>(m.layout.block_size);
+  ForEachBlockRun(m.layout, m.shard,
+                  [&](size_t offset, int local, size_t slot, bool value, size_t bytes) {
+                    const size_t row_bytes = value ? m.layout.v_row_bytes() : m.layout.k_row_bytes();
+                    uint8_t* pages = value ? m.v_pages.get() + m.v_layer_bytes * local
+                                           : m.k_pages.get() + m.k_layer_bytes * local;
+                    const size_t row = (static_cast<size_t>(block) * bs + slot) * nh;
+                    m.Fail(cudaMemcpy(pages + row * row_bytes, full + offset, bytes,
+                                      cudaMemcpyHostToDevice),
+                           "KV block write");
+                  });
+}
+
+DeviceCounters CudaExecutor::counters() const {
+  DeviceCounters c;
+  c.weight_bytes = impl_->weight_bytes;
+  c.kv_bytes = (impl_->k_layer_bytes + impl_->v_layer_bytes) * impl_->shard.num_layers();
+  c.comm_seconds = impl_->comm_seconds.load(std::memory_order_relaxed);
+  return c;
+}
+
+Status CudaExecutor::TakeError() {
+  Impl& m = *impl_;
+  m.Fail(cudaSetDevice(m.shard.device.index), "cudaSetDevice");
+  m.Fail(cudaStreamSynchronize(m.stream), "step");
+  m.Fail(cudaGetLastError(), "kernel launch");
+  if (m.logits_pending && m.error.ok()) {
+    const int64_t w = m.Width(Act::kLogits);
+    const float* src = m.host_logits.get<float>();
+    for (int64_t r = 0; r < m.Rows(Act::kLogits); ++r) {
+      std::memcpy(m.step.logits + r * m.step.n_vocab + m.shard.vocab_begin, src + r * w, w * 4);
+    }
+  }
+  m.logits_pending = false;
+  Status s = m.error;
+  m.error = Status::Ok();
+  return s;
+}
+
+Status CudaExecutor::ArgmaxLogits(std::vector<int32_t>* out) {
+  Impl& m = *impl_;
+  if (m.shard.vocab_begin != 0 || m.shard.vocab_end != m.config.n_vocab) {
+    return FailedPreconditionError("device " + m.shard.device.Name() +
+                                   " holds part of the vocabulary");
+  }
+  const int64_t rows = m.Rows(Act::kLogits);
+  out->resize(rows);
+  if (rows == 0) return Status::Ok();
+  RETURN_IF_ERROR(m.argmax.Reserve(rows * 4));
+  cuda::ArgmaxRows(m.A(Act::kLogits), rows, m.config.n_vocab, m.argmax.get<int32_t>(), m.stream);
+  RETURN_IF_ERROR(CudaError(cudaMemcpyAsync(out->data(), m.argmax.get(), rows * 4,
+                                            cudaMemcpyDeviceToHost, m.stream),
+                            "argmax copy"));
+  return CudaError(cudaStreamSynchronize(m.stream), "argmax");
+}
+
+}  // namespace kvmesh
