@@ -1,17 +1,161 @@
 #!/usr/bin/env bash
-# One call on a machine with an NVIDIA GPU: configure with CUDA for the GPU
-# present (sm_90 by default: H100/H200), build the CUDA tests, run them
-# against the CPU reference, and print the kernel timings they report.
-#   bench/gpu_check.sh [CUDA_ARCH]
-# Needs the same packages as the CPU build (scripts/install-deps.sh) and
-# CUDA 13 in /usr/local/cuda.
-set -euo pipefail
+# One command on a bare GPU machine that proves the CUDA executor and times
+# it (about 9 minutes on one H200, most of it in the 8B shape):
+#   1. builds the device build (-DKVMESH_DEVICE_BUILD=ON: kernels, model,
+#      runtime, the CUDA tests, kvmesh_gpu_bench) for CUDA_ARCH (90: H100,
+#      H200), every core;
+#   2. runs every CUDA kernel's parity test against the CPU reference
+#      (cuda_block_math_test, cuda_kernels_test) and the executor against the
+#      CPU executor, greedy decode included, with both splits on two virtual
+#      devices (cuda_executor_test);
+#   3. meanwhile synthesizes llama-1b and llama-8b in Q4_0, Q8_0, Q4_K_M and
+#      F16 on the CPU, then times prefill (pp512), batch-1 decode and
+#      16-stream decode on each against a device copy-bandwidth probe, and
+#      the two splits of llama-1b Q4_0 on virtual devices;
+#   4. prints one table and writes everything to $OUT (or
+#      /tmp/kvmesh-gpu-check): summary.txt, table.md, bench.jsonl, the logs.
+# Where the machine has no ../shared and none of the packages, run
+# bench/gpu_check_prepare.sh here first and carry .gpu-check/.
+# Exit status: the number of failed test binaries (0: all passed).
+#   [CUDA_ARCH=90] [GPU_CHECK_SHAPES="llama-1b llama-8b"]
+#   [GPU_CHECK_TYPES="q4_0 q8_0 q4_k_m f16"] bench/gpu_check.sh
+set -uo pipefail
 cd "$(dirname "$0")/.."
-ARCH=${1:-90}
-command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-B=build-gpu
-cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVMESH_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >/dev/null
-cmake --build "$B" --target cuda_kernels_test kernels_cpu_test --parallel "$(nproc)"
-"$B/worker/kernels/cuda/cuda_kernels_test" --gtest_color=no
-echo "gpu_check: CUDA tests passed on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+ROOT=$PWD
+ARCH=${CUDA_ARCH:-90}
+RESULTS=${OUT:-/tmp/kvmesh-gpu-check}
+MODELS=${GPU_CHECK_MODELS:-/tmp/kvmesh-gpu-models}
+SHAPES=${GPU_CHECK_SHAPES:-"llama-1b llama-8b"}
+TYPES=${GPU_CHECK_TYPES:-"q4_0 q8_0 q4_k_m f16"}
+PP=${GPU_CHECK_PP:-512}
+TG=${GPU_CHECK_TG:-32}
+STREAMS=${GPU_CHECK_STREAMS:-16}
+B=${GPU_CHECK_BUILD:-build-gpu}
+PREP=$ROOT/.gpu-check
+if [ -n "${KVMESH_SHARED:-}" ]; then
+  SHARED=$KVMESH_SHARED
+elif [ -d "$PREP/shared" ]; then
+  SHARED=$PREP/shared
+else
+  SHARED=$(cd .. && pwd)/shared
+fi
+mkdir -p "$RESULTS" "$MODELS"
+: >"$RESULTS/summary.txt"
+START=$SECONDS
+log() { printf '[gpu_check %4ds] %s\n' $((SECONDS - START)) "$*" | tee -a "$RESULTS/summary.txt"; }
+
+if command -v nvidia-smi >/dev/null; then
+  log "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)"
+else
+  log "no nvidia-smi on this machine"
+fi
+log "shared data: $SHARED; $(nproc) cores"
+
+# 1. Build.
+args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DKVMESH_DEVICE_BUILD=ON -DKVMESH_CUDA=ON
+  -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DKVMESH_SHARED_DIR="$SHARED")
+if [ -d "$PREP/deps" ]; then
+  args+=(-DCMAKE_PREFIX_PATH="$PREP/deps" -DOPENSSL_ROOT_DIR="$PREP/deps"
+    -DKVMESH_GTEST_SOURCE_DIR="$PREP/deps/googletest")
+  export LD_LIBRARY_PATH="$PREP/deps/lib:${LD_LIBRARY_PATH:-}"
+elif [ -d /usr/src/googletest ] && ! [ -d /usr/lib/x86_64-linux-gnu/cmake/GTest ]; then
+  args+=(-DKVMESH_GTEST_SOURCE_DIR=/usr/src/googletest)
+fi
+if ! cmake -S . -B "$B" "${args[@]}" >"$RESULTS/configure.log" 2>&1; then
+  tail -30 "$RESULTS/configure.log"
+  log "configure failed"
+  exit 100
+fi
+if ! cmake --build "$B" --parallel "$(nproc)" --target cuda_block_math_test cuda_kernels_test \
+  cuda_executor_test kvmesh_gpu_bench >"$RESULTS/build.log" 2>&1; then
+  grep -E "error|FAILED" -A5 "$RESULTS/build.log" | head -60
+  log "build failed"
+  exit 101
+fi
+log "built for sm_$ARCH"
+
+# 3a. Synthetic models, on the CPU, while the tests below use the GPU.
+VOCAB=$SHARED/vocab/ggml-vocab-llama-bpe.gguf
+(
+  for shape in $SHAPES; do
+    for type in $TYPES; do
+      f=$MODELS/$shape-$type.gguf
+      [ -f "$f" ] && continue
+      "$B/bench/kvmesh_gpu_bench" synth --shape "$shape" --type "$type" --vocab "$VOCAB" \
+        -o "$f.part" && mv "$f.part" "$f"
+    done
+  done
+) >"$RESULTS/synth.log" 2>&1 &
+SYNTH=$!
+
+# 2. Tests.
+FAILS=0
+for t in worker/cuda_block_math_test worker/kernels/cuda/cuda_kernels_test worker/cuda_kernels_test \
+  tests/cuda_executor_test; do
+  [ -x "$B/$t" ] || continue
+  name=$(basename "$t")
+  if "$B/$t" --gtest_color=no >"$RESULTS/$name.log" 2>&1; then
+    log "PASS $name: $(grep -cE '^\[       OK \].*\([0-9]+ ms\)' "$RESULTS/$name.log") passed, $(grep -cE '^\[  SKIPPED \].*\([0-9]+ ms\)' "$RESULTS/$name.log") skipped"
+  else
+    FAILS=$((FAILS + 1))
+    log "FAIL $name: $(grep -cE '^\[  FAILED  \].*\([0-9]+ ms\)' "$RESULTS/$name.log") failed"
+    grep -E "Failure|FAILED|Expected|Which is|actual|error" "$RESULTS/$name.log" | head -60 |
+      tee -a "$RESULTS/summary.txt"
+  fi
+done
+grep -E "top-1" "$RESULTS/cuda_executor_test.log" 2>/dev/null | tee -a "$RESULTS/summary.txt"
+
+# 3b. Timings.
+BENCH=$RESULTS/bench.jsonl
+: >"$BENCH"
+"$B/bench/kvmesh_gpu_bench" probe | tee -a "$BENCH"
+BW=$(tail -1 "$BENCH" | python3 -c 'import json,sys; print(json.load(sys.stdin)["gb_per_s"])' 2>/dev/null || echo 0)
+log "copy bandwidth: $BW GB/s"
+for shape in $SHAPES; do
+  for type in $TYPES; do
+    f=$MODELS/$shape-$type.gguf
+    while [ ! -f "$f" ] && kill -0 "$SYNTH" 2>/dev/null; do sleep 1; done
+    if [ ! -f "$f" ]; then
+      log "no $f (see synth.log)"
+      continue
+    fi
+    "$B/bench/kvmesh_gpu_bench" run -m "$f" --pp "$PP" --tg "$TG" --streams "$STREAMS" \
+      --bandwidth "$BW" | tee -a "$BENCH" || log "bench failed on $f"
+    if [ "$shape-$type" = "llama-1b-q4_0" ]; then
+      for split in layer tensor; do
+        "$B/bench/kvmesh_gpu_bench" run -m "$f" --devices cuda:0.0,cuda:0.1 --split "$split" \
+          --pp "$PP" --tg "$TG" --streams "$STREAMS" --bandwidth "$BW" | tee -a "$BENCH" ||
+          log "bench failed on $f ($split split)"
+      done
+    fi
+    [ -n "${GPU_CHECK_KEEP_MODELS:-}" ] || rm -f "$f"  # the disk holds a few 8B files only
+  done
+done
+wait "$SYNTH"
+tail -3 "$RESULTS/synth.log" >>"$RESULTS/summary.txt"
+
+# 4. The table.
+python3 - "$BENCH" "$RESULTS/table.md" <<'PY'
+import json, os, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
+bw = next((r["gb_per_s"] for r in rows if r.get("probe")), 0)
+dev = next((r["device"] for r in rows if r.get("probe")), "?")
+out = [f"GPU: {dev}; device-to-device copy {bw:.0f} GB/s", "",
+       "| model | devices | pp t/s | tg1 t/s | tg1 GB/s | tg1 / copy BW | tg16 t/s | tg16 / tg1 |",
+       "|---|---|---|---|---|---|---|---|"]
+for r in rows:
+    if "model" not in r:
+        continue
+    name = os.path.basename(r["model"]).replace(".gguf", "")
+    devs = r["devices"] + ("" if r["split"] == "none" else f" ({r['split']})")
+    share = r.get("tg1_share_of_copy_bandwidth", 0)
+    out.append(f"| {name} | {devs} | {r['pp_tokens_per_s']:.0f} | {r['tg1_tokens_per_s']:.1f} | "
+               f"{r['tg1_gb_per_s']:.0f} | {share:.0%} | {r['tgN_tokens_per_s']:.0f} | "
+               f"{r['tgN_over_tg1']:.1f}x |")
+text = "\n".join(out)
+open(sys.argv[2], "w").write(text + "\n")
+print(text)
+PY
+cat "$RESULTS/table.md" >>"$RESULTS/summary.txt"
+log "done: $FAILS failed test binaries"
+exit "$FAILS"

@@ -1,7 +1,14 @@
 # kvmesh_test(NAME SOURCES... LIBS ...): one gtest binary registered with ctest.
 if(KVMESH_BUILD_TESTS)
   enable_testing()
-  find_package(GTest REQUIRED CONFIG)
+  set(KVMESH_GTEST_SOURCE_DIR "" CACHE PATH
+      "GoogleTest sources to build instead of an installed GTest (e.g. /usr/src/googletest)")
+  if(KVMESH_GTEST_SOURCE_DIR)
+    set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
+    add_subdirectory(${KVMESH_GTEST_SOURCE_DIR} ${CMAKE_BINARY_DIR}/googletest EXCLUDE_FROM_ALL)
+  else()
+    find_package(GTest REQUIRED CONFIG)
+  endif()
   include(GoogleTest)
 endif()
 

@@ -143,6 +143,10 @@ struct Case {
   bool rotate;
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.model << " kv " << TensorTypeName(c.kv) << (c.rotate ? "+rotate" : "");
+}
+
 class CudaExecutorTest : public testing::TestWithParam<Case> {};
 
 TEST_P(CudaExecutorTest, OneGpuAgreesWithTheCpu) {

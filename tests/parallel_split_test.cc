@@ -247,21 +247,6 @@ TEST(SplitErrorsTest, CountsThatDoNotDivideAreNamed) {
       << plan.status().ToString();
 }
 
-TEST(SplitErrorsTest, CudaDevicesAreRefusedClearly) {
-  auto model = LoadShared("stories260K.gguf");
-  ASSERT_NE(model, nullptr);
-  auto options = PlanOptions::Parse("cuda:0", "", "", 1);
-  ASSERT_TRUE(options.ok());
-  auto plan = ParallelPlan::Make(model->config(), model->weights(), *options);
-  ASSERT_TRUE(plan.ok());
-  const ModelConfig& c = model->config();
-  auto exec = ModelExecutor::Create(*model, KvLayout{c.n_layer, c.n_head_kv, c.head_dim}, *plan, 4);
-  ASSERT_FALSE(exec.ok());
-  EXPECT_NE(exec.status().message().find("device cuda:0: this kvmesh build has no CUDA executor"),
-            std::string::npos)
-      << exec.status().ToString();
-}
-
 TEST(SplitErrorsTest, PinnedDevicesComputeTheSameAndMissingCoresAreNamed) {
   auto model = LoadShared("stories260K.gguf");
   ASSERT_NE(model, nullptr);
