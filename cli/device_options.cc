@@ -5,7 +5,8 @@ namespace kvmesh::cli {
 void AddDeviceOptions(CLI::App* app, DeviceCliOptions* o) {
   app->add_option("--devices", o->devices,
                   "devices to split the model over: cpu:0 (default), cpu:0,cpu:1, "
-                  "cpu:0@0-7,cpu:1@8-15 (pinned to cores)");
+                  "cpu:0@0-7,cpu:1@8-15 (pinned to cores), cuda:0, cuda:0,cuda:1, "
+                  "cuda:0.0,cuda:0.1 (two virtual devices on GPU 0)");
   app->add_option("--split", o->split, "how several devices share the model: layer or tensor")
       ->capture_default_str();
   app->add_option("--layer-split", o->layer_split,

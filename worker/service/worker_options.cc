@@ -26,7 +26,8 @@ void WorkerOptions::Register(ConfigSchema* s) {
             "devices)");
   s->AddString("devices", &devices,
                "devices to split the model over: cpu:0 (empty: the default), cpu:0,cpu:1, "
-               "cpu:0@0-7,cpu:1@8-15 (pinned to cores), cuda:0");
+               "cpu:0@0-7,cpu:1@8-15 (pinned to cores), cuda:0, cuda:0,cuda:1, "
+               "cuda:0.0,cuda:0.1 (two virtual devices on GPU 0)");
   s->AddString("split", &split, "how several devices share the model: layer or tensor");
   s->AddString("layer_split", &layer_split,
                "layers per device for split layer, e.g. 10,6 (empty: balanced by weight bytes)");
