@@ -271,6 +271,7 @@ Status ModelExecutor::ReadBlock(int32_t block, std::vector<uint8_t>* out) const 
   }
   out->resize(layout_.bytes_per_block());
   for (const auto& b : backends_) b->ReadBlock(block, out->data());
+  for (const auto& b : backends_) RETURN_IF_ERROR(b->TakeError());
   return Status::Ok();
 }
 
@@ -283,6 +284,7 @@ Status ModelExecutor::WriteBlock(int32_t block, std::span<const uint8_t> bytes) 
                                 " bytes, expected " + std::to_string(layout_.bytes_per_block()));
   }
   for (auto& b : backends_) b->WriteBlock(block, bytes.data());
+  for (auto& b : backends_) RETURN_IF_ERROR(b->TakeError());
   return Status::Ok();
 }
 

@@ -3,6 +3,8 @@
 // the bytes the CPU writes (block_math_test checks the arithmetic itself).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "worker/kernels/cuda/ops.h"
 
 namespace kvmesh::cuda {
@@ -264,7 +266,7 @@ void AttentionSplitK(const AttentionArgs& a, const PagedKv& kv, const StepTokens
     return;
   }
   const int n_splits = Splits(t.max_context);
-  const int64_t piece = scratch_floats / per_token;
+  const int64_t piece = std::min<int64_t>(scratch_floats / per_token, 65535);  // grid.z
   for (int64_t t0 = 0; t0 < t.n_tokens; t0 += piece) {
     AttentionArgs pa = a;
     StepTokens pt = t;

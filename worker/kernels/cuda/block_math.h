@@ -134,7 +134,7 @@ KVMESH_HD int LoadInt4(const uint8_t* p) { return *reinterpret_cast<const int*>(
 
 // c + the dot product of the four signed bytes of a and of b.
 KVMESH_HD int Dp4a(int a, int b, int c) {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 610
   return __dp4a(a, b, c);
 #else
   for (int i = 0; i < 4; ++i) {

@@ -160,6 +160,12 @@ struct CudaExecutor::Impl {
     if (error.ok() && !s.ok()) error = s.WithPrefix("device " + shard.device.Name());
   }
   void Fail(cudaError_t err, const char* what) { Fail(CudaError(err, what)); }
+  // After a failure in this step, ops launch nothing more (buffers may be
+  // missing or stale); the step reports the first error.
+  bool Skip() const { return !error.ok(); }
+  // Launch errors are per host thread: each op checks on the thread that
+  // launched it (a device of a tensor split runs on its own thread).
+  void CheckLaunch(const char* op) { Fail(cudaGetLastError(), op); }
   void Fail(cublasStatus_t st, const char* what) {
     if (st != CUBLAS_STATUS_SUCCESS) {
       Fail(InternalError(std::string(what) + ": cuBLAS status " + std::to_string(st)));
@@ -231,6 +237,13 @@ Status CudaExecutor::Impl::Init(const Model& model) {
                                 " CUDA device(s), cuda:0..cuda:" + std::to_string(count - 1));
   }
   RETURN_IF_ERROR(CudaError(cudaSetDevice(shard.device.index), name));
+  cudaDeviceProp prop{};
+  RETURN_IF_ERROR(CudaError(cudaGetDeviceProperties(&prop, shard.device.index), name));
+  if (prop.major < 8) {
+    return FailedPreconditionError(name + " (" + prop.name + ", sm_" + std::to_string(prop.major) +
+                                   std::to_string(prop.minor) +
+                                   ") is older than the sm_80 this build's kernels need");
+  }
   const ModelConfig& c = config;
   if (c.head_dim > 256 || c.head_dim_v != c.head_dim) {
     return InvalidArgumentError(name + ": the CUDA kernels take head sizes up to 256 with K and " +
@@ -280,7 +293,9 @@ Status CudaExecutor::Impl::Init(const Model& model) {
                        add_vector(l.k_norm)});
   }
   if (shard.embeds) embedding = add_matrix(w.token_embd);
-  if (shard.computes_logits()) output = add_matrix(w.output);
+  const bool output_is_embedding = w.tied_output && shard.embeds && shard.vocab_begin == 0 &&
+                                   shard.vocab_end == c.n_vocab;
+  if (shard.computes_logits() && !output_is_embedding) output = add_matrix(w.output);
   output_norm = add_vector(w.output_norm);
 
   const size_t bs = static_cast<size_t>(layout.block_size);
@@ -322,7 +337,13 @@ Status CudaExecutor::Impl::Init(const Model& model) {
     }
   }
   if (shard.embeds) fix_matrix(embedding);
-  if (shard.computes_logits()) fix_matrix(output);
+  if (shard.computes_logits()) {
+    if (output_is_embedding) {
+      output = embedding;  // one copy of a tied matrix
+    } else {
+      fix_matrix(output);
+    }
+  }
   fix_vector(output_norm);
 
   RETURN_IF_ERROR(k_pages.Reserve(std::max<size_t>(1, k_layer_bytes * shard.num_layers())));
@@ -442,7 +463,7 @@ void CudaExecutor::Impl::Gemm(const cuda::DeviceMatrix& m, const float* x, int64
          "cublasSgemm");
     return;
   }
-  const bool bf16 = m.type == TensorType::kBF16;
+  const bool bf16 = m.type != TensorType::kF16;  // BF16 weights and quantized ones
   const int format = bf16 ? 1 : 0;
   if (*x16_format != format) {
     Fail(x16.Reserve(static_cast<size_t>(rows * n_in) * 2));
@@ -457,14 +478,17 @@ void CudaExecutor::Impl::Gemm(const cuda::DeviceMatrix& m, const float* x, int64
          "cublasGemmEx");
     return;
   }
-  // Quantized: rows of W dequantized to f16 a bounded chunk at a time.
-  const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(dequant.size() / 2) / n_in);
+  // Quantized: rows of W dequantized to bf16 (f16 cannot hold every
+  // activation: the down projection's input can pass 65504) a bounded chunk
+  // at a time, in multiples of 64 rows so each chunk's output stays aligned.
+  int64_t chunk = static_cast<int64_t>(dequant.size() / 2) / n_in;
+  chunk = std::max<int64_t>(64, chunk / 64 * 64);
   for (int64_t r0 = 0; r0 < m.n_out; r0 += chunk) {
     const int64_t count = std::min(chunk, m.n_out - r0);
-    cuda::DequantizeRows(m, r0, count, false, dequant.get<uint16_t>(), stream);
+    cuda::DequantizeRows(m, r0, count, true, dequant.get<uint16_t>(), stream);
     Fail(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(count),
-                      static_cast<int>(rows), n_in, &one, dequant.get(), CUDA_R_16F, n_in,
-                      x16.get(), CUDA_R_16F, n_in, &zero, y + r0, CUDA_R_32F,
+                      static_cast<int>(rows), n_in, &one, dequant.get(), CUDA_R_16BF, n_in,
+                      x16.get(), CUDA_R_16BF, n_in, &zero, y + r0, CUDA_R_32F,
                       static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
          "cublasGemmEx");
   }
@@ -515,7 +539,7 @@ void CudaExecutor::BeginStep(const StepView& s) {
   const size_t total = ints + index_bytes + rope_bytes;
   m.Fail(m.step_host.Reserve(total));
   m.Fail(m.step_device.Reserve(total));
-  if (!m.error.ok()) return;
+  if (m.Skip()) return;
   int32_t* h = m.step_host.get<int32_t>();
   for (int64_t t = 0; t < n; ++t) {
     h[t] = s.batch->tokens[t];
@@ -556,36 +580,47 @@ void CudaExecutor::BeginStep(const StepView& s) {
 
 void CudaExecutor::Embed() {
   Impl& m = *impl_;
+  if (m.Skip()) return;
   cuda::EmbedRows(m.embedding.type, m.embedding.data, m.embedding.row_bytes, m.d_tokens,
                   m.n_tokens, m.config.n_embd, m.A(Act::kResidual), m.stream);
+  m.CheckLaunch("embedding");
 }
 
 void CudaExecutor::SelectLogitRows() {
   Impl& m = *impl_;
+  if (m.Skip()) return;
   cuda::GatherRows(m.A(Act::kResidual), m.d_logit_index, m.Rows(Act::kFinal), m.config.n_embd,
                    m.A(Act::kFinal), m.stream);
+  m.CheckLaunch("logit rows");
 }
 
 void CudaExecutor::RmsNorm(Act in, Act out, int layer, Vector weight) {
   Impl& m = *impl_;
+  if (m.Skip()) return;
   cuda::RmsNormRows(m.A(in), m.VectorOf(layer, weight), m.A(out), m.Rows(in), m.config.n_embd,
                     m.config.rms_eps, m.stream);
+  m.CheckLaunch("rms_norm");
 }
 
 void CudaExecutor::HeadRmsNorm(Act a, int layer, Vector weight) {
   Impl& m = *impl_;
+  if (m.Skip()) return;
   const int hd = m.config.head_dim;
   cuda::HeadRmsNorm(m.A(a), m.VectorOf(layer, weight), m.n_tokens, m.Width(a) / hd, hd,
                     m.config.rms_eps, m.stream);
+  m.CheckLaunch("head rms_norm");
 }
 
 void CudaExecutor::AddBias(Act a, int layer, Vector bias) {
   Impl& m = *impl_;
+  if (m.Skip()) return;
   cuda::AddBias(m.A(a), m.VectorOf(layer, bias), m.n_tokens, m.Width(a), m.stream);
+  m.CheckLaunch("bias");
 }
 
 void CudaExecutor::MatMul(Act in, int layer, std::span<const MatMulOut> outs) {
   Impl& m = *impl_;
+  if (m.Skip()) return;
   const int64_t rows = m.Rows(in);
   if (rows == 0) return;
   const float* x = m.A(in);
@@ -614,6 +649,7 @@ void CudaExecutor::MatMul(Act in, int layer, std::span<const MatMulOut> outs) {
       m.Gemm(w, x, rows, y, ldy, &x16_format);
     }
   }
+  m.CheckLaunch("matmul");
   if (logits) {
     const size_t bytes = static_cast<size_t>(rows * m.Width(Act::kLogits)) * 4;
     m.Fail(m.host_logits.Reserve(bytes));
@@ -627,13 +663,16 @@ void CudaExecutor::MatMul(Act in, int layer, std::span<const MatMulOut> outs) {
 
 void CudaExecutor::Rope(Act a) {
   Impl& m = *impl_;
+  if (m.Skip()) return;
   const RopeConfig& r = m.rope.config();
   cuda::Rope(m.A(a), m.d_rope, m.n_tokens, m.Width(a), m.config.head_dim, r.n_rot,
              r.style == RopeStyle::kAdjacentPairs, m.stream);
+  m.CheckLaunch("rope");
 }
 
 void CudaExecutor::Attention(int layer) {
   Impl& m = *impl_;
+  if (m.Skip()) return;
   const int local = layer - m.shard.layer_begin;
   const int hd = m.config.head_dim;
   const cuda::PagedKv kv = m.PagesOf(local);
@@ -669,16 +708,21 @@ void CudaExecutor::Attention(int layer) {
     cuda::AttentionSplitK(a, kv, t, m.attention_scratch.get<float>(),
                           static_cast<int64_t>(m.attention_scratch.size() / 4), m.stream);
   }
+  m.CheckLaunch("attention");
 }
 
 void CudaExecutor::SwiGlu(Act gate, Act up) {
   Impl& m = *impl_;
+  if (m.Skip()) return;
   cuda::SwiGlu(m.A(gate), m.A(up), m.n_tokens * m.Width(gate), m.stream);
+  m.CheckLaunch("swiglu");
 }
 
 void CudaExecutor::Add(Act dst, Act src) {
   Impl& m = *impl_;
+  if (m.Skip()) return;
   cuda::Add(m.A(dst), m.A(src), m.Rows(dst) * m.Width(dst), m.stream);
+  m.CheckLaunch("add");
 }
 
 void CudaExecutor::AllReduce(Act a) {
@@ -692,7 +736,13 @@ void CudaExecutor::AllReduce(Act a) {
     // Staged through pinned host memory: virtual devices on one GPU, or
     // GPUs without NCCL.
     m.Fail(m.host_reduce.Reserve(static_cast<size_t>(n) * 4));
-    if (!m.error.ok()) return;
+    if (m.Skip()) {
+      // Still take part, with a size the others will not match, so every
+      // rank fails this step instead of waiting for this one.
+      const Status ignored = m.comm->AllReduceSum(nullptr, 0);
+      (void)ignored;
+      return;
+    }
     float* host = m.host_reduce.get<float>();
     m.Fail(cudaMemcpyAsync(host, m.A(a), n * 4, cudaMemcpyDeviceToHost, m.stream), "all-reduce");
     m.Fail(cudaStreamSynchronize(m.stream), "all-reduce");
@@ -707,6 +757,7 @@ void CudaExecutor::AllReduce(Act a) {
 
 void CudaExecutor::ReadResidual(float* dst) {
   Impl& m = *impl_;
+  if (m.Skip()) return;
   const size_t bytes = static_cast<size_t>(m.n_tokens * m.config.n_embd) * 4;
   m.Fail(cudaMemcpyAsync(dst, m.A(Act::kResidual), bytes, cudaMemcpyDeviceToHost, m.stream),
          "residual copy");
@@ -715,6 +766,7 @@ void CudaExecutor::ReadResidual(float* dst) {
 
 void CudaExecutor::WriteResidual(const float* src) {
   Impl& m = *impl_;
+  if (m.Skip()) return;
   const size_t bytes = static_cast<size_t>(m.n_tokens * m.config.n_embd) * 4;
   m.Fail(cudaMemcpyAsync(m.A(Act::kResidual), src, bytes, cudaMemcpyHostToDevice, m.stream),
          "residual copy");
@@ -722,23 +774,23 @@ void CudaExecutor::WriteResidual(const float* src) {
 }
 
 // The block's bytes in the one-device layout (Executor::ReadBlock): per
-// layer K then V, rows by slot then head; this device's runs of it.
+// layer K then V, rows by slot then head. On the device a block's rows of
+// one layer are contiguous (slot-major, this device's heads), so each layer's
+// K and V move in one 2-D copy: `bs` rows of this device's heads, at the
+// full block's pitch of all heads.
 template <typename Fn>
-static void ForEachBlockRun(const KvLayout& layout, const DeviceShard& shard, const Fn& fn) {
+static void ForEachLayerRun(const KvLayout& layout, const DeviceShard& shard, const Fn& fn) {
   const size_t k_row = layout.k_row_bytes(), v_row = layout.v_row_bytes();
   const size_t heads = static_cast<size_t>(layout.n_head_kv);
   const size_t bs = static_cast<size_t>(layout.block_size);
   const size_t k_bytes = k_row * heads * bs;
   const size_t layer_bytes = (k_row + v_row) * heads * bs;
   const size_t h0 = static_cast<size_t>(shard.kv_head_begin);
-  const size_t nh = static_cast<size_t>(shard.num_kv_heads());
   for (int l = shard.layer_begin; l < shard.layer_end; ++l) {
     const size_t base = static_cast<size_t>(l) * layer_bytes;
-    for (size_t s = 0; s < bs; ++s) {
-      const int local = l - shard.layer_begin;
-      fn(base + (s * heads + h0) * k_row, local, s, /*value=*/false, nh * k_row);
-      fn(base + k_bytes + (s * heads + h0) * v_row, local, s, /*value=*/true, nh * v_row);
-    }
+    const int local = l - shard.layer_begin;
+    fn(base + h0 * k_row, heads * k_row, local, /*value=*/false, k_row);
+    fn(base + k_bytes + h0 * v_row, heads * v_row, local, /*value=*/true, v_row);
   }
 }
 
@@ -747,14 +799,13 @@ void CudaExecutor::ReadBlock(int32_t block, uint8_t* full) const {
   m.Fail(cudaSetDevice(m.shard.device.index), "cudaSetDevice");
   const size_t nh = static_cast<size_t>(m.shard.num_kv_heads());
   const size_t bs = static_cast<size_t>(m.layout.block_size);
-  ForEachBlockRun(m.layout, m.shard,
-                  [&](size_t offset, int local, size_t slot, bool value, size_t bytes) {
-                    const size_t row_bytes = value ? m.layout.v_row_bytes() : m.layout.k_row_bytes();
+  ForEachLayerRun(m.layout, m.shard,
+                  [&](size_t offset, size_t pitch, int local, bool value, size_t row_bytes) {
                     const uint8_t* pages = value ? m.v_pages.get() + m.v_layer_bytes * local
                                                  : m.k_pages.get() + m.k_layer_bytes * local;
-                    const size_t row = (static_cast<size_t>(block) * bs + slot) * nh;
-                    m.Fail(cudaMemcpy(full + offset, pages + row * row_bytes, bytes,
-                                      cudaMemcpyDeviceToHost),
+                    const uint8_t* src = pages + static_cast<size_t>(block) * bs * nh * row_bytes;
+                    m.Fail(cudaMemcpy2D(full + offset, pitch, src, nh * row_bytes, nh * row_bytes,
+                                        bs, cudaMemcpyDeviceToHost),
                            "KV block read");
                   });
 }
@@ -764,14 +815,13 @@ void CudaExecutor::WriteBlock(int32_t block, const uint8_t* full) {
   m.Fail(cudaSetDevice(m.shard.device.index), "cudaSetDevice");
   const size_t nh = static_cast<size_t>(m.shard.num_kv_heads());
   const size_t bs = static_cast<size_t>(m.layout.block_size);
-  ForEachBlockRun(m.layout, m.shard,
-                  [&](size_t offset, int local, size_t slot, bool value, size_t bytes) {
-                    const size_t row_bytes = value ? m.layout.v_row_bytes() : m.layout.k_row_bytes();
+  ForEachLayerRun(m.layout, m.shard,
+                  [&](size_t offset, size_t pitch, int local, bool value, size_t row_bytes) {
                     uint8_t* pages = value ? m.v_pages.get() + m.v_layer_bytes * local
                                            : m.k_pages.get() + m.k_layer_bytes * local;
-                    const size_t row = (static_cast<size_t>(block) * bs + slot) * nh;
-                    m.Fail(cudaMemcpy(pages + row * row_bytes, full + offset, bytes,
-                                      cudaMemcpyHostToDevice),
+                    uint8_t* dst = pages + static_cast<size_t>(block) * bs * nh * row_bytes;
+                    m.Fail(cudaMemcpy2D(dst, nh * row_bytes, full + offset, pitch, nh * row_bytes,
+                                        bs, cudaMemcpyHostToDevice),
                            "KV block write");
                   });
 }
@@ -808,6 +858,7 @@ Status CudaExecutor::ArgmaxLogits(std::vector<int32_t>* out) {
     return FailedPreconditionError("device " + m.shard.device.Name() +
                                    " holds part of the vocabulary");
   }
+  RETURN_IF_ERROR(CudaError(cudaSetDevice(m.shard.device.index), "cudaSetDevice"));
   const int64_t rows = m.Rows(Act::kLogits);
   out->resize(rows);
   if (rows == 0) return Status::Ok();

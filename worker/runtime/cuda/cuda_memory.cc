@@ -22,7 +22,11 @@ uint64_t CudaWorkspaceBytes(const ModelConfig& c, const DeviceShard& shard) {
   const uint64_t floats_per_token = 4 * embd + 2 * q + 2 * kv + 2 * ff;
   const uint64_t activations = kCudaWorkspaceTokens * floats_per_token * sizeof(float);
   const uint64_t gemm_input = kCudaWorkspaceTokens * std::max({embd, ff, q}) * 2;
-  return activations + gemm_input + kCudaDequantChunkBytes + kCudaAttentionScratchBytes +
+  // Logits of up to kCudaWorkspaceLogitRows rows of the device's vocabulary
+  // (a step that asks for more, e.g. a prompt's every logit, grows it).
+  const uint64_t logits = kCudaWorkspaceLogitRows *
+                          static_cast<uint64_t>(shard.vocab_end - shard.vocab_begin) * sizeof(float);
+  return activations + gemm_input + logits + kCudaDequantChunkBytes + kCudaAttentionScratchBytes +
          kCudaCublasWorkspaceBytes;
 }
 
