@@ -14,6 +14,7 @@ void RegisterPerplexityCommand(CLI::App& app, int* exit_code);
 void RegisterKvCalibrateCommand(CLI::App& app, int* exit_code);
 void RegisterSynthCommand(CLI::App& app, int* exit_code);
 void RegisterBenchCommand(CLI::App& app, int* exit_code);
+void RegisterChatTemplateCommand(CLI::App& app, int* exit_code);
 // complete, chat, models: client commands against a router.
 void RegisterClientCommands(CLI::App& app, int* exit_code);
 

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   kvmesh::cli::RegisterGgufCommand(app, &exit_code);
   kvmesh::cli::RegisterBenchCommand(app, &exit_code);
   kvmesh::cli::RegisterSynthCommand(app, &exit_code);
+  kvmesh::cli::RegisterChatTemplateCommand(app, &exit_code);
   kvmesh::cli::RegisterClientCommands(app, &exit_code);
   try {
     app.parse(argc, argv);

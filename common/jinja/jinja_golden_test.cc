@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/jinja/jinja.h"
+#include "common/jinja/reference_cases.h"
 
 namespace kvmesh::jinja {
 namespace {
@@ -21,38 +22,11 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-// The reference's fixed instant: 2026-01-15 09:30:00.
-std::tm FixedNow() {
-  std::tm tm{};
-  tm.tm_year = 2026 - 1900;
-  tm.tm_mon = 0;
-  tm.tm_mday = 15;
-  tm.tm_hour = 9;
-  tm.tm_min = 30;
-  tm.tm_wday = 4;  // a Thursday
-  tm.tm_yday = 14;
-  return tm;
-}
-
-nlohmann::ordered_json Variables(const nlohmann::ordered_json& c) {
-  nlohmann::ordered_json v = {{"bos_token", "<BOS>"},
-                              {"eos_token", "<EOS>"},
-                              {"pad_token", "<PAD>"},
-                              {"unk_token", "<UNK>"}};
-  v["messages"] = c["messages"];
-  v["add_generation_prompt"] = c.value("add_generation_prompt", false);
-  if (c.contains("tools")) v["tools"] = c["tools"];
-  if (c.contains("extra")) {
-    for (auto it = c["extra"].begin(); it != c["extra"].end(); ++it) v[it.key()] = it.value();
-  }
-  return v;
-}
-
 TEST(JinjaGoldenTest, EveryTemplateAndCaseMatchesTheReference) {
   ASSERT_TRUE(std::filesystem::exists(kDir)) << kDir << " is missing";
   const auto cases = nlohmann::ordered_json::parse(ReadFile(kDir + "/cases.json"));
   RenderOptions options;
-  options.now = FixedNow;
+  options.now = ReferenceNow;
   int pairs = 0, equal = 0, both_fail = 0;
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(kDir + "/templates")) {
@@ -67,7 +41,7 @@ TEST(JinjaGoldenTest, EveryTemplateAndCaseMatchesTheReference) {
       const std::string id = c["id"];
       const auto& want = golden[id];
       ++pairs;
-      StatusOr<std::string> got = tmpl.ok() ? tmpl->Render(Variables(c), options)
+      StatusOr<std::string> got = tmpl.ok() ? tmpl->Render(ReferenceVariables(c), options)
                                             : StatusOr<std::string>(tmpl.status());
       if (want.contains("error")) {
         if (!got.ok()) {

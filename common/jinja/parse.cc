@@ -426,6 +426,7 @@ class Parser {
   }
 
   StmtPtr ParseStatement(const std::string& tag, int line) {
+    Nest nest(*this);
     auto st = std::make_unique<Stmt>();
     st->line = line;
     if (tag == "if") {
@@ -739,7 +740,18 @@ class Parser {
     return e;
   }
 
+  // Templates nest only so deep: a hostile one must not overflow the stack.
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& parser) : p(parser) {
+      if (++p.nesting_ > kMaxNesting) p.Fail("template nests deeper than " + std::to_string(kMaxNesting));
+    }
+    ~Nest() { --p.nesting_; }
+  };
+  static constexpr int kMaxNesting = 128;
+
   ExprPtr ParseUnary(bool with_filter = true) {
+    Nest nest(*this);
     ExprPtr node;
     if (IsOp("-") || IsOp("+")) {
       node = Make(IsOp("-") ? Expr::Kind::kNeg : Expr::Kind::kPos);
@@ -968,7 +980,8 @@ class Parser {
 
   std::vector<Segment> segs_;
   size_t seg_ = 0;
-  int soft_ = 0;  // inside an if statement or an inline if
+  int soft_ = 0;     // inside an if statement or an inline if
+  int nesting_ = 0;  // statements and unary expressions being parsed
   std::vector<Token>* toks_ = nullptr;
   size_t tok_ = 0;
 };

@@ -691,6 +691,10 @@ struct Interpreter {
       }
     }
     if (op == "%" && a.is_string()) return Value::Str(PercentFormat(a.s, b));
+    if (op == "+" && (a.is_string() || a.is_list()) && !b.is_number()) {
+      const std::string t = TypeName(a);
+      Throw("TypeError: can only concatenate " + t + " (not \"" + TypeName(b) + "\") to " + t);
+    }
     if (!a.is_number() || !b.is_number()) {
       Throw("TypeError: unsupported operand type(s) for " + op + ": '" + TypeName(a) + "' and '" +
             TypeName(b) + "'");
