@@ -220,8 +220,12 @@ void Registry::OnWorkerInfo(WorkerConnection* w, const v1::InfoResponse& info) {
         info.tokenizer().eos_id() >= 0 && info.tokenizer().eos_id() < info.tokenizer().tokens_size()
             ? info.tokenizer().tokens(info.tokenizer().eos_id())
             : std::string(ChatTemplate::kDefaultEosText);
+    const std::string bos =
+        info.tokenizer().bos_id() >= 0 && info.tokenizer().bos_id() < info.tokenizer().tokens_size()
+            ? info.tokenizer().tokens(info.tokenizer().bos_id())
+            : std::string();
     auto tmpl = options_.chat_template_override.empty()
-                    ? ChatTemplate::Detect(info.chat_template(), eos)
+                    ? ChatTemplate::FromGguf(info.chat_template(), bos, eos)
                     : ChatTemplate::FromName(options_.chat_template_override, eos);
     if (tmpl.ok()) {
       group->chat_template = *tmpl;

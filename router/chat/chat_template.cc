@@ -376,7 +376,28 @@ StatusOr<ChatTemplate> ChatTemplate::Detect(std::string_view tmpl, std::string_v
 
 std::span<const std::string_view> ChatTemplate::SupportedNames() { return kSupportedNames; }
 
+StatusOr<ChatTemplate> ChatTemplate::FromGguf(std::string_view tmpl, std::string_view bos_text,
+                                              std::string_view eos_text) {
+  if (Strip(tmpl).empty()) return Detect(tmpl, eos_text);
+  for (const NamedFamily& entry : kNamedFamilies) {
+    if (entry.name == tmpl) return Detect(tmpl, eos_text);
+  }
+  auto parsed = jinja::Template::Parse(tmpl);
+  if (!parsed.ok()) {
+    auto family = Detect(tmpl, eos_text);
+    if (family.ok()) return family;
+    return InvalidArgumentError("the model's chat template does not parse (" +
+                                parsed.status().message() + ") and " + family.status().message());
+  }
+  ChatTemplate t(Family::kJinja, std::string(eos_text));
+  t.jinja_ = std::make_shared<const jinja::Template>(std::move(parsed).value());
+  t.bos_text_ = std::string(bos_text);
+  t.jinja_writes_bos_ = Contains(tmpl, "bos_token");
+  return t;
+}
+
 std::string_view ChatTemplate::name() const {
+  if (family_ == Family::kJinja) return "jinja";
   for (const NamedFamily& entry : kNamedFamilies) {
     if (entry.family == family_) return entry.name;
   }
@@ -384,12 +405,25 @@ std::string_view ChatTemplate::name() const {
 }
 
 bool ChatTemplate::bos_in_text() const {
+  if (family_ == Family::kJinja) return jinja_writes_bos_;
   return family_ == Family::kLlama3 || family_ == Family::kLlama31;
 }
 
 StatusOr<std::string> ChatTemplate::Render(std::span<const ChatMessage> messages,
                                            bool add_generation_prompt) const {
   if (messages.empty()) return InvalidArgumentError("the conversation has no messages");
+  if (family_ == Family::kJinja) {
+    nlohmann::ordered_json vars = {{"bos_token", bos_text_},
+                                   {"eos_token", eos_text_},
+                                   {"add_generation_prompt", add_generation_prompt},
+                                   {"messages", nlohmann::ordered_json::array()}};
+    for (const ChatMessage& m : messages) {
+      vars["messages"].push_back({{"role", m.role}, {"content", m.content}});
+    }
+    auto text = jinja_->Render(vars);
+    if (!text.ok()) return text.status().WithPrefix("chat template");
+    return text;
+  }
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
     if (role != "system" && role != "user" && role != "assistant") {
@@ -437,6 +471,8 @@ StatusOr<std::string> ChatTemplate::Render(std::span<const ChatMessage> messages
       AppendRoleMarkerTurns(messages, add_generation_prompt, /*skip_empty_system=*/true, "<|end|>",
                             out);
       break;
+    case Family::kJinja:
+      break;  // rendered above
   }
   return out;
 }

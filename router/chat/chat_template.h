@@ -50,11 +50,13 @@
 // it from any thread.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/jinja/jinja.h"
 #include "common/status.h"
 
 namespace kvmesh::router {
@@ -76,6 +78,13 @@ class ChatTemplate {
   // template writes `eos_token` (llama2, mistral-*, zephyr).
   static StatusOr<ChatTemplate> Detect(std::string_view gguf_template,
                                        std::string_view eos_text = kDefaultEosText);
+  // The model's own template, run by the Jinja engine (common/jinja) as it
+  // is written; `bos_text` and `eos_text` are what it sees as bos_token and
+  // eos_token. An empty template gives chatml; a template that is exactly a
+  // family name gives that family; one the engine cannot parse falls back to
+  // Detect() (the error names both when that fails too).
+  static StatusOr<ChatTemplate> FromGguf(std::string_view gguf_template, std::string_view bos_text,
+                                         std::string_view eos_text);
   // The family called `name` (see the list above; aliases "qwen", "mistral").
   static StatusOr<ChatTemplate> FromName(std::string_view name,
                                          std::string_view eos_text = kDefaultEosText);
@@ -86,15 +95,16 @@ class ChatTemplate {
   // assistant's next answer begins. INVALID_ARGUMENT for an empty
   // conversation, a role other than system/user/assistant, or an order the
   // family's template rejects (llama2 and mistral-v1/v3: one optional leading
-  // system message, then user and assistant alternating from user).
+  // system message, then user and assistant alternating from user). A Jinja
+  // template decides roles and order itself; what it raises is the error.
   StatusOr<std::string> Render(std::span<const ChatMessage> messages,
                                bool add_generation_prompt) const;
 
   std::string_view name() const;
 
   // True when Render()'s text starts with the BOS token's text
-  // (<|begin_of_text|> for llama3 and llama3.1): tokenize it with
-  // add_special=false. Otherwise tokenize with add_special=true so the
+  // (<|begin_of_text|> for llama3 and llama3.1; a Jinja template that writes
+  // bos_token): tokenize it with add_special=false. Otherwise tokenize with add_special=true so the
   // tokenizer adds BOS when the model asks for it. Always tokenize rendered
   // prompts with parse_special=true: the markers are special tokens.
   bool bos_in_text() const;
@@ -111,6 +121,7 @@ class ChatTemplate {
     kMistralV7Tekken,
     kZephyr,
     kPhi3,
+    kJinja,  // the model's own template (FromGguf); name() is "jinja"
   };
   Family family() const { return family_; }
 
@@ -120,6 +131,10 @@ class ChatTemplate {
 
   Family family_;
   std::string eos_text_;
+  // kJinja only.
+  std::shared_ptr<const jinja::Template> jinja_;
+  std::string bos_text_;
+  bool jinja_writes_bos_ = false;
 };
 
 }  // namespace kvmesh::router
