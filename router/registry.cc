@@ -308,25 +308,11 @@ void Registry::OnKvEvents(WorkerConnection* w, const v1::KvEventBatch& batch) {
 
 StatusOr<ModelSnapshot> Registry::Snapshot(const std::string& name) {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  ModelGroup* group = nullptr;
-  if (name.empty()) {
-    if (groups_.size() == 1) group = groups_.begin()->second.get();
-    if (groups_.empty()) return UnavailableError("no worker has reported a model yet");
-    if (group == nullptr) {
-      std::string names;
-      for (auto& [n, g] : groups_) names += (names.empty() ? "" : ", ") + n;
-      return InvalidArgumentError("several models are served (" + names + "); name one");
-    }
-  } else {
-    auto it = groups_.find(name);
-    if (it == groups_.end()) {
-      std::string names;
-      for (auto& [n, g] : groups_) names += (names.empty() ? "" : ", ") + n;
-      return NotFoundError("model \"" + name + "\" is not served here (models: " +
-                           (names.empty() ? "none yet" : names) + ")");
-    }
-    group = it->second.get();
-  }
+  std::vector<std::string> served;
+  for (auto& [n, g] : groups_) served.push_back(n);
+  ASSIGN_OR_RETURN(std::string resolved, ResolveModelName(name, served, options_.model_aliases,
+                                                          options_.strict_model_names));
+  ModelGroup* group = groups_.at(resolved).get();
   ModelSnapshot snap;
   snap.group = group;
   for (int i = 0; i < kMaxWorkersPerModel; ++i) {

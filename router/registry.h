@@ -28,6 +28,7 @@
 #include "common/block_hash.h"
 #include "common/tokenizer/tokenizer.h"
 #include "router/chat/chat_template.h"
+#include "router/model_names.h"
 #include "router/prefix_index.h"
 #include "router/worker_connection.h"
 
@@ -61,6 +62,8 @@ struct RegistryOptions {
   ConnectionOptions connection;
   std::chrono::milliseconds dns_refresh{std::chrono::seconds(10)};
   std::string chat_template_override;  // family name; empty: from the model
+  std::vector<ModelAlias> model_aliases;  // see router/model_names.h
+  bool strict_model_names = false;
   std::chrono::milliseconds optimistic_ttl{std::chrono::seconds(20)};
 };
 
@@ -111,6 +114,11 @@ class Registry : public WorkerListener {
   Member* FindMember(WorkerConnection* w);  // needs mu_
 
   RegistryOptions options_;
+
+ public:
+  const std::vector<ModelAlias>& model_aliases() const { return options_.model_aliases; }
+
+ private:
   std::shared_mutex mu_;
   std::map<std::string, Member> members_;                      // by address; guarded by mu_
   std::map<std::string, std::unique_ptr<ModelGroup>> groups_;  // guarded by mu_

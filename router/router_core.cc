@@ -100,6 +100,16 @@ StatusOr<v1::ListModelsResponse> RouterCore::ListModels() {
     auto it = healthy.find(name);
     m->set_workers(it == healthy.end() ? 0 : it->second);
   }
+  const int served = resp.models_size();
+  for (const ModelAlias& alias : registry_->model_aliases()) {
+    for (int i = 0; i < served; ++i) {
+      if (resp.models(i).name() != alias.model) continue;
+      v1::ModelInfo* m = resp.add_models();
+      *m = resp.models(i);
+      m->set_name(alias.pattern);
+      m->set_alias_of(alias.model);
+    }
+  }
   return resp;
 }
 

@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "router/chat/chat_template.h"
+#include "router/model_names.h"
 
 namespace kvmesh::router {
 
@@ -30,6 +31,11 @@ void RouterOptions::Register(ConfigSchema* s) {
   s->MarkSecret("api_keys");
   s->AddString("chat_template", &chat_template,
                "chat template family for every model (empty: from each model)");
+  s->AddStringList("model_alias", &model_aliases,
+                   "requested model names mapped to served models, PATTERN=MODEL, '*' matching "
+                   "any run (e.g. claude-*=qwen3)");
+  s->AddBool("strict_model_names", &strict_model_names,
+             "answer an unknown model name with 404 even when one model is served");
   s->AddInt("max_attempts", &max_attempts, 1, 10,
             "workers tried for a request that fails before its first token");
   s->AddInt("default_max_tokens", &default_max_tokens, 1, 1 << 20,
@@ -59,6 +65,10 @@ Status RouterOptions::Validate() const {
   if (!chat_template.empty()) {
     auto t = ChatTemplate::FromName(chat_template);
     if (!t.ok()) return t.status().WithPrefix("option chat_template");
+  }
+  for (const std::string& a : model_aliases) {
+    auto alias = ParseModelAlias(a);
+    if (!alias.ok()) return alias.status().WithPrefix("option model_alias");
   }
   if (tls_cert.empty() != tls_key.empty()) {
     return InvalidArgumentError("options tls_cert and tls_key must be given together");

@@ -26,6 +26,8 @@ struct RouterOptions {
   int64_t prefix_guard_slack = 4;
   std::vector<std::string> api_keys;
   std::string chat_template;  // family name overriding the models' templates
+  std::vector<std::string> model_aliases;  // PATTERN=MODEL (router/model_names.h)
+  bool strict_model_names = false;
   int64_t max_attempts = 3;
   int64_t default_max_tokens = 256;
   double request_timeout_seconds = 600;

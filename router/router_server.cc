@@ -33,6 +33,8 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
       std::chrono::milliseconds(static_cast<int64_t>(o.poll_interval_seconds * 1000));
   ro.dns_refresh = std::chrono::milliseconds(static_cast<int64_t>(o.dns_refresh_seconds * 1000));
   ro.chat_template_override = o.chat_template;
+  for (const std::string& a : o.model_aliases) ro.model_aliases.push_back(*ParseModelAlias(a));
+  ro.strict_model_names = o.strict_model_names;
   ro.optimistic_ttl =
       std::chrono::milliseconds(static_cast<int64_t>(o.optimistic_ttl_seconds * 1000));
   r->registry_ = std::make_unique<Registry>(ro);

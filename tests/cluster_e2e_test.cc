@@ -233,11 +233,13 @@ TEST_F(ClusterTest, HttpGatewayServesOpenAiAndAnthropicThroughTheRouter) {
   auto bad_json = c.Post("/v1/chat/completions", "{not json", "application/json");
   ASSERT_TRUE(bad_json);
   EXPECT_EQ(bad_json->status, 400);
-  auto unknown = c.Post("/v1/chat/completions",
-                        R"({"model":"no-such-model","messages":[{"role":"user","content":"x"}]})",
-                        "application/json");
-  ASSERT_TRUE(unknown);
-  EXPECT_EQ(unknown->status, 404) << unknown->body;
+  // One model served: any name gets it (clients ask for claude-…, gpt-…).
+  auto other_name = c.Post(
+      "/v1/chat/completions",
+      R"({"model":"no-such-model","max_tokens":4,"messages":[{"role":"user","content":"x"}]})",
+      "application/json");
+  ASSERT_TRUE(other_name);
+  EXPECT_EQ(other_name->status, 200) << other_name->body;
   auto models = c.Get("/v1/models");
   ASSERT_TRUE(models);
   EXPECT_EQ(nlohmann::json::parse(models->body)["data"][0]["id"], "llama");
@@ -300,6 +302,34 @@ TEST(ClusterProcessTest, SplitWorkersServeThroughTheRouter) {
     EXPECT_THAT(metrics, HasSubstr("kvmesh_worker_device_kv_heads{device=\"cpu:0\",split=\"" +
                                    info.split() + "\"} " + (by_layer ? "4" : "2")));
   }
+}
+
+// --strict-model-names restores 404s for names that are not served;
+// --model-alias maps patterns and /v1/models lists them.
+TEST(ClusterProcessTest, ModelNamesStrictAndAliased) {
+  ProcessHandle w = StartWorker(kWorkerBin, {});
+  ProcessHandle strict = StartRouter(kRouterBin, {w.grpc}, {"--strict-model-names"}, "strict_router");
+  ProcessHandle alias =
+      StartRouter(kRouterBin, {w.grpc}, {"--strict-model-names", "--model-alias", "claude-*=llama"},
+                  "alias_router");
+  ASSERT_TRUE(w.ok() && strict.ok() && alias.ok());
+  ASSERT_TRUE(WaitForHealthyWorkers(strict.grpc, 1, std::chrono::seconds(30)));
+  ASSERT_TRUE(WaitForHealthyWorkers(alias.grpc, 1, std::chrono::seconds(30)));
+  const std::string claude =
+      R"({"model":"claude-sonnet-4-5","max_tokens":4,"messages":[{"role":"user","content":"Hi"}]})";
+  httplib::Client sc("http://" + strict.http);
+  auto refused = sc.Post("/v1/messages", claude, "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 404) << refused->body;
+  EXPECT_THAT(refused->body, HasSubstr("claude-sonnet-4-5"));
+  httplib::Client ac("http://" + alias.http);
+  auto mapped = ac.Post("/v1/messages", claude, "application/json");
+  ASSERT_TRUE(mapped);
+  EXPECT_EQ(mapped->status, 200) << mapped->body;
+  auto models = nlohmann::json::parse(ac.Get("/v1/models")->body);
+  ASSERT_EQ(models["data"].size(), 2u) << models.dump();
+  EXPECT_EQ(models["data"][1]["id"], "claude-*");
+  EXPECT_EQ(models["data"][1]["alias_of"], "llama");
 }
 
 TEST(ClusterProcessTest, ApiKeysAndOverload) {

@@ -342,8 +342,15 @@ void HttpGateway::ServeStream(httplib::Response& res, ApiFormat format, CoreCall
 std::string HttpGateway::ModelName(const std::string& requested) const {
   if (!requested.empty()) return requested;
   StatusOr<v1::ListModelsResponse> models = core_.ListModels();
-  if (models.ok() && models->models_size() == 1) return models->models(0).name();
-  return "";
+  if (!models.ok()) return "";
+  std::string only;
+  int served = 0;
+  for (const v1::ModelInfo& m : models->models()) {
+    if (!m.alias_of().empty()) continue;
+    only = m.name();
+    ++served;
+  }
+  return served == 1 ? only : "";
 }
 
 void HttpGateway::HandleCompletions(const httplib::Request& req, httplib::Response& res) {

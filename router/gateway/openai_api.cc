@@ -368,6 +368,7 @@ ordered_json OpenAiModelsJson(const v1::ListModelsResponse& models) {
     entry["owned_by"] = "kvmesh";
     entry["context_length"] = model.context_length();
     entry["workers"] = model.workers();
+    if (!model.alias_of().empty()) entry["alias_of"] = model.alias_of();
     data.push_back(std::move(entry));
   }
   ordered_json out;

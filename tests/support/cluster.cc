@@ -66,9 +66,16 @@ bool WaitForHealthyWorkers(const std::string& router_grpc, int workers,
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
     if (!api_key.empty()) ctx.AddMetadata("authorization", "Bearer " + api_key);
     v1::ListModelsResponse resp;
-    if (stub->ListModels(&ctx, v1::ListModelsRequest(), &resp).ok() && resp.models_size() == 1 &&
-        static_cast<int>(resp.models(0).workers()) == workers) {
-      return true;
+    if (stub->ListModels(&ctx, v1::ListModelsRequest(), &resp).ok()) {
+      // One served model (alias entries name it again).
+      int served = 0;
+      bool ready = false;
+      for (const v1::ModelInfo& m : resp.models()) {
+        if (!m.alias_of().empty()) continue;
+        ++served;
+        ready = static_cast<int>(m.workers()) == workers;
+      }
+      if (served == 1 && ready) return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
