@@ -34,6 +34,11 @@ class InferenceCore {
                           const MessageCallback& on_message) = 0;
   // Renders the messages with the model's chat template, then generates.
   virtual Status Chat(const v1::ChatRequest& request, const MessageCallback& on_message) = 0;
+  // The prompt tokens Chat would send for `request` (rendered and
+  // tokenized, nothing generated).
+  virtual StatusOr<int64_t> CountChatTokens(const v1::ChatRequest& request) {
+    return UnimplementedError("token counting is not available here");
+  }
   virtual StatusOr<v1::ListModelsResponse> ListModels() = 0;
   virtual StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) = 0;
 };

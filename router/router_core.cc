@@ -71,8 +71,7 @@ Status RouterCore::Generate(const v1::GenerateTextRequest& request,
   return Route(snap, std::move(tokens), request.options(), request.request_id(), on_message);
 }
 
-Status RouterCore::Chat(const v1::ChatRequest& request, const MessageCallback& on_message) {
-  RETURN_IF_ERROR(ValidateOptions(request.options()));
+StatusOr<RouterCore::RenderedChat> RouterCore::RenderChat(const v1::ChatRequest& request) {
   ASSIGN_OR_RETURN(ModelSnapshot snap, registry_->Snapshot(request.model()));
   const ModelGroup& g = *snap.group;
   if (!g.chat_template) {
@@ -82,10 +81,23 @@ Status RouterCore::Chat(const v1::ChatRequest& request, const MessageCallback& o
   }
   std::vector<ChatMessage> messages;
   for (const v1::ChatMessage& m : request.messages()) messages.push_back({m.role(), m.content()});
-  ASSIGN_OR_RETURN(std::string text, g.chat_template->Render(messages, true));
+  ASSIGN_OR_RETURN(std::string text,
+                   g.chat_template->Render(messages, true, request.tools_json()));
   std::vector<int32_t> tokens =
       g.tokenizer->Encode(text, !g.chat_template->bos_in_text(), /*parse_special=*/true);
-  return Route(snap, std::move(tokens), request.options(), request.request_id(), on_message);
+  return RenderedChat{std::move(snap), std::move(tokens)};
+}
+
+Status RouterCore::Chat(const v1::ChatRequest& request, const MessageCallback& on_message) {
+  RETURN_IF_ERROR(ValidateOptions(request.options()));
+  ASSIGN_OR_RETURN(RenderedChat chat, RenderChat(request));
+  return Route(chat.snap, std::move(chat.tokens), request.options(), request.request_id(),
+               on_message);
+}
+
+StatusOr<int64_t> RouterCore::CountChatTokens(const v1::ChatRequest& request) {
+  ASSIGN_OR_RETURN(RenderedChat chat, RenderChat(request));
+  return static_cast<int64_t>(chat.tokens.size());
 }
 
 StatusOr<v1::ListModelsResponse> RouterCore::ListModels() {

@@ -36,12 +36,19 @@ class RouterCore final : public InferenceCore {
   Status Generate(const v1::GenerateTextRequest& request,
                   const MessageCallback& on_message) override;
   Status Chat(const v1::ChatRequest& request, const MessageCallback& on_message) override;
+  StatusOr<int64_t> CountChatTokens(const v1::ChatRequest& request) override;
   StatusOr<v1::ListModelsResponse> ListModels() override;
   StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) override;
 
   const Policy& policy() const { return *policy_; }
 
  private:
+  struct RenderedChat {
+    ModelSnapshot snap;
+    std::vector<int32_t> tokens;
+  };
+  // The model, and the prompt tokens of the request's conversation.
+  StatusOr<RenderedChat> RenderChat(const v1::ChatRequest& request);
   Status Route(const ModelSnapshot& snapshot, std::vector<int32_t> tokens,
                const v1::GenerationOptions& options, std::string request_id,
                const MessageCallback& on_message);

@@ -229,7 +229,17 @@ TEST_F(ClusterTest, HttpGatewayServesOpenAiAndAnthropicThroughTheRouter) {
              "application/json");
   ASSERT_TRUE(msg);
   EXPECT_EQ(msg->status, 200) << msg->body;
-  EXPECT_EQ(nlohmann::json::parse(msg->body)["type"], "message");
+  const auto msg_json = nlohmann::json::parse(msg->body);
+  EXPECT_EQ(msg_json["type"], "message");
+  // count_tokens counts what that message's prompt was.
+  auto count = c.Post("/v1/messages/count_tokens",
+                      R"({"model":"llama","messages":[{"role":"user","content":"Hi"}]})",
+                      "application/json");
+  ASSERT_TRUE(count);
+  EXPECT_EQ(count->status, 200) << count->body;
+  EXPECT_EQ(nlohmann::json::parse(count->body)["input_tokens"].get<int>(),
+            msg_json["usage"]["input_tokens"].get<int>() +
+                msg_json["usage"]["cache_read_input_tokens"].get<int>());
   auto bad_json = c.Post("/v1/chat/completions", "{not json", "application/json");
   ASSERT_TRUE(bad_json);
   EXPECT_EQ(bad_json->status, 400);

@@ -410,8 +410,13 @@ bool ChatTemplate::bos_in_text() const {
 }
 
 StatusOr<std::string> ChatTemplate::Render(std::span<const ChatMessage> messages,
-                                           bool add_generation_prompt) const {
+                                           bool add_generation_prompt,
+                                           std::string_view tools_json) const {
   if (messages.empty()) return InvalidArgumentError("the conversation has no messages");
+  if (!tools_json.empty() && family_ != Family::kJinja) {
+    return InvalidArgumentError("tools need the model's own chat template; the " +
+                                std::string(name()) + " family renders none");
+  }
   if (family_ == Family::kJinja) {
     nlohmann::ordered_json vars = {{"bos_token", bos_text_},
                                    {"eos_token", eos_text_},
@@ -419,6 +424,11 @@ StatusOr<std::string> ChatTemplate::Render(std::span<const ChatMessage> messages
                                    {"messages", nlohmann::ordered_json::array()}};
     for (const ChatMessage& m : messages) {
       vars["messages"].push_back({{"role", m.role}, {"content", m.content}});
+    }
+    if (!tools_json.empty()) {
+      auto tools = nlohmann::ordered_json::parse(tools_json, nullptr, /*allow_exceptions=*/false);
+      if (!tools.is_array()) return InvalidArgumentError("tools must be a JSON array");
+      vars["tools"] = std::move(tools);
     }
     auto text = jinja_->Render(vars);
     if (!text.ok()) return text.status().WithPrefix("chat template");

@@ -97,8 +97,10 @@ class ChatTemplate {
   // family's template rejects (llama2 and mistral-v1/v3: one optional leading
   // system message, then user and assistant alternating from user). A Jinja
   // template decides roles and order itself; what it raises is the error.
-  StatusOr<std::string> Render(std::span<const ChatMessage> messages,
-                               bool add_generation_prompt) const;
+  // `tools_json` (a JSON array, or empty) is the template's `tools`
+  // variable; only Jinja templates render tools (the families refuse them).
+  StatusOr<std::string> Render(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                               std::string_view tools_json = "") const;
 
   std::string_view name() const;
 

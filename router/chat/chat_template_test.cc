@@ -263,6 +263,28 @@ TEST(ChatTemplateJinjaTest, TheModelsOwnTemplateRendersAsTheReference) {
   }
 }
 
+// Tools go to the template's `tools` variable as the reference passes them.
+TEST(ChatTemplateJinjaTest, ToolsRenderThroughTheTemplate) {
+  const auto cases = nlohmann::ordered_json::parse(ReadShared("cases.json"));
+  const std::string source = ReadShared("templates/Qwen-Qwen3-0.6B.jinja");
+  const auto golden = nlohmann::json::parse(ReadShared("golden/Qwen-Qwen3-0.6B.json"));
+  auto t = ChatTemplate::FromGguf(source, "<BOS>", "<EOS>");
+  ASSERT_TRUE(t.ok());
+  for (const auto& c : cases) {
+    if (c["id"] != "tools_offered") continue;
+    std::vector<ChatMessage> messages;
+    for (const auto& m : c["messages"]) messages.push_back({m["role"], m["content"]});
+    auto got = t->Render(messages, c.value("add_generation_prompt", false), c["tools"].dump());
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, golden["tools_offered"]["output"].get<std::string>());
+  }
+  auto chatml = ChatTemplate::FromGguf("", "", "");
+  auto refused = chatml->Render(std::vector<ChatMessage>{{"user", "hi"}}, true, "[]");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("tools need the model's own chat template"),
+            std::string::npos);
+}
+
 TEST(ChatTemplateJinjaTest, EmptyOrFamilyNamedTemplatesKeepTheFallback) {
   EXPECT_EQ(ChatTemplate::FromGguf("", "<s>", "</s>")->name(), "chatml");
   EXPECT_EQ(ChatTemplate::FromGguf("llama3", "<s>", "</s>")->name(), "llama3");

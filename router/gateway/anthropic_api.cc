@@ -74,11 +74,10 @@ Status ParseMessages(const JsonObjectReader& body, v1::ChatRequest* request) {
     std::string role;
     RETURN_IF_ERROR(message.String("role", &role));
     if (role.empty()) return message.Missing("role");
-    if (role != "user" && role != "assistant") {
-      return message.ValueError("role",
-                                "must be user or assistant (the system prompt goes in the "
-                                "top-level \"system\" field)",
-                                item["role"]);
+    // Claude Code sends system-role messages inside `messages` too; they
+    // reach the chat template as system messages where they stand.
+    if (role != "user" && role != "assistant" && role != "system") {
+      return message.ValueError("role", "must be user, assistant or system", item["role"]);
     }
     if (message.Find("content") == nullptr) return message.Missing("content");
     v1::ChatMessage* out = request->add_messages();
@@ -114,21 +113,60 @@ Status ParseSampling(const JsonObjectReader& body, v1::GenerationOptions* option
   return Status::Ok();
 }
 
-Status RejectUnsupportedFeatures(const JsonObjectReader& body) {
-  if (const json* tools = body.Find("tools"); tools != nullptr && !tools->empty()) {
-    return InvalidArgumentError("\"tools\" (tool use) is not supported by kvmesh");
-  }
-  if (const json* thinking = body.Find("thinking"); thinking != nullptr) {
-    if (!thinking->is_object()) return body.TypeError("thinking", "an object");
-    JsonObjectReader reader(*thinking, "thinking");
+// Anthropic tools ({name, description, input_schema}) in the chat templates'
+// format ({type: function, function: {name, description, parameters}}).
+Status ParseTools(const JsonObjectReader& body, v1::ChatRequest* request) {
+  const json* tools = body.Find("tools");
+  if (tools == nullptr || tools->is_null()) return Status::Ok();
+  if (!tools->is_array()) return body.TypeError("tools", "an array of tools");
+  if (const json* choice = body.Find("tool_choice"); choice != nullptr && !choice->is_null()) {
+    if (!choice->is_object()) return body.TypeError("tool_choice", "an object");
+    JsonObjectReader reader(*choice, "tool_choice");
     std::string type;
     RETURN_IF_ERROR(reader.String("type", &type));
-    if (type != "disabled") {
-      return InvalidArgumentError("extended \"thinking\" is not supported by kvmesh");
+    if (type == "none") return Status::Ok();  // offered to no one: not rendered
+    if (type != "auto") {
+      return reader.ValueError("type",
+                               "must be \"auto\" or \"none\" (forcing a call, \"any\" or \"tool\", needs "
+                               "constrained decoding, which kvmesh does not have yet)",
+                               (*choice)["type"]);
     }
   }
-  if (const json* metadata = body.Find("metadata"); metadata != nullptr && !metadata->is_object()) {
-    return body.TypeError("metadata", "an object");
+  ordered_json out = ordered_json::array();
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const json& tool = (*tools)[i];
+    const std::string path = IndexedPath("tools", i);
+    if (!tool.is_object()) return NotAnObject(path, tool);
+    JsonObjectReader reader(tool, path);
+    std::string name, description, type;
+    RETURN_IF_ERROR(reader.String("name", &name));
+    if (name.empty()) return reader.Missing("name");
+    RETURN_IF_ERROR(reader.String("description", &description));
+    RETURN_IF_ERROR(reader.String("type", &type));
+    ordered_json function = {{"name", name}};
+    if (!description.empty()) function["description"] = description;
+    if (const json* schema = reader.Find("input_schema"); schema != nullptr) {
+      if (!schema->is_object()) return reader.TypeError("input_schema", "an object");
+      function["parameters"] = ordered_json::parse(schema->dump());
+    } else if (type.empty() || type == "custom") {
+      return reader.Missing("input_schema");
+    }
+    out.push_back({{"type", "function"}, {"function", std::move(function)}});
+  }
+  if (!out.empty()) request->set_tools_json(out.dump());
+  return Status::Ok();
+}
+
+// Fields Claude Code and the SDKs send that change nothing here: accepted
+// when they have their documented shape, and ignored.
+Status CheckIgnoredFields(const JsonObjectReader& body) {
+  for (const char* key : {"thinking", "metadata", "context_management", "output_config"}) {
+    if (const json* v = body.Find(key); v != nullptr && !v->is_object() && !v->is_null()) {
+      return body.TypeError(key, "an object");
+    }
+  }
+  if (const json* tier = body.Find("service_tier"); tier != nullptr && !tier->is_string()) {
+    return body.TypeError("service_tier", "a string");
   }
   return Status::Ok();
 }
@@ -154,7 +192,8 @@ StatusOr<AnthropicMessagesRequest> ParseAnthropicMessagesRequest(const json& bod
     message->set_content(std::move(system));
   }
   RETURN_IF_ERROR(ParseMessages(reader, &request));
-  RETURN_IF_ERROR(RejectUnsupportedFeatures(reader));
+  RETURN_IF_ERROR(ParseTools(reader, &request));
+  RETURN_IF_ERROR(CheckIgnoredFields(reader));
   RETURN_IF_ERROR(ParseSampling(reader, request.mutable_options()));
   RETURN_IF_ERROR(reader.Bool("stream", &parsed.stream));
   return parsed;

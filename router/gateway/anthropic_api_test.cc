@@ -59,9 +59,8 @@ TEST(AnthropicApiTest, ErrorsNameTheField) {
   EXPECT_EQ(ParseError(R"({"messages": [{"role": "user", "content": "x"}]})"),
             "field \"max_tokens\" is required");
   EXPECT_EQ(ParseError(R"({"max_tokens": 8})"), "field \"messages\" is required");
-  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "system", "content": "x"}]})"),
-            "field \"messages[0].role\" must be user or assistant (the system prompt goes in the "
-            "top-level \"system\" field), got \"system\"");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "tool", "content": "x"}]})"),
+            "field \"messages[0].role\" must be user, assistant or system, got \"tool\"");
   EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user"}]})"),
             "field \"messages[0].content\" is required");
   EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user",
@@ -76,10 +75,46 @@ TEST(AnthropicApiTest, ErrorsNameTheField) {
             "field \"stop_sequences\" must be an array of strings, got string");
   EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
                            "tools": [{"name": "f"}]})"),
-            "\"tools\" (tool use) is not supported by kvmesh");
+            "field \"tools[0].input_schema\" is required");
   EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
-                           "thinking": {"type": "enabled", "budget_tokens": 1024}})"),
-            "extended \"thinking\" is not supported by kvmesh");
+                           "tools": [{"name": "f", "input_schema": {}}],
+                           "tool_choice": {"type": "any"}})"),
+            "field \"tool_choice.type\" must be \"auto\" or \"none\" (forcing a call, \"any\" or "
+            "\"tool\", needs constrained decoding, which kvmesh does not have yet), got \"any\"");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+                           "metadata": "x"})"),
+            "field \"metadata\" must be an object, got string");
+}
+
+// What Claude Code sends: system blocks, a system-role message inside
+// `messages`, tools, and fields that change nothing here.
+TEST(AnthropicApiTest, AcceptsWhatClaudeCodeSends) {
+  auto parsed = ParseAnthropicMessagesRequest(nlohmann::json::parse(R"({
+    "model": "claude-sonnet-4-5", "max_tokens": 128000, "stream": true,
+    "system": [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1"},
+               {"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}],
+    "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                 {"role": "system", "content": "reminder"}],
+    "tools": [{"name": "Bash", "description": "Run a command",
+               "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}],
+    "tool_choice": {"type": "auto"},
+    "thinking": {"type": "enabled", "budget_tokens": 1024}, "metadata": {"user_id": "u"},
+    "context_management": {"edits": []}, "output_config": {}, "service_tier": "auto"})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const v1::ChatRequest& r = parsed->request;
+  ASSERT_EQ(r.messages_size(), 3);
+  EXPECT_EQ(r.messages(0).role(), "system");
+  EXPECT_EQ(r.messages(2).role(), "system");
+  EXPECT_EQ(r.messages(2).content(), "reminder");
+  EXPECT_EQ(nlohmann::json::parse(r.tools_json()),
+            nlohmann::json::parse(R"([{"type": "function", "function": {"name": "Bash",
+              "description": "Run a command", "parameters": {"type": "object",
+              "properties": {"command": {"type": "string"}}}}}])"));
+  auto none = ParseAnthropicMessagesRequest(nlohmann::json::parse(R"({"max_tokens": 4,
+    "messages": [{"role": "user", "content": "hi"}],
+    "tools": [{"name": "f", "input_schema": {}}], "tool_choice": {"type": "none"}})"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->request.tools_json().empty());
 }
 
 TEST(AnthropicApiTest, MessageJson) {

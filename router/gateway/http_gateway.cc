@@ -75,7 +75,8 @@ ApiFormat FormatForPath(std::string_view path) {
 
 std::string_view RouteLabel(std::string_view path) {
   for (std::string_view route : {"/v1/completions", "/v1/chat/completions", "/v1/messages",
-                                 "/v1/models", "/healthz", "/metrics"}) {
+                                 "/v1/messages/count_tokens", "/v1/models", "/healthz",
+                                 "/metrics"}) {
     if (path == route) return route;
   }
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
@@ -186,6 +187,10 @@ void HttpGateway::RegisterRoutes() {
   server.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) {
     HandleMessages(req, res);
   });
+  server.Post("/v1/messages/count_tokens",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                HandleCountTokens(req, res);
+              });
   server.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
     HandleModels(req, res);
   });
@@ -433,6 +438,23 @@ void HttpGateway::HandleMessages(const httplib::Request& req, httplib::Response&
   ServeWhole(res, kFormat, call, [&meta](const GenerationResult& result) {
     return ToJsonText(AnthropicMessageJson(meta, result));
   });
+}
+
+// Anthropic's token counting: the request a message would be (max_tokens
+// not needed), rendered and tokenized as Chat would; {"input_tokens": N}.
+void HttpGateway::HandleCountTokens(const httplib::Request& req, httplib::Response& res) {
+  constexpr ApiFormat kFormat = ApiFormat::kAnthropic;
+  if (!Authorize(req, res, kFormat)) return;
+  StatusOr<nlohmann::json> body = ParseJsonObject(req.body);
+  if (!body.ok()) return SendError(res, kFormat, body.status());
+  if (!body->contains("max_tokens")) (*body)["max_tokens"] = 1;
+  StatusOr<AnthropicMessagesRequest> parsed = ParseAnthropicMessagesRequest(*body);
+  if (!parsed.ok()) return SendError(res, kFormat, parsed.status());
+  StatusOr<int64_t> count = core_.CountChatTokens(parsed->request);
+  if (!count.ok()) return SendError(res, kFormat, count.status());
+  nlohmann::ordered_json out;
+  out["input_tokens"] = *count;
+  res.set_content(ToJsonText(out), std::string(kJsonType));
 }
 
 void HttpGateway::HandleModels(const httplib::Request& req, httplib::Response& res) {

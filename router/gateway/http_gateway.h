@@ -108,6 +108,7 @@ class HttpGateway {
   void HandleCompletions(const httplib::Request& req, httplib::Response& res);
   void HandleChatCompletions(const httplib::Request& req, httplib::Response& res);
   void HandleMessages(const httplib::Request& req, httplib::Response& res);
+  void HandleCountTokens(const httplib::Request& req, httplib::Response& res);
   void HandleModels(const httplib::Request& req, httplib::Response& res);
   void HandleModel(const httplib::Request& req, httplib::Response& res);
 
