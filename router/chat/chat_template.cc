@@ -413,10 +413,6 @@ StatusOr<std::string> ChatTemplate::Render(std::span<const ChatMessage> messages
                                            bool add_generation_prompt,
                                            std::string_view tools_json) const {
   if (messages.empty()) return InvalidArgumentError("the conversation has no messages");
-  if (!tools_json.empty() && family_ != Family::kJinja) {
-    return InvalidArgumentError("tools need the model's own chat template; the " +
-                                std::string(name()) + " family renders none");
-  }
   if (family_ == Family::kJinja) {
     nlohmann::ordered_json vars = {{"bos_token", bos_text_},
                                    {"eos_token", eos_text_},

@@ -98,7 +98,9 @@ class ChatTemplate {
   // system message, then user and assistant alternating from user). A Jinja
   // template decides roles and order itself; what it raises is the error.
   // `tools_json` (a JSON array, or empty) is the template's `tools`
-  // variable; only Jinja templates render tools (the families refuse them).
+  // variable. Only Jinja templates render tools: the families, which stand
+  // in for models without a template of their own, show the model none
+  // (the request still succeeds; its answer is text).
   StatusOr<std::string> Render(std::span<const ChatMessage> messages, bool add_generation_prompt,
                                std::string_view tools_json = "") const;
 
