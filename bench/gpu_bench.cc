@@ -76,12 +76,12 @@ int Probe() {
   const double gbps = 2.0 * static_cast<double>(bytes) / Median(times) / 1e9;
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
-  std::printf("%s\n", nlohmann::json{{"probe", "d2d_copy"},
-                                     {"device", prop.name},
-                                     {"bytes", bytes},
-                                     {"gb_per_s", gbps}}
-                          .dump()
-                          .c_str());
+  std::printf(
+      "%s\n",
+      nlohmann::json{
+          {"probe", "d2d_copy"}, {"device", prop.name}, {"bytes", bytes}, {"gb_per_s", gbps}}
+          .dump()
+          .c_str());
   return 0;
 }
 
@@ -129,8 +129,7 @@ int Run(int argc, char** argv) {
   auto model = Model::Load(path);
   if (!model.ok()) return Fail(model.status().ToString());
   const ModelConfig& c = (*model)->config();
-  const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16,
-                        TensorType::kF16};
+  const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
   auto options = PlanOptions::Parse(devices, split, "", 1);
   if (!options.ok()) return Fail(options.status().ToString());
   // Blocks: the prefill's, plus each stream's prompt and decode.

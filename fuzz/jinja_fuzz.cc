@@ -16,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  {"role": "tool", "content": [{"type": "text", "text": "ok"}]}],
     "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
   })");
-  auto t = kvmesh::jinja::Template::Parse(
-      std::string_view(reinterpret_cast<const char*>(data), size));
+  auto t =
+      kvmesh::jinja::Template::Parse(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!t.ok()) return 0;
   kvmesh::jinja::RenderOptions options;
   options.limits.max_steps = 200000;

@@ -61,7 +61,7 @@ struct ModelSnapshot {
 struct RegistryOptions {
   ConnectionOptions connection;
   std::chrono::milliseconds dns_refresh{std::chrono::seconds(10)};
-  std::string chat_template_override;  // family name; empty: from the model
+  std::string chat_template_override;     // family name; empty: from the model
   std::vector<ModelAlias> model_aliases;  // see router/model_names.h
   bool strict_model_names = false;
   std::chrono::milliseconds optimistic_ttl{std::chrono::seconds(20)};

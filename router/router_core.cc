@@ -81,8 +81,7 @@ StatusOr<RouterCore::RenderedChat> RouterCore::RenderChat(const v1::ChatRequest&
   }
   std::vector<ChatMessage> messages;
   for (const v1::ChatMessage& m : request.messages()) messages.push_back({m.role(), m.content()});
-  ASSIGN_OR_RETURN(std::string text,
-                   g.chat_template->Render(messages, true, request.tools_json()));
+  ASSIGN_OR_RETURN(std::string text, g.chat_template->Render(messages, true, request.tools_json()));
   std::vector<int32_t> tokens =
       g.tokenizer->Encode(text, !g.chat_template->bos_in_text(), /*parse_special=*/true);
   return RenderedChat{std::move(snap), std::move(tokens)};

@@ -25,7 +25,7 @@ struct RouterOptions {
   double prefix_guard_ratio = 2.0;
   int64_t prefix_guard_slack = 4;
   std::vector<std::string> api_keys;
-  std::string chat_template;  // family name overriding the models' templates
+  std::string chat_template;               // family name overriding the models' templates
   std::vector<std::string> model_aliases;  // PATTERN=MODEL (router/model_names.h)
   bool strict_model_names = false;
   int64_t max_attempts = 3;

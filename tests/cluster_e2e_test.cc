@@ -318,7 +318,8 @@ TEST(ClusterProcessTest, SplitWorkersServeThroughTheRouter) {
 // --model-alias maps patterns and /v1/models lists them.
 TEST(ClusterProcessTest, ModelNamesStrictAndAliased) {
   ProcessHandle w = StartWorker(kWorkerBin, {});
-  ProcessHandle strict = StartRouter(kRouterBin, {w.grpc}, {"--strict-model-names"}, "strict_router");
+  ProcessHandle strict =
+      StartRouter(kRouterBin, {w.grpc}, {"--strict-model-names"}, "strict_router");
   ProcessHandle alias =
       StartRouter(kRouterBin, {w.grpc}, {"--strict-model-names", "--model-alias", "claude-*=llama"},
                   "alias_router");

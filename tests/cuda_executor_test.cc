@@ -34,8 +34,8 @@ std::unique_ptr<Model> LoadShared(const std::string& file) {
 
 bool HaveGpu() { return ProbeGpuMemory(0).ok(); }
 
-#define SKIP_WITHOUT_GPU()                                                      \
-  if (!HaveGpu()) {                                                             \
+#define SKIP_WITHOUT_GPU()                                                                     \
+  if (!HaveGpu()) {                                                                            \
     GTEST_SKIP() << "no GPU on this machine (" << ProbeGpuMemory(0).status().message() << ")"; \
   }
 
@@ -310,8 +310,8 @@ TEST(CudaWithoutGpuTest, MemoryFitOfCudaDevicesUsesTheProbeAndNamesTheBytes) {
   EXPECT_EQ(half->num_blocks, static_cast<int64_t>(left / 2 / block));
   // Two virtual devices on the GPU share its free memory: each holds half
   // the layers, in half the memory, so the count barely moves.
-  auto shared = FitKvBlocksOnDevices("0.5", layout, plan_for("cuda:0.0,cuda:0.1", "layer"), 256,
-                                     probe);
+  auto shared =
+      FitKvBlocksOnDevices("0.5", layout, plan_for("cuda:0.0,cuda:0.1", "layer"), 256, probe);
   ASSERT_TRUE(shared.ok()) << shared.status().ToString();
   EXPECT_LT(shared->num_blocks, half->num_blocks * 11 / 10);
   // An absolute budget larger than the GPU: refused, naming the device.

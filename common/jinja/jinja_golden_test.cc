@@ -64,8 +64,8 @@ TEST(JinjaGoldenTest, EveryTemplateAndCaseMatchesTheReference) {
         size_t k = 0;
         while (k < w.size() && k < got->size() && w[k] == (*got)[k]) ++k;
         const size_t from = k > 60 ? k - 60 : 0;
-        ADD_FAILURE() << name << " / " << id << ": differs at byte " << k << "\n  want: "
-                      << nlohmann::json(w.substr(from, 140)).dump()
+        ADD_FAILURE() << name << " / " << id << ": differs at byte " << k
+                      << "\n  want: " << nlohmann::json(w.substr(from, 140)).dump()
                       << "\n  got:  " << nlohmann::json(got->substr(from, 140)).dump();
       }
     }

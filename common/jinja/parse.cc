@@ -35,7 +35,9 @@ struct Segment {
 };
 
 bool IsSpaceTab(char c) { return c == ' ' || c == '\t'; }
-bool IsWs(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool IsWs(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 class Lexer {
  public:
@@ -69,8 +71,8 @@ class Lexer {
         // block or comment tag go.
         const size_t nl = text.rfind('\n');
         const size_t from = nl == std::string::npos ? 0 : nl + 1;
-        const bool line_start = nl != std::string::npos || chunk_start == 0 ||
-                                src_[chunk_start - 1] == '\n';
+        const bool line_start =
+            nl != std::string::npos || chunk_start == 0 || src_[chunk_start - 1] == '\n';
         if (line_start && std::all_of(text.begin() + from, text.end(), IsSpaceTab)) {
           text.resize(from);
         }
@@ -97,7 +99,8 @@ class Lexer {
         pos = Raw(pos, seg.line, &strip_next);
         continue;
       }
-      if (seg.kind == Segment::Kind::kBlock && !strip_next && pos < src_.size() && src_[pos] == '\n') {
+      if (seg.kind == Segment::Kind::kBlock && !strip_next && pos < src_.size() &&
+          src_[pos] == '\n') {
         ++pos;  // trim_blocks
       }
       segments_.push_back(std::move(seg));
@@ -176,7 +179,8 @@ class Lexer {
     while (true) {
       while (p < src_.size() && IsWs(src_[p])) ++p;
       if (p >= src_.size()) throw ParseError(line, "unclosed tag");
-      if (src_[p] == '-' && p + 2 < src_.size() + 1 && src_.substr(p + 1, 2) == std::string{closer, '}'}) {
+      if (src_[p] == '-' && p + 2 < src_.size() + 1 &&
+          src_.substr(p + 1, 2) == std::string{closer, '}'}) {
         *strip = true;
         out->push_back(Token{Token::Type::kEnd, "", 0, 0, line});
         return p + 3;
@@ -194,15 +198,20 @@ class Lexer {
       const char c = src_[p];
       if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         size_t e = p;
-        while (e < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[e])) || src_[e] == '_')) ++e;
+        while (e < src_.size() &&
+               (std::isalnum(static_cast<unsigned char>(src_[e])) || src_[e] == '_'))
+          ++e;
         t.type = Token::Type::kName;
         t.text = std::string(src_.substr(p, e - p));
         p = e;
       } else if (std::isdigit(static_cast<unsigned char>(c))) {
         size_t e = p;
         bool is_float = false;
-        while (e < src_.size() && (std::isdigit(static_cast<unsigned char>(src_[e])) || src_[e] == '_')) ++e;
-        if (e + 1 < src_.size() && src_[e] == '.' && std::isdigit(static_cast<unsigned char>(src_[e + 1]))) {
+        while (e < src_.size() &&
+               (std::isdigit(static_cast<unsigned char>(src_[e])) || src_[e] == '_'))
+          ++e;
+        if (e + 1 < src_.size() && src_[e] == '.' &&
+            std::isdigit(static_cast<unsigned char>(src_[e + 1]))) {
           is_float = true;
           ++e;
           while (e < src_.size() && std::isdigit(static_cast<unsigned char>(src_[e]))) ++e;
@@ -232,9 +241,9 @@ class Lexer {
         t.type = Token::Type::kString;
         p = String(p, &t.text, t.line);
       } else {
-        static const char* kOps[] = {"**", "//", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%",
-                                     "~", "<", ">", "=", "(", ")", "[", "]", "{", "}", ",",
-                                     ".", ":", "|"};
+        static const char* kOps[] = {"**", "//", "==", "!=", "<=", ">=", "+", "-", "*",
+                                     "/",  "%",  "~",  "<",  ">",  "=",  "(", ")", "[",
+                                     "]",  "{",  "}",  ",",  ".",  ":",  "|"};
         bool found = false;
         for (const char* op : kOps) {
           const size_t n = std::char_traits<char>::length(op);
@@ -279,18 +288,41 @@ class Lexer {
         const char e = src_[p + 1];
         p += 2;
         switch (e) {
-          case 'n': *out += '\n'; break;
-          case 't': *out += '\t'; break;
-          case 'r': *out += '\r'; break;
-          case '0': *out += '\0'; break;
-          case 'a': *out += '\a'; break;
-          case 'b': *out += '\b'; break;
-          case 'f': *out += '\f'; break;
-          case 'v': *out += '\v'; break;
-          case '\\': *out += '\\'; break;
-          case '\'': *out += '\''; break;
-          case '"': *out += '"'; break;
-          case '\n': break;
+          case 'n':
+            *out += '\n';
+            break;
+          case 't':
+            *out += '\t';
+            break;
+          case 'r':
+            *out += '\r';
+            break;
+          case '0':
+            *out += '\0';
+            break;
+          case 'a':
+            *out += '\a';
+            break;
+          case 'b':
+            *out += '\b';
+            break;
+          case 'f':
+            *out += '\f';
+            break;
+          case 'v':
+            *out += '\v';
+            break;
+          case '\\':
+            *out += '\\';
+            break;
+          case '\'':
+            *out += '\'';
+            break;
+          case '"':
+            *out += '"';
+            break;
+          case '\n':
+            break;
           case 'x':
           case 'u':
           case 'U': {
@@ -333,9 +365,7 @@ class Parser {
  private:
   // --- token cursor within the current tag ---
   const Token& Cur() const { return (*toks_)[tok_]; }
-  const Token& Peek(size_t k = 1) const {
-    return (*toks_)[std::min(tok_ + k, toks_->size() - 1)];
-  }
+  const Token& Peek(size_t k = 1) const { return (*toks_)[std::min(tok_ + k, toks_->size() - 1)]; }
   bool IsOp(const char* op) const { return Cur().type == Token::Type::kOp && Cur().text == op; }
   bool IsName(const char* name) const {
     return Cur().type == Token::Type::kName && Cur().text == name;
@@ -744,7 +774,8 @@ class Parser {
   struct Nest {
     Parser& p;
     explicit Nest(Parser& parser) : p(parser) {
-      if (++p.nesting_ > kMaxNesting) p.Fail("template nests deeper than " + std::to_string(kMaxNesting));
+      if (++p.nesting_ > kMaxNesting)
+        p.Fail("template nests deeper than " + std::to_string(kMaxNesting));
     }
     ~Nest() { --p.nesting_; }
   };

@@ -16,26 +16,26 @@ using ExprPtr = std::unique_ptr<Expr>;
 
 struct Expr {
   enum class Kind {
-    kLiteral,    // value
-    kName,       // name
-    kAttr,       // a.name
-    kItem,       // a[b]
-    kSlice,      // a[b:c:d] (args may be null)
-    kCall,       // a(args, named)
-    kFilter,     // a | name(args, named); a is null inside {% filter %}
-    kUnknown,    // a filter or test unknown at parse time, inside an if: fails when reached
-    kTest,       // a is [not] name(args)
-    kNeg,        // -a
-    kPos,        // +a
-    kNot,        // not a
-    kBinary,     // a op b: + - * / // % ** ~
-    kAnd,        // a and b
-    kOr,         // a or b
-    kCompare,    // a op b op c ...: == != < > <= >= in, not in
-    kCond,       // b if a else c  (args: [cond, then, else-or-null])
-    kList,       // [args]
-    kTuple,      // (args)
-    kDict,       // {args[0]: args[1], ...}
+    kLiteral,  // value
+    kName,     // name
+    kAttr,     // a.name
+    kItem,     // a[b]
+    kSlice,    // a[b:c:d] (args may be null)
+    kCall,     // a(args, named)
+    kFilter,   // a | name(args, named); a is null inside {% filter %}
+    kUnknown,  // a filter or test unknown at parse time, inside an if: fails when reached
+    kTest,     // a is [not] name(args)
+    kNeg,      // -a
+    kPos,      // +a
+    kNot,      // not a
+    kBinary,   // a op b: + - * / // % ** ~
+    kAnd,      // a and b
+    kOr,       // a or b
+    kCompare,  // a op b op c ...: == != < > <= >= in, not in
+    kCond,     // b if a else c  (args: [cond, then, else-or-null])
+    kList,     // [args]
+    kTuple,    // (args)
+    kDict,     // {args[0]: args[1], ...}
   };
   Kind kind;
   int line = 0;
@@ -64,22 +64,22 @@ struct Stmt {
     kFilterBlock,
     kBreak,
     kContinue,
-    kScope,      // {% generation %}: body
+    kScope,  // {% generation %}: body
   };
   Kind kind;
   int line = 0;
   std::string text;
-  ExprPtr expr;                    // output, for iterable, set value, call, filter
-  ExprPtr cond;                    // for's filter
+  ExprPtr expr;                     // output, for iterable, set value, call, filter
+  ExprPtr cond;                     // for's filter
   std::vector<ExprPtr> conditions;  // if/elif
   std::vector<Body> bodies;         // if branches (+ else)
   Body body, else_body;
   std::vector<std::string> targets;  // for/set names; set ns.attr: {ns, attr} with attr_set
   bool attr_set = false;
   bool recursive = false;
-  std::string name;                            // macro
-  std::vector<std::string> params;             // macro / call block
-  std::vector<ExprPtr> defaults;               // per param (null: none)
+  std::string name;                 // macro
+  std::vector<std::string> params;  // macro / call block
+  std::vector<ExprPtr> defaults;    // per param (null: none)
 };
 
 // Parses a template. Errors name the line.

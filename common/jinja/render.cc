@@ -444,8 +444,8 @@ struct Interpreter {
           } else if (stmt->defaults[p]) {
             in.Assign(stmt->params[p], in.Eval(*stmt->defaults[p]));
           } else {
-            in.Assign(stmt->params[p], Value::Undefined("parameter '" + stmt->params[p] +
-                                                        "' was not provided"));
+            in.Assign(stmt->params[p],
+                      Value::Undefined("parameter '" + stmt->params[p] + "' was not provided"));
           }
         }
         for (size_t p = stmt->params.size(); p < args.positional.size(); ++p) {
@@ -509,7 +509,8 @@ struct Interpreter {
       }
       case Expr::Kind::kNeg: {
         Value v = Eval(*e.args[0]);
-        if (v.kind == Kind::kInt || v.kind == Kind::kBool) return Value::Int(-(v.kind == Kind::kBool ? v.b : v.i));
+        if (v.kind == Kind::kInt || v.kind == Kind::kBool)
+          return Value::Int(-(v.kind == Kind::kBool ? v.b : v.i));
         if (v.kind == Kind::kFloat) return Value::Float(-v.f);
         Throw("TypeError: bad operand type for unary -: '" + TypeName(v) + "'");
       }
@@ -686,7 +687,8 @@ struct Interpreter {
       }
       if (a.is_list() && b.kind == Kind::kInt) {
         Value out = Value::MakeList({}, a.tuple);
-        for (int64_t i = 0; i < b.i; ++i) out.list->insert(out.list->end(), a.list->begin(), a.list->end());
+        for (int64_t i = 0; i < b.i; ++i)
+          out.list->insert(out.list->end(), a.list->begin(), a.list->end());
         return out;
       }
     }
@@ -767,7 +769,8 @@ struct Interpreter {
         Throw(std::string("ValueError: unsupported format character '") + c + "'");
       }
     }
-    if (next < args.size()) Throw("TypeError: not all arguments converted during string formatting");
+    if (next < args.size())
+      Throw("TypeError: not all arguments converted during string formatting");
     return out;
   }
 
@@ -806,9 +809,8 @@ struct Interpreter {
 
   // --- methods of str, list and dict ---
   Value BoundMethod(const Value& self, const std::string& name) {
-    return Value::Fn(name, [self, name](Interpreter& in, Args& a) {
-      return in.CallMethod(self, name, a);
-    });
+    return Value::Fn(
+        name, [self, name](Interpreter& in, Args& a) { return in.CallMethod(self, name, a); });
   }
 
   Value CallMethod(const Value& self, const std::string& name, Args& a) {
@@ -844,9 +846,8 @@ struct Interpreter {
         const int64_t maxsplit = max == nullptr ? -1 : ToInt(*max, "maxsplit");
         if (name == "rsplit" && maxsplit >= 0) {
           // From the right: split fully, then join the head back.
-          std::vector<std::string> parts = sep == nullptr || sep->is_none()
-                                               ? SplitWs(s, -1)
-                                               : SplitSep(s, ToStr(*sep), -1);
+          std::vector<std::string> parts =
+              sep == nullptr || sep->is_none() ? SplitWs(s, -1) : SplitSep(s, ToStr(*sep), -1);
           const std::string glue = sep == nullptr || sep->is_none() ? " " : ToStr(*sep);
           while (static_cast<int64_t>(parts.size()) > maxsplit + 1) {
             parts[0] += glue + parts[1];
@@ -875,11 +876,12 @@ struct Interpreter {
         if (p == nullptr) Throw("TypeError: " + name + "() takes at least 1 argument");
         std::vector<Value> options = p->is_list() ? *p->list : std::vector<Value>{*p};
         for (const Value& o : options) {
-          if (!o.is_string()) Throw("TypeError: " + name + " first arg must be str or a tuple of str");
+          if (!o.is_string())
+            Throw("TypeError: " + name + " first arg must be str or a tuple of str");
           const std::string& x = o.s;
-          if (name == "startswith" ? s.compare(0, x.size(), x) == 0
-                                   : s.size() >= x.size() &&
-                                         s.compare(s.size() - x.size(), x.size(), x) == 0) {
+          if (name == "startswith"
+                  ? s.compare(0, x.size(), x) == 0
+                  : s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0) {
             return Value::Bool(true);
           }
         }
@@ -890,7 +892,8 @@ struct Interpreter {
         const Value* to = arg(1, "new");
         const Value* count = arg(2, "count");
         if (from == nullptr || to == nullptr) Throw("TypeError: replace() takes 2 arguments");
-        return Value::Str(Replace(s, ToStr(*from), ToStr(*to), count ? ToInt(*count, "count") : -1));
+        return Value::Str(
+            Replace(s, ToStr(*from), ToStr(*to), count ? ToInt(*count, "count") : -1));
       }
       if (name == "find" || name == "rfind" || name == "index" || name == "count") {
         const Value* sub = arg(0, "sub");
@@ -898,7 +901,9 @@ struct Interpreter {
         if (name == "count") {
           if (sub->s.empty()) return Value::Int(static_cast<int64_t>(CodePoints(s).size()) + 1);
           int64_t n = 0;
-          for (size_t k = s.find(sub->s); k != std::string::npos; k = s.find(sub->s, k + sub->s.size())) ++n;
+          for (size_t k = s.find(sub->s); k != std::string::npos;
+               k = s.find(sub->s, k + sub->s.size()))
+            ++n;
           return Value::Int(n);
         }
         const size_t k = name == "rfind" ? s.rfind(sub->s) : s.find(sub->s);
@@ -914,7 +919,8 @@ struct Interpreter {
         std::string out;
         bool first = true;
         for (const Value& v : Iterate(*items)) {
-          if (!v.is_string()) Throw("TypeError: sequence item: expected str instance, " + TypeName(v) + " found");
+          if (!v.is_string())
+            Throw("TypeError: sequence item: expected str instance, " + TypeName(v) + " found");
           if (!first) out += s;
           out += v.s;
           first = false;
@@ -1035,15 +1041,18 @@ namespace {
 
 bool IsMethodName(Kind k, const std::string& name) {
   static const std::set<std::string> kStr = {
-      "strip", "lstrip", "rstrip", "upper", "lower", "title", "capitalize", "split", "rsplit",
-      "splitlines", "startswith", "endswith", "replace", "find", "rfind", "index", "count",
-      "join", "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower", "format",
-      "center", "ljust", "rjust", "zfill", "encode", "partition", "rpartition", "expandtabs",
-      "casefold", "swapcase", "translate", "maketrans", "removeprefix", "removesuffix"};
-  static const std::set<std::string> kDict = {"get", "items", "keys", "values", "copy", "pop",
-                                              "popitem", "update", "setdefault", "clear"};
-  static const std::set<std::string> kList = {"index", "count", "append", "extend", "insert",
-                                              "pop", "remove", "reverse", "sort", "clear", "copy"};
+      "strip",      "lstrip",       "rstrip",      "upper",      "lower",      "title",
+      "capitalize", "split",        "rsplit",      "splitlines", "startswith", "endswith",
+      "replace",    "find",         "rfind",       "index",      "count",      "join",
+      "isdigit",    "isalpha",      "isalnum",     "isspace",    "isupper",    "islower",
+      "format",     "center",       "ljust",       "rjust",      "zfill",      "encode",
+      "partition",  "rpartition",   "expandtabs",  "casefold",   "swapcase",   "translate",
+      "maketrans",  "removeprefix", "removesuffix"};
+  static const std::set<std::string> kDict = {"get", "items",   "keys",   "values",     "copy",
+                                              "pop", "popitem", "update", "setdefault", "clear"};
+  static const std::set<std::string> kList = {"index",  "count", "append", "extend",
+                                              "insert", "pop",   "remove", "reverse",
+                                              "sort",   "clear", "copy"};
   switch (k) {
     case Kind::kString:
       return kStr.count(name) > 0;
@@ -1058,21 +1067,25 @@ bool IsMethodName(Kind k, const std::string& name) {
 
 const std::set<std::string>& FilterNames() {
   static const std::set<std::string> names = {
-      "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e",
-      "escape", "first", "float", "forceescape", "format", "groupby", "indent", "int", "items",
-      "join", "last", "length", "list", "lower", "map", "max", "min", "pprint", "reject",
-      "rejectattr", "replace", "reverse", "round", "safe", "select", "selectattr", "slice",
-      "sort", "string", "striptags", "sum", "title", "tojson", "trim", "truncate", "unique",
-      "upper", "wordcount", "wordwrap", "xmlattr", "urlencode"};
+      "abs",        "attr",       "batch",    "capitalize", "center",    "count",     "d",
+      "default",    "dictsort",   "e",        "escape",     "first",     "float",     "forceescape",
+      "format",     "groupby",    "indent",   "int",        "items",     "join",      "last",
+      "length",     "list",       "lower",    "map",        "max",       "min",       "pprint",
+      "reject",     "rejectattr", "replace",  "reverse",    "round",     "safe",      "select",
+      "selectattr", "slice",      "sort",     "string",     "striptags", "sum",       "title",
+      "tojson",     "trim",       "truncate", "unique",     "upper",     "wordcount", "wordwrap",
+      "xmlattr",    "urlencode"};
   return names;
 }
 
 const std::set<std::string>& TestNames() {
   static const std::set<std::string> names = {
-      "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even",
-      "false", "filter", "float", "ge", "greaterthan", "gt", "in", "integer", "iterable", "le",
-      "lessthan", "lower", "lt", "mapping", "ne", "none", "number", "odd", "sameas", "sequence",
-      "string", "test", "true", "undefined", "upper", "==", "!=", ">", ">=", "<", "<="};
+      "boolean", "callable", "defined",  "divisibleby", "eq",       "equalto",     "escaped",
+      "even",    "false",    "filter",   "float",       "ge",       "greaterthan", "gt",
+      "in",      "integer",  "iterable", "le",          "lessthan", "lower",       "lt",
+      "mapping", "ne",       "none",     "number",      "odd",      "sameas",      "sequence",
+      "string",  "test",     "true",     "undefined",   "upper",    "==",          "!=",
+      ">",       ">=",       "<",        "<="};
   return names;
 }
 
@@ -1080,12 +1093,23 @@ std::string HtmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -1096,7 +1120,8 @@ Value AttrPath(Interpreter& in, Value v, const std::string& path) {
   size_t start = 0;
   while (true) {
     const size_t dot = path.find('.', start);
-    const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (!part.empty() && std::all_of(part.begin(), part.end(), ::isdigit)) {
       v = in.GetItem(v, Value::Int(std::stoll(part)));
     } else {
@@ -1227,7 +1252,8 @@ Value Interpreter::ApplyFilter(const std::string& name, const Value& v, Args& a)
     const Value* indent = arg(1, "indent");
     const Value* seps = arg(2, "separators");
     const bool sort_keys = flag(3, "sort_keys", false);
-    const int ind = indent == nullptr || indent->is_none() ? -1 : static_cast<int>(ToInt(*indent, "indent"));
+    const int ind =
+        indent == nullptr || indent->is_none() ? -1 : static_cast<int>(ToInt(*indent, "indent"));
     std::string item_sep = ind >= 0 ? "," : ", ", key_sep = ": ";
     if (seps != nullptr && seps->is_list() && seps->list->size() == 2) {
       item_sep = ToStr((*seps->list)[0]);
@@ -1258,7 +1284,8 @@ Value Interpreter::ApplyFilter(const std::string& name, const Value& v, Args& a)
   }
   if (name == "trim") {
     const Value* chars = arg(0, "chars");
-    return Value::Str(Strip(ToStr(v), chars && !chars->is_none() ? ToStr(*chars) : kWhitespace, true, true));
+    return Value::Str(
+        Strip(ToStr(v), chars && !chars->is_none() ? ToStr(*chars) : kWhitespace, true, true));
   }
   if (name == "string") return v.is_string() ? v : Value::Str(ToStr(v));
   if (name == "safe") {
@@ -1272,7 +1299,8 @@ Value Interpreter::ApplyFilter(const std::string& name, const Value& v, Args& a)
     Args none;
     return CallMethod(Value::Str(ToStr(v)), name, none);
   }
-  if (name == "escape" || name == "e" || name == "forceescape") return Value::Str(HtmlEscape(ToStr(v)));
+  if (name == "escape" || name == "e" || name == "forceescape")
+    return Value::Str(HtmlEscape(ToStr(v)));
   if (name == "join") {
     const Value* sep = arg(0, "d");
     const Value* attribute = arg(1, "attribute");
@@ -1341,8 +1369,9 @@ Value Interpreter::ApplyFilter(const std::string& name, const Value& v, Args& a)
     const Value* width = arg(0, "width");
     const bool first = flag(1, "first", false);
     const bool blank = flag(2, "blank", false);
-    const std::string indention =
-        width == nullptr ? "    " : width->is_string() ? width->s : std::string(ToInt(*width, "width"), ' ');
+    const std::string indention = width == nullptr     ? "    "
+                                  : width->is_string() ? width->s
+                                                       : std::string(ToInt(*width, "width"), ' ');
     std::string s = ToStr(v) + "\n";
     std::vector<std::string> lines;
     {
@@ -1503,14 +1532,17 @@ Value Interpreter::ApplyFilter(const std::string& name, const Value& v, Args& a)
     }
     return out;
   }
-  if (name == "format") return Value::Str(PercentFormat(ToStr(v), Value::MakeList(a.positional, true)));
+  if (name == "format")
+    return Value::Str(PercentFormat(ToStr(v), Value::MakeList(a.positional, true)));
   if (name == "truncate") {
     const int64_t length = arg(0, "length") ? ToInt(*arg(0, "length"), "length") : 255;
     const std::string end = arg(2, "end") ? ToStr(*arg(2, "end")) : "...";
     std::vector<std::string> cps = CodePoints(ToStr(v));
     if (static_cast<int64_t>(cps.size()) <= length) return Value::Str(ToStr(v));
     std::string out;
-    for (int64_t i = 0; i < length - static_cast<int64_t>(end.size()) && i < static_cast<int64_t>(cps.size()); ++i) out += cps[i];
+    for (int64_t i = 0;
+         i < length - static_cast<int64_t>(end.size()) && i < static_cast<int64_t>(cps.size()); ++i)
+      out += cps[i];
     return Value::Str(out + end);
   }
   if (name == "pprint") return Value::Str(Repr(v));
@@ -1550,9 +1582,10 @@ StatusOr<std::string> Template::Render(const nlohmann::ordered_json& variables,
   Interpreter in(options);
   in.frames.emplace_back();
   Frame& globals = in.frames.back();
-  globals.vars["raise_exception"] = Value::Fn("raise_exception", [](Interpreter&, Args& a) -> Value {
-    Throw("TemplateError: " + (a.positional.empty() ? std::string() : ToStr(a.positional[0])));
-  });
+  globals.vars["raise_exception"] =
+      Value::Fn("raise_exception", [](Interpreter&, Args& a) -> Value {
+        Throw("TemplateError: " + (a.positional.empty() ? std::string() : ToStr(a.positional[0])));
+      });
   globals.vars["strftime_now"] = Value::Fn("strftime_now", [](Interpreter& in, Args& a) {
     if (a.positional.empty()) Throw("TypeError: strftime_now() takes a format");
     std::tm tm{};

@@ -46,11 +46,22 @@ struct Function {
 };
 
 struct Value {
-  enum class Kind : uint8_t { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kFunction };
+  enum class Kind : uint8_t {
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kDict,
+    kFunction
+  };
   Kind kind = Kind::kUndefined;
-  bool tuple = false;      // a kList made by a tuple expression (repr uses parentheses)
-  bool generator = false;  // a kList that is a Python generator (map, select, ...): no len(), no JSON
-  bool safe = false;       // a kString that is Markup (|safe): `+` escapes the other operand
+  bool tuple = false;  // a kList made by a tuple expression (repr uses parentheses)
+  bool generator =
+      false;          // a kList that is a Python generator (map, select, ...): no len(), no JSON
+  bool safe = false;  // a kString that is Markup (|safe): `+` escapes the other operand
   bool b = false;
   int64_t i = 0;
   double f = 0.0;
@@ -119,8 +130,12 @@ struct Value {
   bool is_string() const { return kind == Kind::kString; }
   bool is_list() const { return kind == Kind::kList; }
   bool is_dict() const { return kind == Kind::kDict; }
-  bool is_number() const { return kind == Kind::kInt || kind == Kind::kFloat || kind == Kind::kBool; }
-  double as_double() const { return kind == Kind::kFloat ? f : kind == Kind::kBool ? b : static_cast<double>(i); }
+  bool is_number() const {
+    return kind == Kind::kInt || kind == Kind::kFloat || kind == Kind::kBool;
+  }
+  double as_double() const {
+    return kind == Kind::kFloat ? f : kind == Kind::kBool ? b : static_cast<double>(i);
+  }
 };
 
 // Python's bool(), str(), repr() and ==.

@@ -3,10 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
-
-#include <memory>
 #include <string>
 #include <vector>
 

@@ -126,10 +126,11 @@ Status ParseTools(const JsonObjectReader& body, v1::ChatRequest* request) {
     RETURN_IF_ERROR(reader.String("type", &type));
     if (type == "none") return Status::Ok();  // offered to no one: not rendered
     if (type != "auto") {
-      return reader.ValueError("type",
-                               "must be \"auto\" or \"none\" (forcing a call, \"any\" or \"tool\", needs "
-                               "constrained decoding, which kvmesh does not have yet)",
-                               (*choice)["type"]);
+      return reader.ValueError(
+          "type",
+          "must be \"auto\" or \"none\" (forcing a call, \"any\" or \"tool\", needs "
+          "constrained decoding, which kvmesh does not have yet)",
+          (*choice)["type"]);
     }
   }
   ordered_json out = ordered_json::array();

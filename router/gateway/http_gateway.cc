@@ -74,9 +74,9 @@ ApiFormat FormatForPath(std::string_view path) {
 }
 
 std::string_view RouteLabel(std::string_view path) {
-  for (std::string_view route : {"/v1/completions", "/v1/chat/completions", "/v1/messages",
-                                 "/v1/messages/count_tokens", "/v1/models", "/healthz",
-                                 "/metrics"}) {
+  for (std::string_view route :
+       {"/v1/completions", "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens",
+        "/v1/models", "/healthz", "/metrics"}) {
     if (path == route) return route;
   }
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
@@ -187,10 +187,9 @@ void HttpGateway::RegisterRoutes() {
   server.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) {
     HandleMessages(req, res);
   });
-  server.Post("/v1/messages/count_tokens",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                HandleCountTokens(req, res);
-              });
+  server.Post(
+      "/v1/messages/count_tokens",
+      [this](const httplib::Request& req, httplib::Response& res) { HandleCountTokens(req, res); });
   server.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
     HandleModels(req, res);
   });

@@ -260,7 +260,9 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<std::string> SyntheticShapeNames() { return {"llama-1b", "llama-8b", "tinyllama-1.1b"}; }
+std::vector<std::string> SyntheticShapeNames() {
+  return {"llama-1b", "llama-8b", "tinyllama-1.1b"};
+}
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {
   for (SyntheticMix mix : {SyntheticMix::kF16, SyntheticMix::kQ8_0, SyntheticMix::kQ4_0,

@@ -70,7 +70,8 @@ StatusOr<DeviceSpec> ParseEntry(std::string_view entry,
   if (dot != std::string_view::npos) {
     if (spec.kind != DeviceKind::kCuda) return BadEntry(entry, "only CUDA devices can be virtual");
     if (!ParseInt(index.substr(dot + 1), kMaxIndex, &spec.virtual_index)) {
-      return BadEntry(entry, "bad virtual device index '" + std::string(index.substr(dot + 1)) + "'");
+      return BadEntry(entry,
+                      "bad virtual device index '" + std::string(index.substr(dot + 1)) + "'");
     }
   }
   if (!ParseInt(index.substr(0, dot), kMaxIndex, &spec.index)) {
@@ -154,8 +155,8 @@ StatusOr<std::vector<DeviceSpec>> ParseDeviceList(std::string_view text) {
     for (const DeviceSpec& b : devices) {
       if (a.kind == DeviceKind::kCuda && b.kind == DeviceKind::kCuda && a.index == b.index &&
           a.virtual_index < 0 && b.virtual_index >= 0) {
-        return BadEntry(b.Name(), "GPU " + std::to_string(a.index) +
-                                      " is given whole and as virtual devices");
+        return BadEntry(
+            b.Name(), "GPU " + std::to_string(a.index) + " is given whole and as virtual devices");
       }
     }
   }

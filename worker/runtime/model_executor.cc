@@ -77,7 +77,8 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const Model& mode
       CudaExecutorOptions options;
       const char* kernels = std::getenv("KVMESH_CUDA_KERNELS");
       options.plain = kernels != nullptr && std::string_view(kernels) == "plain";
-      auto backend = CudaExecutor::Create(model, layout, plan.devices[d], num_blocks, comm, options);
+      auto backend =
+          CudaExecutor::Create(model, layout, plan.devices[d], num_blocks, comm, options);
       if (!backend.ok()) return backend.status();
       exec->backends_.push_back(std::move(backend).value());
 #endif
@@ -327,8 +328,7 @@ StatusOr<KvFit> FitKvBlocksOnDevices(std::string_view budget_text, const KvLayou
     if (d.device.kind == DeviceKind::kCpu) {
       inputs.available_bytes = host_available / std::max(1, cpu_devices);
     } else {
-      const uint64_t share =
-          gpu_memory[d.device.index].free_bytes / shards_on_gpu[d.device.index];
+      const uint64_t share = gpu_memory[d.device.index].free_bytes / shards_on_gpu[d.device.index];
       inputs.available_bytes = share > d.workspace_bytes ? share - d.workspace_bytes : 0;
       if (budget.fraction == 0.0 && d.weight_bytes + budget.bytes > inputs.available_bytes) {
         return ResourceExhaustedError(

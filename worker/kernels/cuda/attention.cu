@@ -12,8 +12,8 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kMaxHeadDim = 256;
-constexpr int kMaxGroup = 8;      // query heads per KV head in the split-K kernel
-constexpr int kChunk = 256;       // positions per split-K block
+constexpr int kMaxGroup = 8;  // query heads per KV head in the split-K kernel
+constexpr int kChunk = 256;   // positions per split-K block
 constexpr int kWarps = kThreads / 32;
 
 cudaStream_t S(Stream s) { return static_cast<cudaStream_t>(s); }
@@ -99,8 +99,7 @@ __global__ void AttentionPlainKernel(AttentionArgs a, PagedKv kv, StepTokens t) 
 // shared memory, and each block writes (max, sum, unnormalised output) for
 // its chunk; CombineKernel merges the chunks.
 __global__ void __launch_bounds__(kThreads)
-    AttentionSplitKKernel(AttentionArgs a, PagedKv kv, StepTokens t, float* partial,
-                          int n_splits) {
+    AttentionSplitKKernel(AttentionArgs a, PagedKv kv, StepTokens t, float* partial, int n_splits) {
   const int split = blockIdx.x;
   const int kv_head = blockIdx.y;
   const int64_t token = blockIdx.z;
@@ -246,8 +245,7 @@ void WriteKv(const KvWrite& w, const PagedKv& kv, const StepTokens& t, Stream st
   WriteKvKernel<<<Blocks(n), kThreads, 0, S(stream)>>>(w, kv, t);
 }
 
-void AttentionPlain(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t,
-                    Stream stream) {
+void AttentionPlain(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t, Stream stream) {
   const int64_t n = t.n_tokens * a.n_head;
   if (n == 0) return;
   AttentionPlainKernel<<<Blocks(n), kThreads, 0, S(stream)>>>(a, kv, t);
@@ -257,8 +255,8 @@ int64_t AttentionScratchFloats(int64_t n_tokens, int n_head, int head_dim, int m
   return n_tokens * n_head * static_cast<int64_t>(Splits(max_context)) * (head_dim + 2);
 }
 
-void AttentionSplitK(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t,
-                     float* scratch, int64_t scratch_floats, Stream stream) {
+void AttentionSplitK(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t, float* scratch,
+                     int64_t scratch_floats, Stream stream) {
   if (t.n_tokens == 0) return;
   const int64_t per_token = AttentionScratchFloats(1, a.n_head, a.head_dim, t.max_context);
   if (!SplitKTakes(a, kv) || per_token > scratch_floats) {
@@ -280,7 +278,7 @@ void AttentionSplitK(const AttentionArgs& a, const PagedKv& kv, const StepTokens
                     static_cast<unsigned>(pt.n_tokens));
     AttentionSplitKKernel<<<grid, kThreads, 0, S(stream)>>>(pa, kv, pt, scratch, n_splits);
     CombineKernel<<<Blocks(pt.n_tokens * a.n_head), kThreads, 0, S(stream)>>>(pa, pt, scratch,
-                                                                               n_splits);
+                                                                              n_splits);
   }
 }
 

@@ -166,12 +166,10 @@ TEST(BlockMathTest, KvRowsEncodeToTheCpuBytes) {
     TensorType type;
     KvRounding rounding;
   };
-  const Case cases[] = {{TensorType::kF32, KvRounding::kReference},
-                        {TensorType::kF16, KvRounding::kReference},
-                        {TensorType::kBF16, KvRounding::kReference},
-                        {TensorType::kQ8_0, KvRounding::kReference},
-                        {TensorType::kQ4_0, KvRounding::kReference},
-                        {TensorType::kQ4_0, KvRounding::kMinError}};
+  const Case cases[] = {
+      {TensorType::kF32, KvRounding::kReference},  {TensorType::kF16, KvRounding::kReference},
+      {TensorType::kBF16, KvRounding::kReference}, {TensorType::kQ8_0, KvRounding::kReference},
+      {TensorType::kQ4_0, KvRounding::kReference}, {TensorType::kQ4_0, KvRounding::kMinError}};
   for (int n : {64, 128}) {
     for (const Case& c : cases) {
       const KvEncodeFn cpu = GetKvEncoder(c.type, c.rounding);
@@ -183,8 +181,7 @@ TEST(BlockMathTest, KvRowsEncodeToTheCpuBytes) {
         cpu(x.data(), want.data(), n);
         EncodeKvRow(c.type, c.rounding == KvRounding::kMinError, x.data(), got.data(), n);
         ASSERT_EQ(got, want) << TensorTypeName(c.type) << " rounding "
-                             << static_cast<int>(c.rounding) << " n " << n << " row "
-                             << row_index;
+                             << static_cast<int>(c.rounding) << " n " << n << " row " << row_index;
         std::vector<float> decoded(n);
         kernels::GetReferenceTypeTraits(c.type)->to_float(want.data(), decoded.data(), n);
         for (int i = 0; i < n; ++i) {

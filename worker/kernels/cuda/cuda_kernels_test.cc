@@ -224,7 +224,8 @@ TEST_F(CudaKernelsTest, PlainMatMulMatchesTheCpuDot) {
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t o = 0; o < n_out; ++o) {
         double s = 0;
-        for (int64_t i = 0; i < n_in; ++i) s += double{m.dequantized[o * n_in + i]} * x[r * n_in + i];
+        for (int64_t i = 0; i < n_in; ++i)
+          s += double{m.dequantized[o * n_in + i]} * x[r * n_in + i];
         want[r * ldy + o] = static_cast<float>(s);
       }
     }
@@ -343,8 +344,10 @@ TEST_F(CudaKernelsTest, KvWritesGiveTheCpuPageBytes) {
       const int32_t pos = c.positions[t];
       const int32_t block = c.tables[c.table_offset[t] + pos / c.bs];
       for (int h = 0; h < c.n_head_kv; ++h) {
-        std::vector<float> kr(&k[(t * c.n_head_kv + h) * c.hd], &k[(t * c.n_head_kv + h + 1) * c.hd]);
-        std::vector<float> vr(&v[(t * c.n_head_kv + h) * c.hd], &v[(t * c.n_head_kv + h + 1) * c.hd]);
+        std::vector<float> kr(&k[(t * c.n_head_kv + h) * c.hd],
+                              &k[(t * c.n_head_kv + h + 1) * c.hd]);
+        std::vector<float> vr(&v[(t * c.n_head_kv + h) * c.hd],
+                              &v[(t * c.n_head_kv + h + 1) * c.hd]);
         TransformKey(layout, 0, h, kr.data());
         TransformValue(layout, vr.data());
         const size_t row = (static_cast<size_t>(block) * c.bs + pos % c.bs) * c.n_head_kv + h;
@@ -355,7 +358,7 @@ TEST_F(CudaKernelsTest, KvWritesGiveTheCpuPageBytes) {
     DeviceArray<float> dq(q), dk(k), dv(v), dmean(mean);
     DeviceArray<uint8_t> pk(page_rows * row_bytes), pv(page_rows * row_bytes);
     DeviceArray<int32_t> dpos(c.positions), doff(c.table_offset), dtab(c.tables);
-    KvWrite w{dq.get(), dk.get(), dv.get(), c.n_head, c.hd, l.center ? dmean.get() : nullptr,
+    KvWrite w{dq.get(), dk.get(), dv.get(),   c.n_head, c.hd, l.center ? dmean.get() : nullptr,
               l.rotate, l.rotate, l.min_error};
     PagedKv kv{pk.get(), pv.get(), l.type, l.type, row_bytes, row_bytes, c.bs, c.n_head_kv};
     StepTokens st{n, dpos.get(), doff.get(), dtab.get(), c.max_context};

@@ -158,10 +158,9 @@ void EmbedRows(TensorType type, const uint8_t* table, size_t row_bytes, const in
                int64_t rows, int64_t n, float* out, Stream stream) {
   if (rows * n == 0) return;
   const unsigned blocks = Blocks(rows * n);
-#define KVMESH_EMBED(T)                                                                    \
-  case T:                                                                                  \
-    EmbedKernel<T><<<blocks, kThreads, 0, S(stream)>>>(table, row_bytes, tokens, rows, n, \
-                                                         out);                             \
+#define KVMESH_EMBED(T)                                                                         \
+  case T:                                                                                       \
+    EmbedKernel<T><<<blocks, kThreads, 0, S(stream)>>>(table, row_bytes, tokens, rows, n, out); \
     return;
   switch (type) {
     KVMESH_EMBED(TensorType::kF32)
@@ -188,7 +187,7 @@ void HeadRmsNorm(float* x, const float* w, int64_t rows, int64_t heads, int head
                  Stream stream) {
   if (rows * heads == 0) return;
   HeadRmsNormKernel<<<Blocks(rows * heads * 32), kThreads, 0, S(stream)>>>(x, w, rows * heads,
-                                                                          head_dim, eps);
+                                                                           head_dim, eps);
 }
 
 void AddBias(float* x, const float* b, int64_t rows, int64_t width, Stream stream) {
@@ -217,7 +216,7 @@ void Rope(float* x, const float* cos_sin, int64_t rows, int64_t width, int head_
   const int64_t n = rows * (width / head_dim) * (n_rot / 2);
   if (n == 0) return;
   RopeKernel<<<Blocks(n), kThreads, 0, S(stream)>>>(x, cos_sin, rows, width, head_dim, n_rot,
-                                                   adjacent_pairs);
+                                                    adjacent_pairs);
 }
 
 void ArgmaxRows(const float* x, int64_t rows, int64_t n, int32_t* out, Stream stream) {

@@ -160,9 +160,9 @@ void MatMulPlain(const DeviceMatrix& w, const float* x, int64_t rows, float* y, 
                  Stream stream) {
   if (rows * w.n_out == 0) return;
   const unsigned blocks = Blocks(rows * w.n_out);
-#define CASE(T)                                                                          \
-  case T:                                                                                \
-    MatMulPlainKernel<T><<<blocks, kThreads, 0, S(stream)>>>(w, x, rows, y, ldy);        \
+#define CASE(T)                                                                   \
+  case T:                                                                         \
+    MatMulPlainKernel<T><<<blocks, kThreads, 0, S(stream)>>>(w, x, rows, y, ldy); \
     return;
   KVMESH_FOR_WEIGHT_TYPE(w.type, CASE)
 #undef CASE
@@ -179,9 +179,9 @@ void MatVecQ8(const DeviceMatrix& w, const ActQ8* xq, int64_t rows, float* y, in
   if (rows == 0 || w.n_out == 0) return;
   const unsigned blocks = Blocks(w.n_out, kMatVecWarps);
   const int r = static_cast<int>(rows);
-#define CASE(T)                                                                               \
-  case T:                                                                                     \
-    MatVecQ8Kernel<T><<<blocks, kMatVecWarps * 32, 0, S(stream)>>>(w, xq, r, y, ldy);         \
+#define CASE(T)                                                                       \
+  case T:                                                                             \
+    MatVecQ8Kernel<T><<<blocks, kMatVecWarps * 32, 0, S(stream)>>>(w, xq, r, y, ldy); \
     return;
   switch (w.type) {
     CASE(TensorType::kQ8_0)
@@ -206,25 +206,25 @@ void MatVecFloat(const DeviceMatrix& w, const float* x, int64_t rows, float* y, 
   cudaStream_t s = S(stream);
   switch (w.type) {
     case TensorType::kF32:
-      MatVecFloatKernel<TensorType::kF32, false><<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r, y,
-                                                                                      ldy);
+      MatVecFloatKernel<TensorType::kF32, false>
+          <<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r, y, ldy);
       return;
     case TensorType::kF16:
       if (vector) {
-        MatVecFloatKernel<TensorType::kF16, true><<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r, y,
-                                                                                       ldy);
+        MatVecFloatKernel<TensorType::kF16, true>
+            <<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r, y, ldy);
       } else {
-        MatVecFloatKernel<TensorType::kF16, false><<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r,
-                                                                                        y, ldy);
+        MatVecFloatKernel<TensorType::kF16, false>
+            <<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r, y, ldy);
       }
       return;
     case TensorType::kBF16:
       if (vector) {
-        MatVecFloatKernel<TensorType::kBF16, true><<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r,
-                                                                                        y, ldy);
+        MatVecFloatKernel<TensorType::kBF16, true>
+            <<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r, y, ldy);
       } else {
-        MatVecFloatKernel<TensorType::kBF16, false><<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r,
-                                                                                         y, ldy);
+        MatVecFloatKernel<TensorType::kBF16, false>
+            <<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r, y, ldy);
       }
       return;
     default:

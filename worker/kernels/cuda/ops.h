@@ -106,8 +106,7 @@ struct AttentionArgs {
 
 // Causal attention of each token over positions 0..positions[t] of its
 // sequence, reading the pages as stored.
-void AttentionPlain(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t,
-                    Stream stream);
+void AttentionPlain(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t, Stream stream);
 // The same by split-K flash-decoding: each block serves every query head of
 // one KV head over one chunk of positions, and a second kernel merges the
 // chunks. `scratch` holds `scratch_floats` floats; the step's tokens are
@@ -116,8 +115,8 @@ void AttentionPlain(const AttentionArgs& a, const PagedKv& kv, const StepTokens&
 // (head_dim a multiple of 32 up to 256, up to 8 query heads per KV head) or
 // one token does not fit the scratch.
 int64_t AttentionScratchFloats(int64_t n_tokens, int n_head, int head_dim, int max_context);
-void AttentionSplitK(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t,
-                     float* scratch, int64_t scratch_floats, Stream stream);
+void AttentionSplitK(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t, float* scratch,
+                     int64_t scratch_floats, Stream stream);
 
 // --- matrices (matmul.cu) ---------------------------------------------------
 

@@ -293,8 +293,8 @@ Status CudaExecutor::Impl::Init(const Model& model) {
                        add_vector(l.k_norm)});
   }
   if (shard.embeds) embedding = add_matrix(w.token_embd);
-  const bool output_is_embedding = w.tied_output && shard.embeds && shard.vocab_begin == 0 &&
-                                   shard.vocab_end == c.n_vocab;
+  const bool output_is_embedding =
+      w.tied_output && shard.embeds && shard.vocab_begin == 0 && shard.vocab_end == c.n_vocab;
   if (shard.computes_logits() && !output_is_embedding) output = add_matrix(w.output);
   output_norm = add_vector(w.output_norm);
 
@@ -497,8 +497,7 @@ void CudaExecutor::Impl::Gemm(const cuda::DeviceMatrix& m, const float* x, int64
 StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const Model& model,
                                                              const KvLayout& layout,
                                                              const DeviceShard& shard,
-                                                             int64_t num_blocks,
-                                                             Communicator* comm,
+                                                             int64_t num_blocks, Communicator* comm,
                                                              const CudaExecutorOptions& options) {
   if (shard.device.kind != DeviceKind::kCuda) {
     return InvalidArgumentError("device " + shard.device.Name() + " is not a CUDA device");
@@ -566,8 +565,8 @@ void CudaExecutor::BeginStep(const StepView& s) {
   m.d_rope = reinterpret_cast<const float*>(m.step_device.get() + ints + index_bytes);
 
   for (int a = 0; a < kNumActs; ++a) {
-    m.Fail(m.acts[a].Reserve(std::max<size_t>(
-        4, static_cast<size_t>(m.Rows(static_cast<Act>(a)) * m.width[a]) * 4)));
+    m.Fail(m.acts[a].Reserve(
+        std::max<size_t>(4, static_cast<size_t>(m.Rows(static_cast<Act>(a)) * m.width[a]) * 4)));
   }
   const int64_t max_in =
       std::max({m.width[static_cast<int>(Act::kNormed)], m.width[static_cast<int>(Act::kGate)],
@@ -581,8 +580,8 @@ void CudaExecutor::BeginStep(const StepView& s) {
 void CudaExecutor::Embed() {
   Impl& m = *impl_;
   if (m.Skip()) return;
-  cuda::EmbedRows(m.embedding.type, m.embedding.data, m.embedding.row_bytes, m.d_tokens,
-                  m.n_tokens, m.config.n_embd, m.A(Act::kResidual), m.stream);
+  cuda::EmbedRows(m.embedding.type, m.embedding.data, m.embedding.row_bytes, m.d_tokens, m.n_tokens,
+                  m.config.n_embd, m.A(Act::kResidual), m.stream);
   m.CheckLaunch("embedding");
 }
 
@@ -864,9 +863,9 @@ Status CudaExecutor::ArgmaxLogits(std::vector<int32_t>* out) {
   if (rows == 0) return Status::Ok();
   RETURN_IF_ERROR(m.argmax.Reserve(rows * 4));
   cuda::ArgmaxRows(m.A(Act::kLogits), rows, m.config.n_vocab, m.argmax.get<int32_t>(), m.stream);
-  RETURN_IF_ERROR(CudaError(cudaMemcpyAsync(out->data(), m.argmax.get(), rows * 4,
-                                            cudaMemcpyDeviceToHost, m.stream),
-                            "argmax copy"));
+  RETURN_IF_ERROR(CudaError(
+      cudaMemcpyAsync(out->data(), m.argmax.get(), rows * 4, cudaMemcpyDeviceToHost, m.stream),
+      "argmax copy"));
   return CudaError(cudaStreamSynchronize(m.stream), "argmax");
 }
 

@@ -25,7 +25,8 @@ uint64_t CudaWorkspaceBytes(const ModelConfig& c, const DeviceShard& shard) {
   // Logits of up to kCudaWorkspaceLogitRows rows of the device's vocabulary
   // (a step that asks for more, e.g. a prompt's every logit, grows it).
   const uint64_t logits = kCudaWorkspaceLogitRows *
-                          static_cast<uint64_t>(shard.vocab_end - shard.vocab_begin) * sizeof(float);
+                          static_cast<uint64_t>(shard.vocab_end - shard.vocab_begin) *
+                          sizeof(float);
   return activations + gemm_input + logits + kCudaDequantChunkBytes + kCudaAttentionScratchBytes +
          kCudaCublasWorkspaceBytes;
 }

@@ -13,7 +13,7 @@ namespace kvmesh {
 struct DeviceShard;
 
 // The CUDA executor's fixed buffers (worker/runtime/cuda/cuda_executor.h).
-inline constexpr int64_t kCudaWorkspaceTokens = 4096;   // step size the estimate covers
+inline constexpr int64_t kCudaWorkspaceTokens = 4096;    // step size the estimate covers
 inline constexpr int64_t kCudaWorkspaceLogitRows = 256;  // logit rows it covers
 inline constexpr uint64_t kCudaDequantChunkBytes = uint64_t{64} << 20;
 inline constexpr uint64_t kCudaAttentionScratchBytes = uint64_t{64} << 20;
