@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "tests/support/forward_scenario.h"
 #include "worker/model/model.h"
 #include "worker/runtime/model_executor.h"
 
@@ -54,55 +55,8 @@ StatusOr<std::unique_ptr<ModelExecutor>> Make(const Model& model, const KvLayout
   return ModelExecutor::Create(model, layout, options, 12);
 }
 
-std::vector<int32_t> Tokens(int n, int n_vocab, uint32_t seed) {
-  std::vector<int32_t> t(n);
-  uint32_t x = seed;
-  for (int& v : t) {
-    x = x * 1664525u + 1013904223u;
-    v = 2 + static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab - 2));
-  }
-  return t;
-}
-
-// Each step's logits: prefill of A in two chunks (24 rows of logits, then 1),
-// three decodes, B (a prefix hit on A's first two blocks) batched with A's
-// decode, then B recomputed whole in fresh blocks.
-std::vector<std::vector<float>> RunScenario(ModelExecutor& exec, int n_vocab) {
-  std::vector<std::vector<float>> logits;
-  const std::vector<int32_t> a = Tokens(44, n_vocab, 1);
-  std::vector<int32_t> b(a.begin(), a.begin() + 32);
-  for (int32_t t : Tokens(18, n_vocab, 2)) b.push_back(t);
-  const std::vector<int32_t> a_blocks = {0, 1, 2, 9};
-  const std::vector<int32_t> b_blocks = {0, 1, 3, 4};
-  const std::vector<int32_t> b_fresh = {5, 6, 7, 8};
-  auto forward = [&](const ForwardBatch& batch) {
-    ForwardOutput out;
-    Status s = exec.Forward(batch, &out);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    logits.push_back(out.logits);
-  };
-  ForwardBatch batch;
-  batch.tokens.assign(a.begin(), a.begin() + 24);
-  batch.sequences.push_back({0, 24, 0, a_blocks, LogitsMode::kAll});
-  forward(batch);
-  batch.tokens.assign(a.begin() + 24, a.begin() + 40);
-  batch.sequences = {{0, 16, 24, a_blocks, LogitsMode::kLast}};
-  forward(batch);
-  for (int pos = 40; pos < 43; ++pos) {
-    batch.tokens = {a[pos]};
-    batch.sequences = {{0, 1, pos, a_blocks, LogitsMode::kLast}};
-    forward(batch);
-  }
-  batch.tokens.assign(b.begin() + 32, b.end());
-  batch.tokens.push_back(a[43]);
-  batch.sequences = {{0, 18, 32, b_blocks, LogitsMode::kAll},
-                     {18, 1, 43, a_blocks, LogitsMode::kLast}};
-  forward(batch);
-  batch.tokens = b;
-  batch.sequences = {{0, static_cast<int32_t>(b.size()), 0, b_fresh, LogitsMode::kAll}};
-  forward(batch);
-  return logits;
-}
+using testing::RunForwardScenario;
+using testing::ScenarioTokens;
 
 struct Agreement {
   int rows = 0, same_top1 = 0;
@@ -147,7 +101,7 @@ void PrintTo(const Case& c, std::ostream* os) {
   *os << c.model << " kv " << TensorTypeName(c.kv) << (c.rotate ? "+rotate" : "");
 }
 
-class CudaExecutorTest : public testing::TestWithParam<Case> {};
+class CudaExecutorTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CudaExecutorTest, OneGpuAgreesWithTheCpu) {
   SKIP_WITHOUT_GPU();
@@ -158,13 +112,13 @@ TEST_P(CudaExecutorTest, OneGpuAgreesWithTheCpu) {
   const KvLayout layout = LayoutFor(*model, c.kv, c.rotate);
   auto cpu = Make(*model, layout, "", "");
   ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
-  const auto want = RunScenario(**cpu, n_vocab);
+  const auto want = RunForwardScenario(**cpu, n_vocab);
   for (const char* kernels : {"fast", "plain"}) {
     setenv("KVMESH_CUDA_KERNELS", kernels, 1);
     auto gpu = Make(*model, layout, "cuda:0", "");
     unsetenv("KVMESH_CUDA_KERNELS");
     ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
-    ExpectClose(Compare(RunScenario(**gpu, n_vocab), want, n_vocab),
+    ExpectClose(Compare(RunForwardScenario(**gpu, n_vocab), want, n_vocab),
                 c.model + " kv " + layout.TypeName() + " " + kernels + " kernels");
   }
 }
@@ -178,12 +132,12 @@ TEST_P(CudaExecutorTest, SplitsOverTwoVirtualDevicesAgreeWithOneGpu) {
   const KvLayout layout = LayoutFor(*model, c.kv, c.rotate);
   auto one = Make(*model, layout, "cuda:0", "");
   ASSERT_TRUE(one.ok()) << one.status().ToString();
-  const auto want = RunScenario(**one, n_vocab);
+  const auto want = RunForwardScenario(**one, n_vocab);
   for (const char* split : {"layer", "tensor"}) {
     if (std::string(split) == "tensor" && model->config().n_head_kv % 2 != 0) continue;
     auto two = Make(*model, layout, "cuda:0.0,cuda:0.1", split);
     ASSERT_TRUE(two.ok()) << two.status().ToString();
-    ExpectClose(Compare(RunScenario(**two, n_vocab), want, n_vocab),
+    ExpectClose(Compare(RunForwardScenario(**two, n_vocab), want, n_vocab),
                 c.model + " " + split + " split on cuda:0.0,cuda:0.1");
   }
 }
@@ -198,7 +152,7 @@ TEST_P(CudaExecutorTest, PagesMoveBetweenTheCpuAndTheGpu) {
   auto cpu = Make(*model, layout, "", "");
   auto gpu = Make(*model, layout, "cuda:0", "");
   ASSERT_TRUE(cpu.ok() && gpu.ok());
-  RunScenario(**cpu, n_vocab);
+  RunForwardScenario(**cpu, n_vocab);
   // A's pages, computed on the CPU, into the GPU, unchanged.
   for (int32_t block : {0, 1, 2, 9}) {
     std::vector<uint8_t> bytes, back;
@@ -209,7 +163,7 @@ TEST_P(CudaExecutorTest, PagesMoveBetweenTheCpuAndTheGpu) {
   }
   // The next decode of A reads them on both.
   ForwardBatch batch;
-  batch.tokens = {Tokens(45, n_vocab, 1)[44]};
+  batch.tokens = {ScenarioTokens(45, n_vocab, 1)[44]};
   const std::vector<int32_t> a_blocks = {0, 1, 2, 9};
   batch.sequences = {{0, 1, 44, a_blocks, LogitsMode::kLast}};
   ForwardOutput on_cpu, on_gpu;
@@ -221,15 +175,15 @@ TEST_P(CudaExecutorTest, PagesMoveBetweenTheCpuAndTheGpu) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, CudaExecutorTest,
-    testing::Values(Case{"stories260K.gguf", TensorType::kF16, false},
-                    Case{"stories260K-Q8_0.gguf", TensorType::kF16, false},
-                    Case{"stories260K-Q4_0.gguf", TensorType::kF32, false},
-                    Case{"stories260K-F16.gguf", TensorType::kBF16, false},
-                    Case{"tinystories-d64.gguf", TensorType::kQ8_0, false},
-                    Case{"tinystories-d64-Q4_K_M.gguf", TensorType::kQ4_0, true},
-                    Case{"tinystories-d64-Q6_K.gguf", TensorType::kF16, false},
-                    Case{"tinystories-d64-F16.gguf", TensorType::kQ4_0, false}),
-    [](const testing::TestParamInfo<Case>& info) {
+    ::testing::Values(Case{"stories260K.gguf", TensorType::kF16, false},
+                      Case{"stories260K-Q8_0.gguf", TensorType::kF16, false},
+                      Case{"stories260K-Q4_0.gguf", TensorType::kF32, false},
+                      Case{"stories260K-F16.gguf", TensorType::kBF16, false},
+                      Case{"tinystories-d64.gguf", TensorType::kQ8_0, false},
+                      Case{"tinystories-d64-Q4_K_M.gguf", TensorType::kQ4_0, true},
+                      Case{"tinystories-d64-Q6_K.gguf", TensorType::kF16, false},
+                      Case{"tinystories-d64-F16.gguf", TensorType::kQ4_0, false}),
+    [](const ::testing::TestParamInfo<Case>& info) {
       std::string name = info.param.model.substr(0, info.param.model.find(".gguf")) + "_kv_" +
                          TensorTypeName(info.param.kv) + (info.param.rotate ? "_rotated" : "");
       std::replace(name.begin(), name.end(), '-', '_');
@@ -245,7 +199,7 @@ TEST(CudaGreedyTest, GreedyDecodeMatchesTheCpu) {
   for (const char* devices : {"", "cuda:0"}) {
     auto exec = Make(*model, layout, devices, "");
     ASSERT_TRUE(exec.ok()) << exec.status().ToString();
-    std::vector<int32_t> tokens = Tokens(4, model->config().n_vocab, 7);
+    std::vector<int32_t> tokens = ScenarioTokens(4, model->config().n_vocab, 7);
     const std::vector<int32_t> blocks = {0, 1, 2, 3, 4};
     ForwardBatch batch;
     batch.tokens = tokens;

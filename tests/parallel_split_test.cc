@@ -20,6 +20,7 @@
 #include <numeric>
 
 #include "common/thread_pool.h"
+#include "tests/support/forward_scenario.h"
 #include "worker/model/model.h"
 #include "worker/model/synthetic_model.h"
 #include "worker/runtime/model_executor.h"
@@ -49,7 +50,7 @@ const Model* SyntheticLlama1b() {
     // The file is the same bytes whoever makes it (seeded), so each test
     // process reuses one another made; a new one is written aside and
     // renamed into place, so none reads half a file.
-    const std::string path = testing::TempDir() + "/split_llama1b_3l_q4_k_m_s11.gguf";
+    const std::string path = ::testing::TempDir() + "/split_llama1b_3l_q4_k_m_s11.gguf";
     o.seed = 11;
     if (!std::filesystem::exists(path)) {
       o.output_path = path + "." + std::to_string(::getpid());
@@ -77,16 +78,6 @@ std::unique_ptr<ModelExecutor> MakeExecutor(const Model& model, const std::strin
   return exec.ok() ? std::move(exec).value() : nullptr;
 }
 
-std::vector<int32_t> Tokens(int n, int n_vocab, uint32_t seed) {
-  std::vector<int32_t> t(n);
-  uint32_t x = seed;
-  for (int& v : t) {
-    x = x * 1664525u + 1013904223u;
-    v = 2 + static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab - 2));
-  }
-  return t;
-}
-
 // Everything a scenario produced: the logits of each step, then the bytes of
 // every KV block.
 struct Trace {
@@ -94,43 +85,11 @@ struct Trace {
   std::vector<std::vector<uint8_t>> blocks;
 };
 
-// Prefill A in two chunks, decode it; then one batch with B (a prefix hit on
-// A's first two blocks) and a decode of A; then B recomputed from nothing in
-// fresh blocks, as after a preemption.
+// The shared forward scenario (tests/support/forward_scenario.h), then the
+// bytes of its 10 blocks.
 Trace RunScenario(ModelExecutor& exec, int n_vocab) {
   Trace trace;
-  const std::vector<int32_t> a = Tokens(44, n_vocab, 1);
-  std::vector<int32_t> b(a.begin(), a.begin() + 32);
-  for (int32_t t : Tokens(18, n_vocab, 2)) b.push_back(t);
-  const std::vector<int32_t> a_blocks = {0, 1, 2, 9};
-  const std::vector<int32_t> b_blocks = {0, 1, 3, 4};
-  const std::vector<int32_t> b_fresh = {5, 6, 7, 8};
-  auto forward = [&](const ForwardBatch& batch) {
-    ForwardOutput out;
-    Status s = exec.Forward(batch, &out);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    trace.logits.push_back(out.logits);
-  };
-  ForwardBatch batch;
-  batch.tokens.assign(a.begin(), a.begin() + 24);
-  batch.sequences.push_back({0, 24, 0, a_blocks, LogitsMode::kAll});
-  forward(batch);
-  batch.tokens.assign(a.begin() + 24, a.begin() + 40);
-  batch.sequences = {{0, 16, 24, a_blocks, LogitsMode::kLast}};
-  forward(batch);
-  for (int pos = 40; pos < 43; ++pos) {
-    batch.tokens = {a[pos]};
-    batch.sequences = {{0, 1, pos, a_blocks, LogitsMode::kLast}};
-    forward(batch);
-  }
-  batch.tokens.assign(b.begin() + 32, b.end());
-  batch.tokens.push_back(a[43]);
-  batch.sequences = {{0, 18, 32, b_blocks, LogitsMode::kAll},
-                     {18, 1, 43, a_blocks, LogitsMode::kLast}};
-  forward(batch);
-  batch.tokens = b;
-  batch.sequences = {{0, static_cast<int32_t>(b.size()), 0, b_fresh, LogitsMode::kAll}};
-  forward(batch);
+  trace.logits = testing::RunForwardScenario(exec, n_vocab);
   for (int32_t block = 0; block < 10; ++block) {
     trace.blocks.emplace_back();
     EXPECT_TRUE(exec.ReadBlock(block, &trace.blocks.back()).ok());
@@ -156,7 +115,7 @@ std::vector<ModelCase> Models() {
           {"llama1b_3l_q4_k_m", [] { return SyntheticLlama1b(); }}};
 }
 
-class SplitTest : public testing::TestWithParam<ModelCase> {};
+class SplitTest : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(SplitTest, LayerSplitIsBitIdenticalToOneDevice) {
   const Model* model = GetParam().model();
@@ -230,8 +189,8 @@ TEST_P(SplitTest, TensorSplitAgreesWithOneDevice) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, SplitTest, testing::ValuesIn(Models()),
-                         [](const testing::TestParamInfo<ModelCase>& info) {
+INSTANTIATE_TEST_SUITE_P(Models, SplitTest, ::testing::ValuesIn(Models()),
+                         [](const ::testing::TestParamInfo<ModelCase>& info) {
                            return info.param.name;
                          });
 

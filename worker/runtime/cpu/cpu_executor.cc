@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "worker/kv/kv_transform.h"
 #include "worker/runtime/cpu/kv_quantizer.h"
+#include "worker/runtime/layer_fields.h"
 
 namespace kvmesh {
 namespace {
@@ -77,50 +78,12 @@ int64_t CpuExecutor::Rows(Act a) const {
 
 const std::vector<float>& CpuExecutor::VectorOf(int layer, Vector v) const {
   if (v == Vector::kOutputNorm) return weights_.weights.output_norm;
-  const LayerWeights& l = weights_.weights.layers[layer - shard_.layer_begin];
-  switch (v) {
-    case Vector::kAttnNorm:
-      return l.attn_norm;
-    case Vector::kFfnNorm:
-      return l.ffn_norm;
-    case Vector::kQBias:
-      return l.bq;
-    case Vector::kKBias:
-      return l.bk;
-    case Vector::kVBias:
-      return l.bv;
-    case Vector::kQNorm:
-      return l.q_norm;
-    case Vector::kKNorm:
-      return l.k_norm;
-    case Vector::kOutputNorm:
-      break;
-  }
-  return weights_.weights.output_norm;
+  return LayerVector(weights_.weights.layers[layer - shard_.layer_begin], v);
 }
 
 const PackedMatrix& CpuExecutor::MatrixOf(int layer, Matrix m) const {
   if (m == Matrix::kOutput) return packed_.output;
-  const PackedLayer& l = packed_.layers[layer - shard_.layer_begin];
-  switch (m) {
-    case Matrix::kQ:
-      return l.wq;
-    case Matrix::kK:
-      return l.wk;
-    case Matrix::kV:
-      return l.wv;
-    case Matrix::kO:
-      return l.wo;
-    case Matrix::kGate:
-      return l.w_gate;
-    case Matrix::kUp:
-      return l.w_up;
-    case Matrix::kDown:
-      return l.w_down;
-    case Matrix::kOutput:
-      break;
-  }
-  return packed_.output;
+  return LayerMatrix(packed_.layers[layer - shard_.layer_begin], m);
 }
 
 void CpuExecutor::BeginStep(const StepView& step) {
