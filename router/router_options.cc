@@ -36,6 +36,9 @@ void RouterOptions::Register(ConfigSchema* s) {
                    "any run (e.g. claude-*=qwen3)");
   s->AddBool("strict_model_names", &strict_model_names,
              "answer an unknown model name with 404 even when one model is served");
+  s->AddStringList("volatile_prefixes", &volatile_prefixes,
+                   "Anthropic system blocks starting with one of these change every request "
+                   "and are dropped to keep the cached prefix stable (empty: keep them)");
   s->AddInt("max_attempts", &max_attempts, 1, 10,
             "workers tried for a request that fails before its first token");
   s->AddInt("default_max_tokens", &default_max_tokens, 1, 1 << 20,

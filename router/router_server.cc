@@ -75,6 +75,7 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
   go.host = o.host;
   go.port = static_cast<int>(o.http_port);
   go.api_keys = o.api_keys;
+  go.volatile_prefixes = o.volatile_prefixes;
   go.num_threads = static_cast<int>(o.http_threads);
   go.tls_cert_file = o.tls_cert;
   go.tls_key_file = o.tls_key;

@@ -172,9 +172,45 @@ Status CheckIgnoredFields(const JsonObjectReader& body) {
   return Status::Ok();
 }
 
+bool IsVolatile(std::string_view text, const std::vector<std::string>& prefixes) {
+  for (const std::string& p : prefixes) {
+    if (!p.empty() && text.substr(0, p.size()) == p) return true;
+  }
+  return false;
+}
+
+// The system prompt without its volatile blocks (or, for a string, its
+// leading volatile lines).
+Status ParseSystem(const JsonObjectReader& body, const AnthropicParseOptions& options,
+                   std::string* system) {
+  const json* value = body.Find("system");
+  if (value != nullptr && value->is_array() && !options.volatile_prefixes.empty()) {
+    json kept = json::array();
+    for (const json& block : *value) {
+      const bool text_block = block.is_object() && block.value("type", "") == "text" &&
+                              block.contains("text") && block["text"].is_string();
+      if (text_block &&
+          IsVolatile(block["text"].get_ref<const std::string&>(), options.volatile_prefixes)) {
+        continue;
+      }
+      kept.push_back(block);
+    }
+    json wrapper = {{"system", std::move(kept)}};
+    JsonObjectReader reader(wrapper, "");
+    return ParseTextBlocks(reader, "system", system);
+  }
+  RETURN_IF_ERROR(ParseTextBlocks(body, "system", system));
+  while (!options.volatile_prefixes.empty() && IsVolatile(*system, options.volatile_prefixes)) {
+    const size_t nl = system->find('\n');
+    system->erase(0, nl == std::string::npos ? system->size() : nl + 1);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-StatusOr<AnthropicMessagesRequest> ParseAnthropicMessagesRequest(const json& body) {
+StatusOr<AnthropicMessagesRequest> ParseAnthropicMessagesRequest(
+    const json& body, const AnthropicParseOptions& options) {
   JsonObjectReader reader(body, "");
   AnthropicMessagesRequest parsed;
   v1::ChatRequest& request = parsed.request;
@@ -186,7 +222,7 @@ StatusOr<AnthropicMessagesRequest> ParseAnthropicMessagesRequest(const json& bod
   request.mutable_options()->set_max_tokens(static_cast<int32_t>(*max_tokens));
 
   std::string system;
-  RETURN_IF_ERROR(ParseTextBlocks(reader, "system", &system));
+  RETURN_IF_ERROR(ParseSystem(reader, options, &system));
   if (!system.empty()) {
     v1::ChatMessage* message = request.add_messages();
     message->set_role("system");

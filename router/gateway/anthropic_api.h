@@ -33,7 +33,17 @@ struct AnthropicMessagesRequest {
   bool stream = false;
 };
 
-StatusOr<AnthropicMessagesRequest> ParseAnthropicMessagesRequest(const nlohmann::json& body);
+struct AnthropicParseOptions {
+  // System blocks (or the leading lines of a string `system`) that start
+  // with one of these change with every request (Claude Code's
+  // "x-anthropic-billing-header: cc_version=…; cc_entrypoint=…;") and would
+  // break the prompt's cached prefix: they are dropped. Empty: kept.
+  std::vector<std::string> volatile_prefixes = {std::string(kDefaultVolatilePrefix)};
+  static constexpr std::string_view kDefaultVolatilePrefix = "x-anthropic-billing-header:";
+};
+
+StatusOr<AnthropicMessagesRequest> ParseAnthropicMessagesRequest(
+    const nlohmann::json& body, const AnthropicParseOptions& options = {});
 
 std::string_view AnthropicStopReason(v1::FinishReason reason, std::string_view stop_sequence = {});
 // The "stop_sequence" field: the matched stop string, or null.

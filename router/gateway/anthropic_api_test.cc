@@ -104,6 +104,8 @@ TEST(AnthropicApiTest, AcceptsWhatClaudeCodeSends) {
   const v1::ChatRequest& r = parsed->request;
   ASSERT_EQ(r.messages_size(), 3);
   EXPECT_EQ(r.messages(0).role(), "system");
+  // The per-request billing block is kept out of the prompt.
+  EXPECT_EQ(r.messages(0).content(), "You are Claude Code.");
   EXPECT_EQ(r.messages(2).role(), "system");
   EXPECT_EQ(r.messages(2).content(), "reminder");
   EXPECT_EQ(nlohmann::json::parse(r.tools_json()),
@@ -157,4 +159,22 @@ TEST(AnthropicApiTest, StopReasons) {
 }
 
 }  // namespace
+// Volatile prefixes: dropped from block and string systems; an empty list
+// keeps everything.
+TEST(AnthropicApiTest, VolatileSystemTextIsDroppedUnlessDisabled) {
+  const auto blocks = nlohmann::json::parse(R"({"max_tokens": 4,
+    "system": [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.3;"},
+               {"type": "text", "text": "Stable."}],
+    "messages": [{"role": "user", "content": "hi"}]})");
+  EXPECT_EQ(ParseAnthropicMessagesRequest(blocks)->request.messages(0).content(), "Stable.");
+  const auto text = nlohmann::json::parse(R"({"max_tokens": 4,
+    "system": "x-anthropic-billing-header: cc_version=9;\nStable.",
+    "messages": [{"role": "user", "content": "hi"}]})");
+  EXPECT_EQ(ParseAnthropicMessagesRequest(text)->request.messages(0).content(), "Stable.");
+  AnthropicParseOptions keep;
+  keep.volatile_prefixes.clear();
+  EXPECT_EQ(ParseAnthropicMessagesRequest(blocks, keep)->request.messages(0).content(),
+            "x-anthropic-billing-header: cc_version=2.1.3;\nStable.");
+}
+
 }  // namespace kvmesh::router::gateway

@@ -418,7 +418,8 @@ void HttpGateway::HandleMessages(const httplib::Request& req, httplib::Response&
   if (!Authorize(req, res, kFormat)) return;
   StatusOr<nlohmann::json> body = ParseJsonObject(req.body);
   if (!body.ok()) return SendError(res, kFormat, body.status());
-  StatusOr<AnthropicMessagesRequest> parsed = ParseAnthropicMessagesRequest(*body);
+  StatusOr<AnthropicMessagesRequest> parsed =
+      ParseAnthropicMessagesRequest(*body, AnthropicOptions());
   if (!parsed.ok()) return SendError(res, kFormat, parsed.status());
 
   std::string request_id = NewRequestId();
@@ -439,6 +440,12 @@ void HttpGateway::HandleMessages(const httplib::Request& req, httplib::Response&
   });
 }
 
+AnthropicParseOptions HttpGateway::AnthropicOptions() const {
+  AnthropicParseOptions o;
+  o.volatile_prefixes = options_.volatile_prefixes;
+  return o;
+}
+
 // Anthropic's token counting: the request a message would be (max_tokens
 // not needed), rendered and tokenized as Chat would; {"input_tokens": N}.
 void HttpGateway::HandleCountTokens(const httplib::Request& req, httplib::Response& res) {
@@ -447,7 +454,8 @@ void HttpGateway::HandleCountTokens(const httplib::Request& req, httplib::Respon
   StatusOr<nlohmann::json> body = ParseJsonObject(req.body);
   if (!body.ok()) return SendError(res, kFormat, body.status());
   if (!body->contains("max_tokens")) (*body)["max_tokens"] = 1;
-  StatusOr<AnthropicMessagesRequest> parsed = ParseAnthropicMessagesRequest(*body);
+  StatusOr<AnthropicMessagesRequest> parsed =
+      ParseAnthropicMessagesRequest(*body, AnthropicOptions());
   if (!parsed.ok()) return SendError(res, kFormat, parsed.status());
   StatusOr<int64_t> count = core_.CountChatTokens(parsed->request);
   if (!count.ok()) return SendError(res, kFormat, count.status());

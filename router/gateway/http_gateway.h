@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "router/gateway/anthropic_api.h"
 #include "router/gateway/generation_result.h"
 #include "router/gateway/http_errors.h"
 #include "router/inference_core.h"
@@ -72,6 +73,9 @@ struct GatewayOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   int retry_after_seconds = 1;  // Retry-After on 429
+  // Anthropic system blocks kept out of the prompt (anthropic_api.h).
+  std::vector<std::string> volatile_prefixes = {
+      std::string(AnthropicParseOptions::kDefaultVolatilePrefix)};
   std::chrono::milliseconds keepalive_interval{5000};
   // Text for GET /metrics (Prometheus exposition format); unset: 404.
   std::function<std::string()> metrics_text;
@@ -109,6 +113,7 @@ class HttpGateway {
   void HandleChatCompletions(const httplib::Request& req, httplib::Response& res);
   void HandleMessages(const httplib::Request& req, httplib::Response& res);
   void HandleCountTokens(const httplib::Request& req, httplib::Response& res);
+  AnthropicParseOptions AnthropicOptions() const;
   void HandleModels(const httplib::Request& req, httplib::Response& res);
   void HandleModel(const httplib::Request& req, httplib::Response& res);
 
