@@ -56,6 +56,14 @@ struct Interpreter {
 
   void Exec(const Stmt& s);
 
+  // {% set %}: a name, a tuple of names, or a namespace attribute.
+
+  void SetTargets(const Stmt& s, Value v);
+
+  // One name, or a tuple unpacked (for targets, set a, b = ...).
+
+  void Bind(const std::vector<std::string>& targets, Value v);
+
   void Unpack(const std::vector<std::string>& targets, const Value& v);
 
   std::vector<Value> Iterate(const Value& v);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <initializer_list>
 #include <set>
 
 #include "common/jinja/lexer.h"
@@ -124,11 +125,7 @@ class Parser {
     auto st = std::make_unique<Stmt>();
     st->line = line;
     if (tag == "if") {
-      ++soft_;
-      struct Leave {
-        int& n;
-        ~Leave() { --n; }
-      } leave{soft_};
+      Soft soft(*this);
       st->kind = Stmt::Kind::kIf;
       st->conditions.push_back(ParseExpr());
       ExpectEnd();
@@ -305,11 +302,7 @@ class Parser {
     if (!with_cond) return e;
     while (IsName("if")) {
       Next();
-      ++soft_;
-      struct Leave {
-        int& n;
-        ~Leave() { --n; }
-      } leave{soft_};
+      Soft soft(*this);
       auto c = Make(Expr::Kind::kCond);
       c->args.push_back(ParseOr());
       c->args.push_back(std::move(e));
@@ -396,43 +389,32 @@ class Parser {
     return e;
   }
 
-  ExprPtr ParseMath1() {
-    ExprPtr e = ParseConcat();
-    while (IsOp("+") || IsOp("-")) {
-      const std::string op = Cur().text;
+  // One left-associative level of binary operators over `next`.
+  ExprPtr LeftAssoc(ExprPtr (Parser::*next)(), std::initializer_list<const char*> ops) {
+    ExprPtr e = (this->*next)();
+    while (true) {
+      const char* op = nullptr;
+      for (const char* o : ops) {
+        if (IsOp(o)) op = o;
+      }
+      if (op == nullptr) return e;
       Next();
-      e = Binary(Expr::Kind::kBinary, std::move(e), ParseConcat(), op);
+      e = Binary(Expr::Kind::kBinary, std::move(e), (this->*next)(), op);
     }
-    return e;
   }
+  // Jinja's precedence, loosest first: + -, then ~, then * / // %, then **.
+  ExprPtr ParseMath1() { return LeftAssoc(&Parser::ParseConcat, {"+", "-"}); }
+  ExprPtr ParseConcat() { return LeftAssoc(&Parser::ParseMath2, {"~"}); }
+  ExprPtr ParseMath2() { return LeftAssoc(&Parser::ParsePow, {"*", "/", "//", "%"}); }
+  ExprPtr ParsePow() { return LeftAssoc(&Parser::ParseUnaryFiltered, {"**"}); }
+  ExprPtr ParseUnaryFiltered() { return ParseUnary(true); }
 
-  ExprPtr ParseConcat() {
-    ExprPtr e = ParseMath2();
-    while (IsOp("~")) {
-      Next();
-      e = Binary(Expr::Kind::kBinary, std::move(e), ParseMath2(), "~");
-    }
-    return e;
-  }
-
-  ExprPtr ParseMath2() {
-    ExprPtr e = ParsePow();
-    while (IsOp("*") || IsOp("/") || IsOp("//") || IsOp("%")) {
-      const std::string op = Cur().text;
-      Next();
-      e = Binary(Expr::Kind::kBinary, std::move(e), ParsePow(), op);
-    }
-    return e;
-  }
-
-  ExprPtr ParsePow() {
-    ExprPtr e = ParseUnary();
-    while (IsOp("**")) {
-      Next();
-      e = Binary(Expr::Kind::kBinary, std::move(e), ParseUnary(), "**");
-    }
-    return e;
-  }
+  // Inside an if statement or an inline if, which may guard unknown filters.
+  struct Soft {
+    Parser& p;
+    explicit Soft(Parser& parser) : p(parser) { ++p.soft_; }
+    ~Soft() { --p.soft_; }
+  };
 
   // Templates nest only so deep: a hostile one must not overflow the stack.
   struct Nest {

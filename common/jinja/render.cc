@@ -116,33 +116,13 @@ void Interpreter::Exec(const Stmt& s) {
     case Stmt::Kind::kFor:
       ExecFor(s, Eval(*s.expr), 0);
       return;
-    case Stmt::Kind::kSet: {
-      Value v = Eval(*s.expr);
-      if (s.attr_set) {
-        Value ns = Lookup(s.targets[0]);
-        if (!ns.is_dict() || !ns.dict->is_namespace) {
-          Throw("TemplateRuntimeError: cannot assign attribute on non-namespace object");
-        }
-        ns.dict->Set(Value::Str(s.targets[1]), std::move(v));
-      } else if (s.targets.size() == 1) {
-        Assign(s.targets[0], std::move(v));
-      } else {
-        Unpack(s.targets, v);
-      }
+    case Stmt::Kind::kSet:
+      SetTargets(s, Eval(*s.expr));
       return;
-    }
     case Stmt::Kind::kSetBlock: {
       Value v = Value::Str(Capture(s.body));
       if (s.expr) v = ApplyFilterChain(*s.expr, v);
-      if (s.attr_set) {
-        Value ns = Lookup(s.targets[0]);
-        if (!ns.is_dict() || !ns.dict->is_namespace) {
-          Throw("TemplateRuntimeError: cannot assign attribute on non-namespace object");
-        }
-        ns.dict->Set(Value::Str(s.targets[1]), std::move(v));
-      } else {
-        Assign(s.targets[0], std::move(v));
-      }
+      SetTargets(s, std::move(v));
       return;
     }
     case Stmt::Kind::kMacro:
@@ -184,6 +164,26 @@ void Interpreter::Exec(const Stmt& s) {
   }
 }
 
+void Interpreter::SetTargets(const Stmt& s, Value v) {
+  if (!s.attr_set) {
+    Bind(s.targets, std::move(v));
+    return;
+  }
+  Value ns = Lookup(s.targets[0]);
+  if (!ns.is_dict() || !ns.dict->is_namespace) {
+    Throw("TemplateRuntimeError: cannot assign attribute on non-namespace object");
+  }
+  ns.dict->Set(Value::Str(s.targets[1]), std::move(v));
+}
+
+void Interpreter::Bind(const std::vector<std::string>& targets, Value v) {
+  if (targets.size() == 1) {
+    Assign(targets[0], std::move(v));
+  } else {
+    Unpack(targets, v);
+  }
+}
+
 void Interpreter::Unpack(const std::vector<std::string>& targets, const Value& v) {
   const std::vector<Value> items = Iterate(v);
   if (items.size() != targets.size()) {
@@ -221,11 +221,7 @@ void Interpreter::ExecFor(const Stmt& s, const Value& iterable, int depth_level)
     std::vector<Value> kept;
     frames.emplace_back();
     for (const Value& item : items) {
-      if (s.targets.size() == 1) {
-        Assign(s.targets[0], item);
-      } else {
-        Unpack(s.targets, item);
-      }
+      Bind(s.targets, item);
       if (Truthy(Eval(*s.cond))) kept.push_back(item);
     }
     frames.pop_back();
@@ -272,11 +268,7 @@ void Interpreter::ExecFor(const Stmt& s, const Value& iterable, int depth_level)
             }));
       }
       frames.back().vars["loop"] = loop;
-      if (s.targets.size() == 1) {
-        Assign(s.targets[0], items[i]);
-      } else {
-        Unpack(s.targets, items[i]);
-      }
+      Bind(s.targets, items[i]);
       try {
         Run(s.body);
       } catch (const ContinueSignal&) {
