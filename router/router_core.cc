@@ -3,6 +3,7 @@
 #include <random>
 
 #include "common/log.h"
+#include "router/chat_relay.h"
 
 namespace kvmesh::router {
 namespace {
@@ -80,18 +81,33 @@ StatusOr<RouterCore::RenderedChat> RouterCore::RenderChat(const v1::ChatRequest&
                                    "); start the router with --chat-template NAME");
   }
   std::vector<ChatMessage> messages;
-  for (const v1::ChatMessage& m : request.messages()) messages.push_back({m.role(), m.content()});
+  for (const v1::ChatMessage& m : request.messages()) {
+    ChatMessage message{m.role(), m.content()};
+    for (const v1::ToolCall& call : m.tool_calls()) {
+      message.tool_calls.push_back({call.id(), call.name(), call.arguments_json()});
+    }
+    message.reasoning_content = m.reasoning_content();
+    message.tool_call_id = m.tool_call_id();
+    message.name = m.name();
+    messages.push_back(std::move(message));
+  }
   ASSIGN_OR_RETURN(std::string text, g.chat_template->Render(messages, true, request.tools_json()));
   std::vector<int32_t> tokens =
       g.tokenizer->Encode(text, !g.chat_template->bos_in_text(), /*parse_special=*/true);
-  return RenderedChat{std::move(snap), std::move(tokens)};
+  return RenderedChat{std::move(snap), std::move(text), std::move(tokens)};
 }
 
 Status RouterCore::Chat(const v1::ChatRequest& request, const MessageCallback& on_message) {
   RETURN_IF_ERROR(ValidateOptions(request.options()));
   ASSIGN_OR_RETURN(RenderedChat chat, RenderChat(request));
-  return Route(chat.snap, std::move(chat.tokens), request.options(), request.request_id(),
-               on_message);
+  const ModelGroup& g = *chat.snap.group;
+  ChatRelay relay(*g.chat_template, chat.text, request.tools_json());
+  const std::vector<int32_t> markers =
+      ChatRelay::MarkerTokens(*g.tokenizer, g.chat_template->output_syntax());
+  return Route(
+      chat.snap, std::move(chat.tokens), request.options(), request.request_id(),
+      [&](const v1::GenerateTextResponse& message) { return on_message(relay.Relay(message)); },
+      markers);
 }
 
 StatusOr<int64_t> RouterCore::CountChatTokens(const v1::ChatRequest& request) {
@@ -135,7 +151,8 @@ StatusOr<v1::TokenizeResponse> RouterCore::Tokenize(const v1::TokenizeRequest& r
 
 Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_t> tokens,
                          const v1::GenerationOptions& options, std::string request_id,
-                         const MessageCallback& on_message) {
+                         const MessageCallback& on_message,
+                         const std::vector<int32_t>& render_special_tokens) {
   const Clock::time_point arrival = Clock::now();
   ModelGroup& group = *first_snapshot.group;
   const auto n_prompt = static_cast<int32_t>(tokens.size());
@@ -166,6 +183,8 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
   for (const std::string& s : options.stop()) forward.add_stop(s);
   forward.set_ignore_eos(options.ignore_eos());
   forward.set_cache_salt(options.cache_salt());
+  forward.mutable_render_special_tokens()->Assign(render_special_tokens.begin(),
+                                                  render_special_tokens.end());
 
   WorkerSet tried;
   Status last_error = UnavailableError("no healthy worker serves model " + group.name);

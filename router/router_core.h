@@ -45,13 +45,15 @@ class RouterCore final : public InferenceCore {
  private:
   struct RenderedChat {
     ModelSnapshot snap;
+    std::string text;  // the rendered prompt
     std::vector<int32_t> tokens;
   };
   // The model, and the prompt tokens of the request's conversation.
   StatusOr<RenderedChat> RenderChat(const v1::ChatRequest& request);
   Status Route(const ModelSnapshot& snapshot, std::vector<int32_t> tokens,
                const v1::GenerationOptions& options, std::string request_id,
-               const MessageCallback& on_message);
+               const MessageCallback& on_message,
+               const std::vector<int32_t>& render_special_tokens = {});
 
   Registry* registry_;
   std::unique_ptr<Policy> policy_;

@@ -24,6 +24,8 @@ std::string FinishName(v1::FinishReason r) {
       return "cancelled";
     case v1::FINISH_REASON_CONTEXT:
       return "context";
+    case v1::FINISH_REASON_TOOL_CALLS:
+      return "tool_calls";
     default:
       return "";
   }

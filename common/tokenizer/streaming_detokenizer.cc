@@ -1,14 +1,20 @@
 #include "common/tokenizer/streaming_detokenizer.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "common/tokenizer/unicode.h"
 
 namespace kvmesh {
 
 StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, Options options)
-    : tokenizer_(tokenizer), options_(options) {}
+    : tokenizer_(tokenizer), options_(std::move(options)) {}
 
 std::string StreamingDetokenizer::Feed(int32_t id) {
-  std::string piece = tokenizer_.TokenToPiece(id, options_.render_special);
+  const bool shown = options_.render_special ||
+                     std::find(options_.shown_special.begin(), options_.shown_special.end(), id) !=
+                         options_.shown_special.end();
+  std::string piece = tokenizer_.TokenToPiece(id, shown);
   if (first_token_ && options_.strip_leading_space && tokenizer_.config().add_space_prefix &&
       !piece.empty() && piece[0] == ' ') {
     piece.erase(0, 1);

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/tokenizer/tokenizer.h"
 
@@ -32,6 +33,9 @@ class StreamingDetokenizer {
   struct Options {
     bool render_special = false;       // show control tokens' text
     bool strip_leading_space = false;  // llama_detokenize's first-token rule
+    // Control tokens shown even without render_special (a chat format's
+    // markers, such as [TOOL_CALLS], that the router parses).
+    std::vector<int32_t> shown_special = {};
   };
 
   StreamingDetokenizer(const Tokenizer& tokenizer, Options options);

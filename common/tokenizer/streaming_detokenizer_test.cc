@@ -64,6 +64,9 @@ TEST(StreamingDetokenizerTest, FirstTokenRuleAndSpecialTokens) {
   StreamingDetokenizer rendered(*spm, {.render_special = true, .strip_leading_space = true});
   EXPECT_EQ(Stream(rendered, {1, 15043, 2}),
             (std::vector<std::string>{"<s>", " Hello", "</s>", ""}));
+  // Only the listed control tokens show: EOS (2) is shown, BOS (1) is not.
+  StreamingDetokenizer markers(*spm, {.shown_special = {2}});
+  EXPECT_EQ(Stream(markers, {1, 15043, 2}), (std::vector<std::string>{"", " Hello", "</s>", ""}));
 }
 
 TEST(StreamingDetokenizerTest, ReplacesBytesThatCannotBecomeCharacters) {

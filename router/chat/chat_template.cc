@@ -315,6 +315,33 @@ void AppendRoleMarkerTurns(std::span<const ChatMessage> messages, bool add_gener
   if (add_generation_prompt) out += "<|assistant|>\n";
 }
 
+// A message as templates read it (Hugging Face's shape): tool calls as
+// {id, type: "function", function: {name, arguments}} with the arguments an
+// object, reasoning_content, tool_call_id and name only where set.
+StatusOr<nlohmann::ordered_json> JinjaMessage(const ChatMessage& m) {
+  nlohmann::ordered_json out = {{"role", m.role}, {"content", m.content}};
+  if (!m.reasoning_content.empty()) out["reasoning_content"] = m.reasoning_content;
+  if (!m.tool_calls.empty()) {
+    nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+    for (const ChatToolCall& call : m.tool_calls) {
+      auto arguments = nlohmann::ordered_json::parse(call.arguments_json, nullptr,
+                                                     /*allow_exceptions=*/false);
+      if (call.arguments_json.empty()) arguments = nlohmann::ordered_json::object();
+      if (!arguments.is_object()) {
+        return InvalidArgumentError("tool call " + call.id + " (" + call.name +
+                                    "): arguments must be a JSON object");
+      }
+      calls.push_back({{"id", call.id},
+                       {"type", "function"},
+                       {"function", {{"name", call.name}, {"arguments", std::move(arguments)}}}});
+    }
+    out["tool_calls"] = std::move(calls);
+  }
+  if (!m.tool_call_id.empty()) out["tool_call_id"] = m.tool_call_id;
+  if (!m.name.empty()) out["name"] = m.name;
+  return out;
+}
+
 }  // namespace
 
 StatusOr<ChatTemplate> ChatTemplate::FromName(std::string_view name, std::string_view eos_text) {
@@ -393,6 +420,7 @@ StatusOr<ChatTemplate> ChatTemplate::FromGguf(std::string_view tmpl, std::string
   t.jinja_ = std::make_shared<const jinja::Template>(std::move(parsed).value());
   t.bos_text_ = std::string(bos_text);
   t.jinja_writes_bos_ = Contains(tmpl, "bos_token");
+  t.output_syntax_ = DetectOutputSyntax(tmpl);
   return t;
 }
 
@@ -418,8 +446,10 @@ StatusOr<std::string> ChatTemplate::Render(std::span<const ChatMessage> messages
                                    {"eos_token", eos_text_},
                                    {"add_generation_prompt", add_generation_prompt},
                                    {"messages", nlohmann::ordered_json::array()}};
-    for (const ChatMessage& m : messages) {
-      vars["messages"].push_back({{"role", m.role}, {"content", m.content}});
+    for (size_t i = 0; i < messages.size(); ++i) {
+      auto message = JinjaMessage(messages[i]);
+      if (!message.ok()) return message.status().WithPrefix("message " + std::to_string(i));
+      vars["messages"].push_back(std::move(message).value());
     }
     if (!tools_json.empty()) {
       auto tools = nlohmann::ordered_json::parse(tools_json, nullptr, /*allow_exceptions=*/false);

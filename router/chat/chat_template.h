@@ -1,13 +1,17 @@
 // ChatTemplate: turns a conversation into the prompt text a model was tuned on.
 //
 // A model states its chat format as a Jinja template (GGUF key
-// `tokenizer.chat_template`). kvmesh runs no Jinja: Detect() recognises the
-// common families by markers only their templates contain and renders them
-// with fixed code that reproduces the template's output for text
-// conversations of system, user and assistant messages (the tests pin each
-// family against its template rendered by a real Jinja engine). A template
-// that matches no family is an error naming it, never a guess: the operator
-// then picks a family with `--chat-template NAME` (FromName).
+// `tokenizer.chat_template`). FromGguf() runs that template as it is
+// written, with the Jinja engine (common/jinja), giving it the messages
+// (with their tool calls and tool results), the offered tools, bos_token,
+// eos_token and add_generation_prompt, as Hugging Face transformers does.
+// The fixed families below stand in for models without a usable template:
+// Detect() recognises a family by markers only its templates contain, and
+// renders text conversations of system, user and assistant messages as the
+// family's template would (the tests pin each family against its template
+// rendered by a real Jinja engine). A template that neither parses nor
+// matches a family is an error naming it, never a guess: the operator then
+// picks a family with `--chat-template NAME` (FromName).
 //
 // Families, by the name FromName() takes and name() returns:
 //   chatml            <|im_start|>role\n…<|im_end|>\n (Qwen, OpenHermes, …).
@@ -58,12 +62,25 @@
 
 #include "common/jinja/jinja.h"
 #include "common/status.h"
+#include "router/chat/assistant_output.h"
 
 namespace kvmesh::router {
 
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments_json;  // a JSON object
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user" or "assistant"
+  std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
+  // assistant only: the calls it made and the reasoning before its answer.
+  std::vector<ChatToolCall> tool_calls = {};
+  std::string reasoning_content = {};
+  // tool only: the call it answers and the tool's name.
+  std::string tool_call_id = {};
+  std::string name = {};
 };
 
 class ChatTemplate {
@@ -129,6 +146,10 @@ class ChatTemplate {
   };
   Family family() const { return family_; }
 
+  // How the model writes tool calls and reasoning, detected from its
+  // template (families: neither).
+  const OutputSyntax& output_syntax() const { return output_syntax_; }
+
  private:
   ChatTemplate(Family family, std::string eos_text)
       : family_(family), eos_text_(std::move(eos_text)) {}
@@ -139,6 +160,7 @@ class ChatTemplate {
   std::shared_ptr<const jinja::Template> jinja_;
   std::string bos_text_;
   bool jinja_writes_bos_ = false;
+  OutputSyntax output_syntax_;
 };
 
 }  // namespace kvmesh::router

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "router/gateway/chat_tools.h"
 #include "router/gateway/json_fields.h"
 
 namespace kvmesh::router::gateway {
@@ -61,6 +62,79 @@ Status ParseTextBlocks(const JsonObjectReader& parent, std::string_view key, std
   return Status::Ok();
 }
 
+// A tool_result's content: a string or text blocks, joined with "\n".
+Status ParseToolResult(const JsonObjectReader& block, v1::ChatMessage* out) {
+  RETURN_IF_ERROR(block.String("tool_use_id", out->mutable_tool_call_id()));
+  if (out->tool_call_id().empty()) return block.Missing("tool_use_id");
+  RETURN_IF_ERROR(ParseTextBlocks(block, "content", out->mutable_content()));
+  bool is_error = false;
+  RETURN_IF_ERROR(block.Bool("is_error", &is_error));
+  // Templates have no place for the flag: the model reads it in the text.
+  if (is_error) out->set_content("Error: " + out->content());
+  return Status::Ok();
+}
+
+// One message's content blocks. A user message's tool_result blocks become
+// "tool" messages (in their order, before the user's own text, as the
+// templates expect results right after the calls); an assistant message's
+// tool_use blocks become its tool calls and its thinking blocks its
+// reasoning.
+Status ParseContentBlocks(const JsonObjectReader& message, const std::string& role,
+                          v1::ChatRequest* request) {
+  const json& blocks = *message.Find("content");
+  v1::ChatMessage own;
+  own.set_role(role);
+  bool own_has_content = false;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const json& block = blocks[i];
+    const std::string path = IndexedPath(message.FieldName("content"), i);
+    if (!block.is_object()) return NotAnObject(path, block);
+    JsonObjectReader reader(block, path);
+    std::string type;
+    RETURN_IF_ERROR(reader.String("type", &type));
+    if (type == "text") {
+      std::string text;
+      RETURN_IF_ERROR(reader.String("text", &text));
+      if (own_has_content) own.mutable_content()->push_back('\n');
+      own.mutable_content()->append(text);
+      own_has_content = true;
+    } else if (type == "tool_use" && role == "assistant") {
+      v1::ToolCall* call = own.add_tool_calls();
+      RETURN_IF_ERROR(reader.String("id", call->mutable_id()));
+      if (call->id().empty()) return reader.Missing("id");
+      RETURN_IF_ERROR(reader.String("name", call->mutable_name()));
+      if (call->name().empty()) return reader.Missing("name");
+      const json* input = reader.Find("input");
+      if (input != nullptr && !input->is_object()) return reader.TypeError("input", "an object");
+      call->set_arguments_json(input == nullptr ? "{}" : input->dump());
+    } else if (type == "thinking" && role == "assistant") {
+      std::string thinking;
+      RETURN_IF_ERROR(reader.String("thinking", &thinking));
+      own.mutable_reasoning_content()->append(thinking);
+    } else if (type == "redacted_thinking" && role == "assistant") {
+      // Encrypted reasoning of another model: nothing a template can show.
+    } else if (type == "tool_result" && role == "user") {
+      v1::ChatMessage* result = request->add_messages();
+      result->set_role("tool");
+      RETURN_IF_ERROR(ParseToolResult(reader, result));
+    } else {
+      return reader.ValueError("type",
+                               role == "assistant"
+                                   ? "must be text, thinking, redacted_thinking or tool_use in an "
+                                     "assistant message (kvmesh serves text and tools)"
+                                   : "must be text or tool_result in a user message (kvmesh "
+                                     "serves text and tools)",
+                               block.contains("type") ? block["type"] : json(nullptr));
+    }
+  }
+  // A user message of tool results only adds no user turn of its own.
+  if (own_has_content || own.tool_calls_size() > 0 || !own.reasoning_content().empty() ||
+      blocks.empty()) {
+    *request->add_messages() = std::move(own);
+  }
+  return Status::Ok();
+}
+
 Status ParseMessages(const JsonObjectReader& body, v1::ChatRequest* request) {
   const json* messages = body.Find("messages");
   if (messages == nullptr) return body.Missing("messages");
@@ -79,11 +153,17 @@ Status ParseMessages(const JsonObjectReader& body, v1::ChatRequest* request) {
     if (role != "user" && role != "assistant" && role != "system") {
       return message.ValueError("role", "must be user, assistant or system", item["role"]);
     }
-    if (message.Find("content") == nullptr) return message.Missing("content");
+    const json* content = message.Find("content");
+    if (content == nullptr) return message.Missing("content");
+    if (content->is_array() && role != "system") {
+      RETURN_IF_ERROR(ParseContentBlocks(message, role, request));
+      continue;
+    }
     v1::ChatMessage* out = request->add_messages();
     out->set_role(std::move(role));
     RETURN_IF_ERROR(ParseTextBlocks(message, "content", out->mutable_content()));
   }
+  NameToolResults(request);
   return Status::Ok();
 }
 
@@ -125,6 +205,8 @@ Status ParseTools(const JsonObjectReader& body, v1::ChatRequest* request) {
     std::string type;
     RETURN_IF_ERROR(reader.String("type", &type));
     if (type == "none") return Status::Ok();  // offered to no one: not rendered
+    bool ignored_disable_parallel = false;
+    RETURN_IF_ERROR(reader.Bool("disable_parallel_tool_use", &ignored_disable_parallel));
     if (type != "auto") {
       return reader.ValueError(
           "type",
@@ -243,6 +325,8 @@ std::string_view AnthropicStopReason(v1::FinishReason reason, std::string_view s
       return "max_tokens";
     case v1::FINISH_REASON_STOP:
       return stop_sequence.empty() ? "end_turn" : "stop_sequence";
+    case v1::FINISH_REASON_TOOL_CALLS:
+      return "tool_use";
     default:
       return "end_turn";
   }
@@ -263,16 +347,45 @@ ordered_json AnthropicUsageJson(const v1::Usage& usage) {
   return out;
 }
 
-ordered_json AnthropicMessageJson(const ResponseMeta& meta, const GenerationResult& result) {
+ordered_json AnthropicThinkingBlock(std::string_view thinking) {
+  ordered_json block;
+  block["type"] = "thinking";
+  block["thinking"] = std::string(thinking);
+  block["signature"] = "";
+  return block;
+}
+
+ordered_json AnthropicTextBlock(std::string_view text) {
   ordered_json block;
   block["type"] = "text";
-  block["text"] = result.text;
+  block["text"] = std::string(text);
+  return block;
+}
+
+ordered_json AnthropicToolUseBlock(const v1::ToolCall& call, bool with_input) {
+  ordered_json block;
+  block["type"] = "tool_use";
+  block["id"] = call.id();
+  block["name"] = call.name();
+  block["input"] = with_input ? ToolCallArguments(call) : ordered_json::object();
+  return block;
+}
+
+ordered_json AnthropicMessageJson(const ResponseMeta& meta, const GenerationResult& result) {
+  ordered_json content = ordered_json::array();
+  if (!result.reasoning.empty()) content.push_back(AnthropicThinkingBlock(result.reasoning));
+  if (!result.text.empty() || result.tool_calls.empty()) {
+    content.push_back(AnthropicTextBlock(result.text));
+  }
+  for (const v1::ToolCall& call : result.tool_calls) {
+    content.push_back(AnthropicToolUseBlock(call, /*with_input=*/true));
+  }
   ordered_json out;
   out["id"] = meta.id;
   out["type"] = "message";
   out["role"] = "assistant";
   out["model"] = meta.model;
-  out["content"] = ordered_json::array({std::move(block)});
+  out["content"] = std::move(content);
   out["stop_reason"] = AnthropicStopReason(result.finish_reason, result.stop_sequence);
   out["stop_sequence"] = AnthropicStopSequence(result.stop_sequence);
   out["usage"] = AnthropicUsageJson(result.usage);

@@ -1,20 +1,31 @@
 // The Anthropic-compatible HTTP API (POST /v1/messages), as JSON ↔ proto
 // translation. (Streaming events: anthropic_stream.h.)
 //
-// Accepted request fields: model; max_tokens (required); messages (role user
-// or assistant, content a string or an array of {"type":"text"} blocks joined
-// with "\n"); system (a string or text blocks); stop_sequences; temperature
-// (0..1); top_p; top_k; stream; metadata (ignored). Tools, tool_use/image
-// blocks and enabled extended thinking are rejected with 400: ignoring them
-// would change the answer.
+// Accepted request fields: model; max_tokens (required); messages (role
+// user, assistant or system; content a string or an array of blocks: text;
+// in assistant messages tool_use, thinking and redacted_thinking; in user
+// messages tool_result, whose string or text-block content becomes a "tool"
+// message, prefixed "Error: " when is_error); system (a string or text
+// blocks, volatile blocks dropped: AnthropicParseOptions); tools (custom
+// tools with an input_schema; server tools without one are offered by name);
+// tool_choice auto or none; stop_sequences; temperature (0..1); top_p; top_k;
+// stream; thinking, metadata, context_management, output_config and
+// service_tier (accepted when well-formed, ignored). tool_choice any and
+// tool need constrained decoding and get 400, as do image and document
+// blocks: ignoring them would change the answer.
+//
+// The answer's content is the router's split of the model's output: a
+// thinking block (its <think> text; signature ""), a text block (present
+// when there is text or nothing else), and one tool_use block per call, with
+// stop_reason "tool_use" when it called a tool and ended its turn.
 //
 // Usage follows Anthropic's accounting: input_tokens counts the prompt tokens
 // that were computed, cache_read_input_tokens those served from the prefix
 // cache (their sum is the prompt), cache_creation_input_tokens is 0.
 //
-// stop_reason: "max_tokens" for LENGTH and CONTEXT, otherwise "end_turn".
-// The core does not report which stop string ended a generation, so
-// "stop_sequence" is never produced and stop_sequence is always null.
+// stop_reason: "max_tokens" for LENGTH and CONTEXT, "tool_use" for
+// TOOL_CALLS, "stop_sequence" when a stop string ended it (and
+// stop_sequence names it), otherwise "end_turn".
 //
 // Pure functions; safe from any thread.
 #pragma once
@@ -52,6 +63,13 @@ nlohmann::ordered_json AnthropicStopSequence(std::string_view stop_sequence);
 // {"input_tokens","cache_creation_input_tokens","cache_read_input_tokens",
 //  "output_tokens"}
 nlohmann::ordered_json AnthropicUsageJson(const v1::Usage& usage);
+
+// Content blocks: {"type":"thinking","thinking","signature":""},
+// {"type":"text","text"}, {"type":"tool_use","id","name","input"} (input {}
+// unless `with_input`: a stream sends it as input_json_delta).
+nlohmann::ordered_json AnthropicThinkingBlock(std::string_view thinking);
+nlohmann::ordered_json AnthropicTextBlock(std::string_view text);
+nlohmann::ordered_json AnthropicToolUseBlock(const v1::ToolCall& call, bool with_input);
 
 // The "message" object answering a non-streamed request.
 nlohmann::ordered_json AnthropicMessageJson(const ResponseMeta& meta,

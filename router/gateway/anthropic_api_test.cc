@@ -65,8 +65,17 @@ TEST(AnthropicApiTest, ErrorsNameTheField) {
             "field \"messages[0].content\" is required");
   EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user",
                            "content": [{"type": "image", "source": {}}]}]})"),
-            "field \"messages[0].content[0].type\" must be \"text\" (kvmesh serves text only), "
-            "got \"image\"");
+            "field \"messages[0].content[0].type\" must be text or tool_result in a user message "
+            "(kvmesh serves text and tools), got \"image\"");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "assistant",
+                           "content": [{"type": "tool_use", "name": "f", "input": {}}]}]})"),
+            "field \"messages[0].content[0].id\" is required");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "assistant",
+                           "content": [{"type": "tool_use", "id": "t", "name": "f", "input": 3}]}]})"),
+            "field \"messages[0].content[0].input\" must be an object, got number");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user",
+                           "content": [{"type": "tool_result", "content": "x"}]}]})"),
+            "field \"messages[0].content[0].tool_use_id\" is required");
   EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
                            "temperature": 1.5})"),
             "field \"temperature\" must be between 0 and 1, got 1.5");
@@ -117,6 +126,56 @@ TEST(AnthropicApiTest, AcceptsWhatClaudeCodeSends) {
     "tools": [{"name": "f", "input_schema": {}}], "tool_choice": {"type": "none"}})"));
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->request.tools_json().empty());
+}
+
+// A tool round trip as Claude Code sends it back: the assistant's thinking,
+// text and tool_use, then the user's tool_result (an error, in blocks) and
+// its next words.
+TEST(AnthropicApiTest, ToolUseAndToolResultBlocks) {
+  auto parsed = ParseAnthropicMessagesRequest(nlohmann::json::parse(R"({
+    "max_tokens": 64,
+    "messages": [
+      {"role": "user", "content": "List files"},
+      {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "Use ls.", "signature": ""},
+        {"type": "text", "text": "Listing."},
+        {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]},
+      {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "is_error": true,
+         "content": [{"type": "text", "text": "ls: denied"}]},
+        {"type": "text", "text": "Try again"}]}]})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(ProtoEquals(parsed->request, R"pb(
+    messages { role: "user" content: "List files" }
+    messages {
+      role: "assistant"
+      content: "Listing."
+      reasoning_content: "Use ls."
+      tool_calls { id: "toolu_1" name: "Bash" arguments_json: "{\"command\":\"ls\"}" }
+    }
+    messages { role: "tool" content: "Error: ls: denied" tool_call_id: "toolu_1" name: "Bash" }
+    messages { role: "user" content: "Try again" }
+    options {
+      sampling {}
+      max_tokens: 64
+    })pb"));
+}
+
+TEST(AnthropicApiTest, MessageJsonWithThinkingAndToolUse) {
+  GenerationResult result;
+  result.reasoning = "Need ls.";
+  v1::ToolCall call;
+  call.set_id("call_x");
+  call.set_name("Bash");
+  call.set_arguments_json(R"({"command":"ls"})");
+  result.tool_calls.push_back(call);
+  result.finish_reason = v1::FINISH_REASON_TOOL_CALLS;
+  EXPECT_EQ(ToJsonText(AnthropicMessageJson(ResponseMeta{"msg_1", 0, "tiny"}, result)),
+            R"({"id":"msg_1","type":"message","role":"assistant","model":"tiny",)"
+            R"("content":[{"type":"thinking","thinking":"Need ls.","signature":""},)"
+            R"({"type":"tool_use","id":"call_x","name":"Bash","input":{"command":"ls"}}],)"
+            R"("stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":0,)"
+            R"("cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}})");
 }
 
 TEST(AnthropicApiTest, MessageJson) {

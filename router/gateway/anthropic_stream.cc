@@ -1,6 +1,7 @@
 #include "router/gateway/anthropic_stream.h"
 
 #include "router/gateway/anthropic_api.h"
+#include "router/gateway/chat_tools.h"
 #include "router/gateway/http_errors.h"
 #include "router/gateway/sse.h"
 
@@ -12,6 +13,14 @@ namespace {
 
 std::string Event(std::string_view name, const ordered_json& data) {
   return SseEvent(name, ToJsonText(data));
+}
+
+std::string Delta(int index, ordered_json delta) {
+  ordered_json event;
+  event["type"] = "content_block_delta";
+  event["index"] = index;
+  event["delta"] = std::move(delta);
+  return Event("content_block_delta", event);
 }
 
 }  // namespace
@@ -30,27 +39,51 @@ std::string AnthropicStreamEncoder::Start() {
   ordered_json start;
   start["type"] = "message_start";
   start["message"] = std::move(message);
+  return Event("message_start", start) + Event("ping", {{"type", "ping"}});
+}
 
-  ordered_json block_start;
-  block_start["type"] = "content_block_start";
-  block_start["index"] = 0;
-  block_start["content_block"] = {{"type", "text"}, {"text", ""}};
+std::string AnthropicStreamEncoder::BlockStart(const ordered_json& content_block) {
+  ordered_json event;
+  event["type"] = "content_block_start";
+  event["index"] = next_index_;
+  event["content_block"] = content_block;
+  return Event("content_block_start", event);
+}
 
-  std::string out = Event("message_start", start);
-  out += Event("content_block_start", block_start);
-  out += Event("ping", {{"type", "ping"}});
+std::string AnthropicStreamEncoder::BlockStop() {
+  ordered_json event;
+  event["type"] = "content_block_stop";
+  event["index"] = next_index_++;
+  return Event("content_block_stop", event);
+}
+
+std::string AnthropicStreamEncoder::SwitchTo(Block block) {
+  if (open_ == block) return "";
+  std::string out;
+  if (open_ != Block::kNone) out += BlockStop();
+  open_ = block;
+  if (block == Block::kThinking) out += BlockStart(AnthropicThinkingBlock(""));
+  if (block == Block::kText) out += BlockStart(AnthropicTextBlock(""));
   return out;
 }
 
 std::string AnthropicStreamEncoder::Encode(const v1::GenerateTextResponse& message) {
   std::string out;
   if (!started_) out += Start();
+  if (!message.reasoning().empty()) {
+    out += SwitchTo(Block::kThinking);
+    out += Delta(next_index_, {{"type", "thinking_delta"}, {"thinking", message.reasoning()}});
+  }
   if (!message.text().empty()) {
-    ordered_json delta;
-    delta["type"] = "content_block_delta";
-    delta["index"] = 0;
-    delta["delta"] = {{"type", "text_delta"}, {"text", message.text()}};
-    out += Event("content_block_delta", delta);
+    out += SwitchTo(Block::kText);
+    out += Delta(next_index_, {{"type", "text_delta"}, {"text", message.text()}});
+  }
+  for (const v1::ToolCall& call : message.tool_calls()) {
+    out += SwitchTo(Block::kNone);
+    out += BlockStart(AnthropicToolUseBlock(call, /*with_input=*/false));
+    out += Delta(next_index_,
+                 {{"type", "input_json_delta"}, {"partial_json", ToolCallArguments(call).dump()}});
+    out += BlockStop();
   }
   if (message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
     finish_reason_ = message.finish_reason();
@@ -60,16 +93,19 @@ std::string AnthropicStreamEncoder::Encode(const v1::GenerateTextResponse& messa
   return out;
 }
 
+std::string AnthropicStreamEncoder::KeepAlive() {
+  if (!started_) return Start();
+  return Event("ping", {{"type", "ping"}});
+}
+
 std::string AnthropicStreamEncoder::Finish(const Status& status) {
   if (!status.ok()) {
     return Event("error", AnthropicErrorBody(HttpStatusFor(status.code()), status.message()));
   }
   std::string out;
   if (!started_) out += Start();
-  ordered_json block_stop;
-  block_stop["type"] = "content_block_stop";
-  block_stop["index"] = 0;
-  out += Event("content_block_stop", block_stop);
+  if (open_ == Block::kNone && next_index_ == 0) out += SwitchTo(Block::kText);
+  out += SwitchTo(Block::kNone);
 
   ordered_json delta;
   delta["type"] = "message_delta";

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kvmesh/v1/inference.pb.h"
 
@@ -19,6 +20,8 @@ struct ResponseMeta {
 
 struct GenerationResult {
   std::string text;
+  std::string reasoning;                 // chat: the model's reasoning
+  std::vector<v1::ToolCall> tool_calls;  // chat: the calls it made
   v1::FinishReason finish_reason = v1::FINISH_REASON_UNSPECIFIED;
   v1::Usage usage;
   std::string worker;         // the first worker named by a message
@@ -28,6 +31,8 @@ struct GenerationResult {
   // message's finish reason and usage win).
   void Add(const v1::GenerateTextResponse& message) {
     text += message.text();
+    reasoning += message.reasoning();
+    for (const v1::ToolCall& call : message.tool_calls()) tool_calls.push_back(call);
     if (message.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
       finish_reason = message.finish_reason();
       stop_sequence = message.stop_sequence();

@@ -315,10 +315,14 @@ void HttpGateway::ServeStream(httplib::Response& res, ApiFormat format, CoreCall
                               std::unique_ptr<StreamEncoder> encoder) const {
   auto stream = std::make_shared<GenerationStream>(std::move(call));
   // Hold the response until the first message, so a request that fails
-  // before producing anything still gets its own HTTP status.
+  // before producing anything still gets its own HTTP status; but no longer
+  // than one keep-alive interval: a long prefill then streams keep-alives
+  // (Anthropic's pings) and a later failure is an error event.
   GenerationStream::Batch first;
-  while (first.messages.empty() && !first.finished) {
-    first = stream->Next(std::chrono::seconds(1));
+  const auto give_up = std::chrono::steady_clock::now() + options_.keepalive_interval;
+  while (first.messages.empty() && !first.finished && std::chrono::steady_clock::now() < give_up) {
+    first = stream->Next(
+        std::min<std::chrono::milliseconds>(std::chrono::seconds(1), options_.keepalive_interval));
   }
   if (first.messages.empty() && !first.status.ok()) {
     SendError(res, format, first.status);

@@ -15,12 +15,14 @@
 // http_errors.h; 429 adds Retry-After. Responses a worker served carry
 // "x-kvmesh-worker: <worker>", and every generation "x-request-id".
 //
-// Streaming: the handler waits for the core's first message, so a request
-// that fails before producing anything still gets its HTTP error status;
-// after that, errors become an error event in the API's format. A write that
-// fails (the client went away) cancels the generation. An idle stream gets
-// an SSE comment every keepalive_interval, which also detects a client that
-// left while nothing was being generated. A non-streamed generation runs to
+// Streaming: the handler waits for the core's first message, up to one
+// keepalive_interval, so a request that fails early (bad input, overload)
+// still gets its HTTP error status; after that the stream is answered 200
+// and errors become an error event in the API's format. A write that fails
+// (the client went away) cancels the generation. An idle stream, a long
+// prefill included, gets the API's keep-alive every keepalive_interval
+// (Anthropic: a ping event; OpenAI: an SSE comment), which also detects a
+// client that left while nothing was being generated. A non-streamed generation runs to
 // its end even if the client leaves.
 //
 // Threads: Start() serves on a background thread with a pool of

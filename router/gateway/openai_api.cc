@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "router/gateway/chat_tools.h"
 #include "router/gateway/json_fields.h"
 
 namespace kvmesh::router::gateway {
@@ -49,9 +50,6 @@ Status RejectUnsupportedFeatures(const JsonObjectReader& body) {
   if (body.Find("top_logprobs") != nullptr) return Unsupported("\"top_logprobs\"");
   if (const json* bias = body.Find("logit_bias"); bias != nullptr && !bias->empty()) {
     return Unsupported("\"logit_bias\"");
-  }
-  if (const json* tools = body.Find("tools"); tools != nullptr && !tools->empty()) {
-    return Unsupported("\"tools\" (function calling)");
   }
   if (const json* format = body.Find("response_format"); format != nullptr) {
     if (!format->is_object()) return body.TypeError("response_format", "an object");
@@ -240,6 +238,58 @@ Status ParseContent(const JsonObjectReader& message, std::string* content) {
   return Status::Ok();
 }
 
+std::string IndexedPath(std::string_view base, size_t index) {
+  std::string path(base);
+  path += '[';
+  path += std::to_string(index);
+  path += ']';
+  return path;
+}
+
+Status NotAnObject(const std::string& path, const json& value) {
+  std::string text = "field \"";
+  text += path;
+  text += "\" must be an object, got ";
+  text += JsonTypeName(value);
+  return InvalidArgumentError(std::move(text));
+}
+
+// An assistant message's tool_calls: [{id, type: "function", function:
+// {name, arguments}}], the arguments a string holding a JSON object.
+Status ParseAssistantToolCalls(const JsonObjectReader& message, v1::ChatMessage* out) {
+  const json* calls = message.Find("tool_calls");
+  if (calls == nullptr) return Status::Ok();
+  if (!calls->is_array()) return message.TypeError("tool_calls", "an array of tool calls");
+  for (size_t i = 0; i < calls->size(); ++i) {
+    const json& item = (*calls)[i];
+    const std::string path = IndexedPath(message.FieldName("tool_calls"), i);
+    if (!item.is_object()) return NotAnObject(path, item);
+    JsonObjectReader call(item, path);
+    v1::ToolCall* tool_call = out->add_tool_calls();
+    RETURN_IF_ERROR(call.String("id", tool_call->mutable_id()));
+    if (tool_call->id().empty()) return call.Missing("id");
+    std::string type = "function";
+    RETURN_IF_ERROR(call.String("type", &type));
+    if (type != "function") return call.ValueError("type", "must be \"function\"", item["type"]);
+    const json* function = call.Find("function");
+    if (function == nullptr) return call.Missing("function");
+    if (!function->is_object()) return NotAnObject(call.FieldName("function"), *function);
+    JsonObjectReader fn(*function, call.FieldName("function"));
+    RETURN_IF_ERROR(fn.String("name", tool_call->mutable_name()));
+    if (tool_call->name().empty()) return fn.Missing("name");
+    std::string arguments;
+    RETURN_IF_ERROR(fn.String("arguments", &arguments));
+    if (arguments.empty()) arguments = "{}";
+    json parsed = json::parse(arguments, nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_object()) {
+      return fn.ValueError("arguments", "must be a string holding a JSON object",
+                           (*function)["arguments"]);
+    }
+    tool_call->set_arguments_json(std::move(arguments));
+  }
+  return Status::Ok();
+}
+
 Status ParseMessages(const JsonObjectReader& body, v1::ChatRequest* request) {
   const json* messages = body.Find("messages");
   if (messages == nullptr) return body.Missing("messages");
@@ -247,32 +297,94 @@ Status ParseMessages(const JsonObjectReader& body, v1::ChatRequest* request) {
   if (messages->empty()) return body.ValueError("messages", "must not be empty", *messages);
   for (size_t i = 0; i < messages->size(); ++i) {
     const json& item = (*messages)[i];
-    std::string path = "messages[";
-    path += std::to_string(i);
-    path += ']';
-    if (!item.is_object()) {
-      std::string text = "field \"";
-      text += path;
-      text += "\" must be an object, got ";
-      text += JsonTypeName(item);
-      return InvalidArgumentError(std::move(text));
-    }
+    const std::string path = IndexedPath("messages", i);
+    if (!item.is_object()) return NotAnObject(path, item);
     JsonObjectReader message(item, path);
     std::string role;
     RETURN_IF_ERROR(message.String("role", &role));
     if (role.empty()) return message.Missing("role");
     // "developer" is OpenAI's newer name for the system role.
     if (role == "developer") role = "system";
-    if (role != "system" && role != "user" && role != "assistant") {
-      return message.ValueError("role",
-                                "must be system, developer, user or assistant (kvmesh serves "
-                                "text conversations without tools)",
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
+      return message.ValueError("role", "must be system, developer, user, assistant or tool",
                                 item["role"]);
     }
     v1::ChatMessage* out = request->add_messages();
-    out->set_role(std::move(role));
     RETURN_IF_ERROR(ParseContent(message, out->mutable_content()));
+    if (role == "assistant") {
+      RETURN_IF_ERROR(ParseAssistantToolCalls(message, out));
+      // Reasoning sent back by clients that keep it (vLLM's and DeepSeek's
+      // field name).
+      RETURN_IF_ERROR(message.String("reasoning_content", out->mutable_reasoning_content()));
+    } else if (role == "tool") {
+      RETURN_IF_ERROR(message.String("tool_call_id", out->mutable_tool_call_id()));
+      if (out->tool_call_id().empty()) return message.Missing("tool_call_id");
+      RETURN_IF_ERROR(message.String("name", out->mutable_name()));
+    }
+    out->set_role(std::move(role));
   }
+  NameToolResults(request);
+  return Status::Ok();
+}
+
+// tools ([{type: "function", function: {name, description, parameters}}],
+// the templates' own format) and tool_choice.
+Status ParseTools(const JsonObjectReader& body, v1::ChatRequest* request) {
+  const json* tools = body.Find("tools");
+  if (tools == nullptr) return Status::Ok();
+  if (!tools->is_array()) return body.TypeError("tools", "an array of tools");
+  if (const json* choice = body.Find("tool_choice"); choice != nullptr) {
+    if (choice->is_string()) {
+      const std::string& mode = choice->get_ref<const std::string&>();
+      if (mode == "none") return Status::Ok();  // offered to no one: not rendered
+      if (mode == "required") {
+        return body.ValueError("tool_choice",
+                               "\"required\" needs constrained decoding, which kvmesh does not "
+                               "have yet; use \"auto\"",
+                               *choice);
+      }
+      if (mode != "auto") {
+        return body.ValueError("tool_choice", "must be \"none\", \"auto\" or \"required\"",
+                               *choice);
+      }
+    } else if (choice->is_object()) {
+      return body.ValueError("tool_choice",
+                             "naming a function needs constrained decoding, which kvmesh does "
+                             "not have yet; use \"auto\"",
+                             *choice);
+    } else {
+      return body.TypeError("tool_choice", "a string or an object");
+    }
+  }
+  ordered_json out = ordered_json::array();
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const json& tool = (*tools)[i];
+    const std::string path = IndexedPath("tools", i);
+    if (!tool.is_object()) return NotAnObject(path, tool);
+    JsonObjectReader reader(tool, path);
+    std::string type;
+    RETURN_IF_ERROR(reader.String("type", &type));
+    if (type != "function") {
+      return reader.ValueError("type", "must be \"function\"",
+                               tool.contains("type") ? tool["type"] : json(nullptr));
+    }
+    const json* function = reader.Find("function");
+    if (function == nullptr) return reader.Missing("function");
+    if (!function->is_object()) return NotAnObject(reader.FieldName("function"), *function);
+    JsonObjectReader fn(*function, reader.FieldName("function"));
+    std::string name, description;
+    RETURN_IF_ERROR(fn.String("name", &name));
+    if (name.empty()) return fn.Missing("name");
+    RETURN_IF_ERROR(fn.String("description", &description));
+    ordered_json entry = {{"name", name}};
+    if (!description.empty()) entry["description"] = description;
+    if (const json* parameters = fn.Find("parameters"); parameters != nullptr) {
+      if (!parameters->is_object()) return fn.TypeError("parameters", "an object");
+      entry["parameters"] = ordered_json::parse(parameters->dump());
+    }
+    out.push_back({{"type", "function"}, {"function", std::move(entry)}});
+  }
+  if (!out.empty()) request->set_tools_json(out.dump());
   return Status::Ok();
 }
 
@@ -287,6 +399,9 @@ StatusOr<OpenAiCompletionRequest> ParseOpenAiCompletionRequest(const json& body)
   OpenAiCompletionRequest parsed;
   RETURN_IF_ERROR(reader.String("model", parsed.request.mutable_model()));
   RETURN_IF_ERROR(ParsePrompt(reader, &parsed.request));
+  if (const json* tools = reader.Find("tools"); tools != nullptr && !tools->empty()) {
+    return Unsupported("\"tools\" on /v1/completions (use /v1/chat/completions)");
+  }
   RETURN_IF_ERROR(
       ParseCommonFields(reader, /*chat=*/false, parsed.request.mutable_options(), &parsed.stream));
   return parsed;
@@ -297,6 +412,9 @@ StatusOr<OpenAiChatRequest> ParseOpenAiChatRequest(const json& body) {
   OpenAiChatRequest parsed;
   RETURN_IF_ERROR(reader.String("model", parsed.request.mutable_model()));
   RETURN_IF_ERROR(ParseMessages(reader, &parsed.request));
+  RETURN_IF_ERROR(ParseTools(reader, &parsed.request));
+  bool ignored_parallel_tool_calls = true;
+  RETURN_IF_ERROR(reader.Bool("parallel_tool_calls", &ignored_parallel_tool_calls));
   RETURN_IF_ERROR(
       ParseCommonFields(reader, /*chat=*/true, parsed.request.mutable_options(), &parsed.stream));
   return parsed;
@@ -309,6 +427,8 @@ std::string_view OpenAiFinishReason(v1::FinishReason reason) {
       return "length";
     case v1::FINISH_REASON_CANCELLED:
       return "cancelled";
+    case v1::FINISH_REASON_TOOL_CALLS:
+      return "tool_calls";
     default:
       return "stop";
   }
@@ -339,10 +459,29 @@ ordered_json OpenAiCompletionJson(const ResponseMeta& meta, const GenerationResu
   return out;
 }
 
+ordered_json OpenAiToolCallJson(const v1::ToolCall& call) {
+  ordered_json out;
+  out["id"] = call.id();
+  out["type"] = "function";
+  out["function"] = {{"name", call.name()}, {"arguments", call.arguments_json()}};
+  return out;
+}
+
 ordered_json OpenAiChatCompletionJson(const ResponseMeta& meta, const GenerationResult& result) {
   ordered_json message;
   message["role"] = "assistant";
-  message["content"] = result.text;
+  if (result.text.empty() && !result.tool_calls.empty()) {
+    message["content"] = nullptr;
+  } else {
+    message["content"] = result.text;
+  }
+  if (!result.reasoning.empty()) message["reasoning_content"] = result.reasoning;
+  if (!result.tool_calls.empty()) {
+    message["tool_calls"] = ordered_json::array();
+    for (const v1::ToolCall& call : result.tool_calls) {
+      message["tool_calls"].push_back(OpenAiToolCallJson(call));
+    }
+  }
   ordered_json choice;
   choice["index"] = 0;
   choice["message"] = std::move(message);

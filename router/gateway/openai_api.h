@@ -6,15 +6,24 @@
 // Accepted request fields (unknown fields are ignored, as OpenAI's SDKs send
 // ones kvmesh has no use for):
 //   model; prompt (string, array of token ids, or a one-element array of
-//   either) | messages (role system/developer/user/assistant; content a string
-//   or an array of {"type":"text"} parts, joined with "\n"); max_tokens (chat:
+//   either) | messages (role system/developer/user/assistant/tool; content a
+//   string, null, or an array of {"type":"text"} parts, joined with "\n";
+//   assistant tool_calls and reasoning_content; tool tool_call_id and name);
+//   tools (type "function") and tool_choice none/auto; parallel_tool_calls
+//   (accepted, ignored: a model calls as many tools as it writes); max_tokens (chat:
 //   max_completion_tokens wins); temperature; top_p; top_k, min_p,
 //   repetition_penalty (extensions); seed; stop (string or array);
 //   presence_penalty; frequency_penalty; stream; stream_options.include_usage;
 //   n (1 only); user; cache_salt and ignore_eos (extensions).
 // Features that would change the answer if ignored are rejected with 400:
-// n > 1, best_of > 1, echo, suffix, logprobs, logit_bias, tools, and a
-// response_format other than text.
+// n > 1, best_of > 1, echo, suffix, logprobs, logit_bias, tool_choice
+// "required" or a named function (they need constrained decoding), tools on
+// /v1/completions, and a response_format other than text.
+//
+// A chat answer carries the router's split of the model's output: content
+// (null when the model only called tools), reasoning_content (the text it
+// wrote between <think> and </think>) and tool_calls, with finish_reason
+// "tool_calls" when it called a tool and ended its turn.
 //
 // Pure functions; safe from any thread.
 #pragma once
@@ -47,7 +56,8 @@ StatusOr<OpenAiCompletionRequest> ParseOpenAiCompletionRequest(const nlohmann::j
 StatusOr<OpenAiChatRequest> ParseOpenAiChatRequest(const nlohmann::json& body);
 
 // "stop" for STOP (and for a stream that ended without a reason), "length"
-// for LENGTH and CONTEXT, "cancelled" for CANCELLED.
+// for LENGTH and CONTEXT, "cancelled" for CANCELLED, "tool_calls" for
+// TOOL_CALLS.
 std::string_view OpenAiFinishReason(v1::FinishReason reason);
 
 // {"prompt_tokens","completion_tokens","total_tokens",
@@ -57,6 +67,10 @@ nlohmann::ordered_json OpenAiUsageJson(const v1::Usage& usage);
 // The "text_completion" object for POST /v1/completions.
 nlohmann::ordered_json OpenAiCompletionJson(const ResponseMeta& meta,
                                             const GenerationResult& result);
+
+// {"id","type":"function","function":{"name","arguments"}}, the arguments
+// as a JSON string.
+nlohmann::ordered_json OpenAiToolCallJson(const v1::ToolCall& call);
 
 // The "chat.completion" object for POST /v1/chat/completions.
 nlohmann::ordered_json OpenAiChatCompletionJson(const ResponseMeta& meta,

@@ -124,14 +124,70 @@ TEST(OpenAiApiTest, ChatRequest) {
     })pb"));
 }
 
+TEST(OpenAiApiTest, ChatRequestWithToolsAndToolMessages) {
+  StatusOr<OpenAiChatRequest> parsed = ParseOpenAiChatRequest(json::parse(R"({
+      "messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+         "type": "function", "function": {"name": "get_weather",
+         "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18C"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather",
+                 "description": "Weather", "parameters": {"type": "object"}}}],
+      "tool_choice": "auto", "parallel_tool_calls": false})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(ProtoEquals(parsed->request, R"pb(
+    messages { role: "user" content: "Weather in Paris?" }
+    messages {
+      role: "assistant"
+      tool_calls { id: "call_1" name: "get_weather" arguments_json: "{\"city\": \"Paris\"}" }
+    }
+    messages { role: "tool" content: "18C" tool_call_id: "call_1" name: "get_weather" }
+    tools_json: "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Weather\",\"parameters\":{\"type\":\"object\"}}}]"
+    options { sampling {} })pb"));
+  auto none = ParseOpenAiChatRequest(json::parse(R"({"messages": [{"role": "user",
+      "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}],
+      "tool_choice": "none"})"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->request.tools_json().empty());
+}
+
+TEST(OpenAiApiTest, ChatCompletionJsonWithToolCalls) {
+  GenerationResult result;
+  result.reasoning = "Look it up.";
+  v1::ToolCall call;
+  call.set_id("call_9");
+  call.set_name("get_weather");
+  call.set_arguments_json(R"({"city":"Paris"})");
+  result.tool_calls.push_back(call);
+  result.finish_reason = v1::FINISH_REASON_TOOL_CALLS;
+  const nlohmann::ordered_json out = OpenAiChatCompletionJson(ResponseMeta{"c", 0, "m"}, result);
+  EXPECT_EQ(ToJsonText(out["choices"][0]),
+            R"({"index":0,"message":{"role":"assistant","content":null,)"
+            R"("reasoning_content":"Look it up.","tool_calls":[{"id":"call_9","type":"function",)"
+            R"("function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},)"
+            R"("logprobs":null,"finish_reason":"tool_calls"})");
+}
+
 TEST(OpenAiApiTest, ChatRequestErrorsNameTheField) {
   EXPECT_EQ(ChatError(R"({"model": "tiny"})"), "field \"messages\" is required");
   EXPECT_EQ(ChatError(R"({"messages": []})"), "field \"messages\" must not be empty, got array");
   EXPECT_EQ(ChatError(R"({"messages": ["hi"]})"),
             "field \"messages[0]\" must be an object, got string");
   EXPECT_EQ(ChatError(R"({"messages": [{"role": "tool", "content": "42"}]})"),
-            "field \"messages[0].role\" must be system, developer, user or assistant (kvmesh "
-            "serves text conversations without tools), got \"tool\"");
+            "field \"messages[0].tool_call_id\" is required");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "function", "content": "42"}]})"),
+            "field \"messages[0].role\" must be system, developer, user, assistant or tool, got "
+            "\"function\"");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "c",
+                          "type": "function", "function": {"name": "f", "arguments": "[1]"}}]}]})"),
+            "field \"messages[0].tool_calls[0].function.arguments\" must be a string holding a "
+            "JSON object, got \"[1]\"");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
+                          "tools": [{"type": "function", "function": {"name": "f"}}],
+                          "tool_choice": "required"})"),
+            "field \"tool_choice\" \"required\" needs constrained decoding, which kvmesh does "
+            "not have yet; use \"auto\", got \"required\"");
   EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": 5}]})"),
             "field \"messages[0].content\" must be a string or an array of content parts, got "
             "number");
@@ -140,7 +196,10 @@ TEST(OpenAiApiTest, ChatRequestErrorsNameTheField) {
             "got \"image_url\"");
   EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
                           "tools": [{"type": "function"}]})"),
-            "\"tools\" (function calling) is not supported by kvmesh");
+            "field \"tools[0].function\" is required");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
+                          "tools": [{"type": "web_search"}]})"),
+            "field \"tools[0].type\" must be \"function\", got \"web_search\"");
   EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
                           "response_format": {"type": "json_object"}})"),
             "a \"response_format\" other than text is not supported by kvmesh");

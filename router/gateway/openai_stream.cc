@@ -54,8 +54,21 @@ std::string OpenAiStreamEncoder::Encode(const v1::GenerateTextResponse& message)
     if (!started_) {
       out += ChatChunk({{"role", "assistant"}, {"content", ""}}, v1::FINISH_REASON_UNSPECIFIED);
     }
+    if (!message.reasoning().empty()) {
+      out += ChatChunk({{"reasoning_content", message.reasoning()}}, v1::FINISH_REASON_UNSPECIFIED);
+    }
     if (!message.text().empty()) {
       out += ChatChunk({{"content", message.text()}}, v1::FINISH_REASON_UNSPECIFIED);
+    }
+    for (const v1::ToolCall& call : message.tool_calls()) {
+      // Each call arrives whole: its one delta carries the id, the name and
+      // all of its arguments.
+      ordered_json entry = OpenAiToolCallJson(call);
+      ordered_json delta_call;
+      delta_call["index"] = next_tool_call_index_++;
+      for (auto& [key, value] : entry.items()) delta_call[key] = value;
+      out += ChatChunk({{"tool_calls", ordered_json::array({std::move(delta_call)})}},
+                       v1::FINISH_REASON_UNSPECIFIED);
     }
     if (finish != v1::FINISH_REASON_UNSPECIFIED) {
       out += ChatChunk(ordered_json::object(), finish);

@@ -1,7 +1,10 @@
 // OpenAiStreamEncoder: the core's message stream as OpenAI server-sent events.
 //
 // Chat ("chat.completion.chunk"): a first chunk with the assistant role, one
-// chunk per text delta, a chunk with an empty delta carrying finish_reason,
+// chunk per reasoning delta ({"reasoning_content"}), text delta
+// ({"content"}) and tool call ({"tool_calls":[{index, id, type, function:
+// {name, arguments}}]}, each call whole in one chunk), a chunk with an empty
+// delta carrying finish_reason,
 // then — with stream_options.include_usage — a chunk with no choices and the
 // usage (every other chunk then carries "usage": null, as OpenAI does), and
 // "data: [DONE]". Completions ("text_completion"): one chunk per text delta,
@@ -38,6 +41,7 @@ class OpenAiStreamEncoder : public StreamEncoder {
   bool include_usage_;
   bool started_ = false;
   bool finish_sent_ = false;
+  int next_tool_call_index_ = 0;
   v1::Usage usage_;
 };
 

@@ -51,6 +51,31 @@ TEST(OpenAiStreamTest, ChatChunks) {
   EXPECT_EQ(encoder.Finish(Status::Ok()), "data: [DONE]\n\n");
 }
 
+TEST(OpenAiStreamTest, ChatReasoningAndToolCallDeltas) {
+  OpenAiStreamEncoder encoder(OpenAiStreamEncoder::Kind::kChat, kChatMeta, false);
+  v1::GenerateTextResponse think;
+  think.set_reasoning("Hmm");
+  encoder.Encode(think);  // the role chunk, then the reasoning
+  v1::GenerateTextResponse calls = LastMessage("", v1::FINISH_REASON_TOOL_CALLS);
+  for (const char* id : {"call_a", "call_b"}) {
+    v1::ToolCall* call = calls.add_tool_calls();
+    call->set_id(id);
+    call->set_name("f");
+    call->set_arguments_json("{}");
+  }
+  EXPECT_EQ(
+      encoder.Encode(calls),
+      ChatChunk(R"({"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a",)"
+                R"("type":"function","function":{"name":"f","arguments":"{}"}}]},)"
+                R"("logprobs":null,"finish_reason":null})") +
+          ChatChunk(R"({"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b",)"
+                    R"("type":"function","function":{"name":"f","arguments":"{}"}}]},)"
+                    R"("logprobs":null,"finish_reason":null})") +
+          ChatChunk(R"({"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"})"));
+  OpenAiStreamEncoder fresh(OpenAiStreamEncoder::Kind::kChat, kChatMeta, false);
+  EXPECT_NE(fresh.Encode(think).find(R"("delta":{"reasoning_content":"Hmm"})"), std::string::npos);
+}
+
 TEST(OpenAiStreamTest, ChatUsageChunk) {
   OpenAiStreamEncoder encoder(OpenAiStreamEncoder::Kind::kChat, kChatMeta, true);
   EXPECT_EQ(

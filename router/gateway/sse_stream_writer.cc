@@ -30,7 +30,10 @@ SseStreamWriter::Step SseStreamWriter::WriteNext(const Write& write) {
   for (const v1::GenerateTextResponse& message : batch.messages) text += encoder_->Encode(message);
   if (batch.finished) text += encoder_->Finish(batch.status);
   auto now = std::chrono::steady_clock::now();
-  if (text.empty() && now - last_write_ >= keepalive_) text = SseComment("keep-alive");
+  if (text.empty() && now - last_write_ >= keepalive_) {
+    text = encoder_->KeepAlive();
+    if (text.empty()) text = SseComment("keep-alive");
+  }
   if (!text.empty()) {
     if (!write(text)) {
       stream_->Cancel();

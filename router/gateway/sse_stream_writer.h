@@ -1,10 +1,10 @@
 // SseStreamWriter: moves one streamed response from its GenerationStream to
 // the client: takes the core's messages as they come, encodes them as the
 // API's server-sent events, and hands the text to a write function (the HTTP
-// connection). When the generation is idle for `keepalive`, it writes an SSE
-// comment instead; proxies then keep the connection open, and a client that
-// left is noticed even while nothing is generated. A failed write cancels the
-// generation.
+// connection). When the generation is idle for `keepalive`, it writes the
+// encoder's KeepAlive() (Anthropic's ping event) or else an SSE comment; proxies then keep the
+// connection open, and a client that left is noticed even while nothing is generated. A failed
+// write cancels the generation.
 //
 // Used by one thread at a time (the connection's); Cancel() from any thread.
 #pragma once

@@ -23,6 +23,11 @@ class StreamEncoder {
   // end marker when `status` is OK, else an error event in the API's format.
   // Call once, after the last Encode().
   virtual std::string Finish(const Status& status) = 0;
+
+  // Something to send while the core is silent (a long prefill), so proxies
+  // and clients keep the connection; it must not change what the stream
+  // means. Empty: the API has nothing for it.
+  virtual std::string KeepAlive() { return ""; }
 };
 
 }  // namespace kvmesh::router::gateway

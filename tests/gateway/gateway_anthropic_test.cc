@@ -67,7 +67,7 @@ TEST_F(GatewayTest, MessageStream) {
     if (event.event == "content_block_delta") text += data["delta"]["text"].get<std::string>();
   }
   EXPECT_EQ(names, (std::vector<std::string>{
-                       "message_start", "content_block_start", "ping", "content_block_delta",
+                       "message_start", "ping", "content_block_start", "content_block_delta",
                        "content_block_delta", "content_block_delta", "content_block_delta",
                        "content_block_stop", "message_delta", "message_stop"}));
   EXPECT_EQ(text, "Hello, world!");

@@ -27,7 +27,7 @@ Request::Request(EngineRequest r, int n_vocab, const Tokenizer& tokenizer)
       tokens(spec.prompt),
       num_prompt_tokens(static_cast<int32_t>(spec.prompt.size())),
       sampler(spec.sampling, n_vocab),
-      detokenizer(tokenizer, {}),
+      detokenizer(tokenizer, {.shown_special = spec.render_special_tokens}),
       stop_matcher(spec.sampling.stop),
       arrival(SteadyClock::now()) {}
 

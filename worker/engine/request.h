@@ -55,6 +55,9 @@ struct EngineRequest {
   std::vector<int32_t> prompt;
   SamplingParams sampling;
   std::string cache_salt;
+  // Control tokens whose text the output shows (GenerateRequest's
+  // render_special_tokens).
+  std::vector<int32_t> render_special_tokens;
   std::optional<SteadyClock::time_point> deadline;
   OutputCallback on_output;
 };

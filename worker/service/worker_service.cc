@@ -189,6 +189,15 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
   }
   er.sampling = *sampling;
   er.cache_salt = req->cache_salt();
+  for (int i = 0; i < req->render_special_tokens_size(); ++i) {
+    const int32_t id = req->render_special_tokens(i);
+    if (id < 0 || id >= tokenizer_.n_vocab()) {
+      return reject(InvalidArgumentError(
+          "render_special_tokens[" + std::to_string(i) + "] = " + std::to_string(id) +
+          " is outside the vocabulary (0.." + std::to_string(tokenizer_.n_vocab() - 1) + ")"));
+    }
+    er.render_special_tokens.push_back(id);
+  }
   if (ctx->deadline() != std::chrono::system_clock::time_point::max()) {
     er.deadline = SteadyClock::now() + (ctx->deadline() - std::chrono::system_clock::now());
   }
