@@ -4,10 +4,14 @@
 //
 //   kvmesh synth --shape llama-1b --type q4_k_m -o llama-1b-q4_k_m.gguf
 //   kvmesh synth --shape tinyllama-1.1b --type q8_0 --vocab V.gguf -o t.gguf
+//   kvmesh synth --shape tiny-qwen3 --type q8_0 -o tiny-qwen3.gguf
+//   kvmesh synth --shape llama-1b --chat-template T.jinja -o l.gguf
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -22,6 +26,7 @@ struct SynthOptions {
   std::string shape = "llama-1b";
   std::string type = "q4_0";
   std::string vocab;
+  std::string chat_template;
   std::string output;
   uint64_t seed = 1;
   int threads = 0;
@@ -32,19 +37,31 @@ int Fail(const Status& status) {
   return 1;
 }
 
-// The shape's default vocab, looked for beside each model directory
-// (../shared/vocab next to ../shared/models).
-StatusOr<std::string> DefaultVocab(const SyntheticShape& shape) {
+// A file of the shared directory (the shape's default vocab or template),
+// looked for beside each model directory (../shared/vocab next to
+// ../shared/models).
+StatusOr<std::string> SharedFile(const SyntheticShape& shape, const std::string& relative,
+                                 std::string_view what, std::string_view flag) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::string searched;
   for (const std::string& dir : ModelSearchDirs()) {
-    const fs::path candidate = fs::path(dir) / ".." / shape.default_vocab;
+    const fs::path candidate = fs::path(dir) / ".." / relative;
     if (fs::is_regular_file(candidate, ec)) return fs::weakly_canonical(candidate, ec).string();
     searched += "\n  " + candidate.string();
   }
-  return NotFoundError("shape " + shape.name + " takes its tokenizer from " + shape.default_vocab +
-                       ", which was not found (pass --vocab FILE); searched:" + searched);
+  return NotFoundError("shape " + shape.name + " takes its " + std::string(what) + " from " +
+                       relative + ", which was not found (pass " + std::string(flag) +
+                       " FILE); searched:" + searched);
+}
+
+StatusOr<std::string> ReadTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(path + ": cannot open the chat template");
+  std::stringstream text;
+  text << in.rdbuf();
+  if (text.str().empty()) return InvalidArgumentError(path + ": the chat template is empty");
+  return text.str();
 }
 
 int Synth(const SynthOptions& o) {
@@ -64,8 +81,20 @@ int Synth(const SynthOptions& o) {
   options.mix = *mix;
   options.output_path = o.output;
   options.seed = o.seed;
+  std::string template_path = o.chat_template;
+  if (template_path.empty() && !shape->default_chat_template.empty()) {
+    auto found =
+        SharedFile(*shape, shape->default_chat_template, "chat template", "--chat-template");
+    if (!found.ok()) return Fail(found.status());
+    template_path = *found;
+  }
+  if (!template_path.empty()) {
+    auto text = ReadTextFile(template_path);
+    if (!text.ok()) return Fail(text.status());
+    options.chat_template = std::move(text).value();
+  }
   if (o.vocab.empty()) {
-    auto vocab = DefaultVocab(*shape);
+    auto vocab = SharedFile(*shape, shape->default_vocab, "tokenizer", "--vocab");
     if (!vocab.ok()) return Fail(vocab.status());
     options.vocab_path = *vocab;
   } else {
@@ -94,12 +123,16 @@ void RegisterSynthCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<SynthOptions>();
   CLI::App* cmd = app.add_subcommand(
       "synth", "Write a GGUF of a real model's shape with random weights and a real tokenizer");
-  cmd->add_option("--shape", o->shape, "Model shape: llama-1b, llama-8b, tinyllama-1.1b")
+  cmd->add_option("--shape", o->shape,
+                  "Model shape: llama-1b, llama-8b, tinyllama-1.1b, tiny-qwen3")
       ->capture_default_str();
   cmd->add_option("--type", o->type, "Type mix: f16, q8_0, q4_0, q4_k_m, q5_k_m")
       ->capture_default_str();
   cmd->add_option("--vocab", o->vocab,
                   "GGUF to copy the tokenizer from (default: the shape's, from ../shared/vocab)");
+  cmd->add_option("--chat-template", o->chat_template,
+                  "Jinja chat template to write into the file (default: the shape's, else the "
+                  "vocab's)");
   cmd->add_option("-o,--output", o->output, "File to write")->required();
   cmd->add_option("--seed", o->seed, "Random seed")->capture_default_str();
   cmd->add_option("-t,--threads", o->threads, "Threads (default: all cores)");

@@ -141,7 +141,8 @@ std::vector<uint8_t> MakeTensor(const TensorPlan& plan, uint64_t seed, uint64_t 
 }
 
 std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, int64_t n_vocab) {
-  const int64_t head_dim = s.n_embd / s.n_head;
+  const int64_t head_dim = s.HeadDim();
+  const int64_t q_dim = head_dim * s.n_head;
   const int64_t kv_dim = head_dim * s.n_head_kv;
   const float sigma = 0.02f;
   const float sigma_out_proj = sigma / std::sqrt(2.0f * static_cast<float>(s.n_layer));
@@ -156,10 +157,14 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
   for (int i = 0; i < s.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     plans.push_back({p + "attn_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
-    matrix(p + "attn_q.weight", s.n_embd, s.n_embd, sigma);
+    matrix(p + "attn_q.weight", s.n_embd, q_dim, sigma);
     matrix(p + "attn_k.weight", s.n_embd, kv_dim, sigma);
     matrix(p + "attn_v.weight", s.n_embd, kv_dim, sigma);
-    matrix(p + "attn_output.weight", s.n_embd, s.n_embd, sigma_out_proj);
+    if (s.arch == "qwen3") {
+      plans.push_back({p + "attn_q_norm.weight", T::kF32, head_dim, 0, 0, 1.0f});
+      plans.push_back({p + "attn_k_norm.weight", T::kF32, head_dim, 0, 0, 1.0f});
+    }
+    matrix(p + "attn_output.weight", q_dim, s.n_embd, sigma_out_proj);
     plans.push_back({p + "ffn_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
     matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff, sigma);
     matrix(p + "ffn_up.weight", s.n_embd, s.n_ff, sigma);
@@ -245,6 +250,14 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     return SyntheticShape{"llama-8b", 32,        4096,  32,     8,
                           14336,      500000.0f, false, 131072, "vocab/ggml-vocab-llama-bpe.gguf"};
   }
+  if (name == "tiny-qwen3") {
+    SyntheticShape shape{"tiny-qwen3", 4,          256,  4,     2,
+                         768,          1000000.0f, true, 65536, "vocab/ggml-vocab-qwen2.gguf"};
+    shape.arch = "qwen3";
+    shape.head_dim = 64;
+    shape.default_chat_template = "chat-templates/templates/Qwen-Qwen3-0.6B.jinja";
+    return shape;
+  }
   if (name == "tinyllama-1.1b") {
     return SyntheticShape{"tinyllama-1.1b",
                           22,
@@ -261,7 +274,7 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
 }
 
 std::vector<std::string> SyntheticShapeNames() {
-  return {"llama-1b", "llama-8b", "tinyllama-1.1b"};
+  return {"llama-1b", "llama-8b", "tinyllama-1.1b", "tiny-qwen3"};
 }
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {
@@ -309,7 +322,8 @@ TensorType TensorTypeFor(SyntheticMix mix, std::string_view name, int n_layer, b
 StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, ThreadPool& pool) {
   const SyntheticShape& s = options.shape;
   if (s.n_layer <= 0 || s.n_embd <= 0 || s.n_head <= 0 || s.n_head_kv <= 0 || s.n_ff <= 0 ||
-      s.n_embd % s.n_head != 0 || s.n_head % s.n_head_kv != 0) {
+      (s.head_dim == 0 && s.n_embd % s.n_head != 0) || s.n_head % s.n_head_kv != 0 ||
+      (s.arch != "llama" && s.arch != "qwen3")) {
     return InvalidArgumentError("synthetic shape " + s.name + " is inconsistent");
   }
   ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> vocab, gguf::GgufFile::Open(options.vocab_path));
@@ -319,26 +333,36 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   if (n_vocab == 0) return InvalidArgumentError(options.vocab_path + ": the vocabulary is empty");
 
   gguf::GgufWriter writer;
-  writer.SetString("general.architecture", "llama");
+  const std::string a = s.arch + ".";
+  writer.SetString("general.architecture", s.arch);
   writer.SetString("general.name",
                    "kvmesh-synthetic-" + s.name + "-" + std::string(SyntheticMixName(options.mix)));
   writer.SetUint32("general.file_type", FileType(options.mix));
   writer.SetUint32("general.quantization_version", 2);
-  writer.SetUint32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
-  writer.SetUint32("llama.context_length", static_cast<uint32_t>(s.context_length));
-  writer.SetUint32("llama.embedding_length", static_cast<uint32_t>(s.n_embd));
-  writer.SetUint32("llama.block_count", static_cast<uint32_t>(s.n_layer));
-  writer.SetUint32("llama.feed_forward_length", static_cast<uint32_t>(s.n_ff));
-  writer.SetUint32("llama.attention.head_count", static_cast<uint32_t>(s.n_head));
-  writer.SetUint32("llama.attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
-  writer.SetUint32("llama.rope.dimension_count", static_cast<uint32_t>(s.n_embd / s.n_head));
-  writer.SetFloat32("llama.rope.freq_base", s.rope_freq_base);
-  writer.SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  writer.SetUint32(a + "vocab_size", static_cast<uint32_t>(n_vocab));
+  writer.SetUint32(a + "context_length", static_cast<uint32_t>(s.context_length));
+  writer.SetUint32(a + "embedding_length", static_cast<uint32_t>(s.n_embd));
+  writer.SetUint32(a + "block_count", static_cast<uint32_t>(s.n_layer));
+  writer.SetUint32(a + "feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  writer.SetUint32(a + "attention.head_count", static_cast<uint32_t>(s.n_head));
+  writer.SetUint32(a + "attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+  if (s.head_dim > 0) {
+    writer.SetUint32(a + "attention.key_length", static_cast<uint32_t>(s.head_dim));
+    writer.SetUint32(a + "attention.value_length", static_cast<uint32_t>(s.head_dim));
+  }
+  writer.SetUint32(a + "rope.dimension_count", static_cast<uint32_t>(s.HeadDim()));
+  writer.SetFloat32(a + "rope.freq_base", s.rope_freq_base);
+  writer.SetFloat32(a + "attention.layer_norm_rms_epsilon", s.arch == "qwen3" ? 1e-6f : 1e-5f);
   for (const gguf::KeyValue& kv : vocab->metadata()) {
     if (kv.key.substr(0, 10) != "tokenizer.") continue;
+    if (!options.chat_template.empty() && kv.key == "tokenizer.chat_template") continue;
     std::vector<uint8_t> payload;
     EncodeValue(kv.value, payload);
     writer.SetRaw(std::string(kv.key), kv.value.type(), std::move(payload));
+  }
+
+  if (!options.chat_template.empty()) {
+    writer.SetString("tokenizer.chat_template", options.chat_template);
   }
 
   SynthesizeReport report;

@@ -41,11 +41,19 @@ struct SyntheticShape {
   int context_length = 2048;
   // Vocab GGUF used when none is given, relative to the shared directory.
   std::string default_vocab;
+  std::string arch = "llama";  // "llama" or "qwen3" (per-head q/k norms)
+  int head_dim = 0;            // 0: n_embd / n_head
+  // Chat template written into the file when none is given, relative to the
+  // shared directory; empty: the vocab's own, if it has one.
+  std::string default_chat_template = {};
+
+  int HeadDim() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
 
-// "llama-1b" (Llama 3.2 1B), "llama-8b" (Llama 3.1 8B) and "tinyllama-1.1b"
-// (TinyLlama 1.1B); nullopt
-// for other names.
+// "llama-1b" (Llama 3.2 1B), "llama-8b" (Llama 3.1 8B), "tinyllama-1.1b"
+// (TinyLlama 1.1B) and "tiny-qwen3" (a 4-layer Qwen3 of width 256, head size
+// 64, with the Qwen2 vocabulary, a 65536-token context and Qwen3's chat
+// template: a file for testing agent clients); nullopt for other names.
 std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
 std::vector<std::string> SyntheticShapeNames();
 
@@ -71,6 +79,8 @@ struct SynthesizeOptions {
   std::string vocab_path;   // a GGUF with tokenizer.* metadata
   std::string output_path;  // the file to write
   uint64_t seed = 1;
+  // Written as tokenizer.chat_template; empty: the vocab's, if any.
+  std::string chat_template;
 };
 
 // Summary of a written file.

@@ -43,6 +43,7 @@ TEST(SyntheticShapeTest, NamedShapesAreTheRealModels) {
   EXPECT_FALSE(tiny->tied_embeddings);
   EXPECT_EQ(tiny->default_vocab, "vocab/ggml-vocab-llama-spm.gguf");
   EXPECT_FALSE(FindSyntheticShape("llama-7b").has_value());
+  EXPECT_EQ(SyntheticShapeNames().back(), "tiny-qwen3");
   EXPECT_EQ(ParseSyntheticMix("q4_k_m"), SyntheticMix::kQ4_K_M);
   EXPECT_EQ(ParseSyntheticMix("q4_k"), std::nullopt);
 }
@@ -169,6 +170,37 @@ INSTANTIATE_TEST_SUITE_P(EveryMix, SynthesizeTest,
                          [](const testing::TestParamInfo<SyntheticMix>& info) {
                            return std::string(SyntheticMixName(info.param));
                          });
+
+// tiny-qwen3: a Qwen3 (per-head q/k norms, head size 64) with the Qwen2
+// vocabulary, a long context and a chat template in the file.
+TEST(SynthesizeTest, TinyQwen3CarriesItsChatTemplate) {
+  auto shape = FindSyntheticShape("tiny-qwen3");
+  ASSERT_TRUE(shape.has_value());
+  EXPECT_EQ(shape->default_chat_template, "chat-templates/templates/Qwen-Qwen3-0.6B.jinja");
+  SynthesizeOptions options;
+  options.shape = *shape;
+  options.shape.n_layer = 2;  // the same file, quicker
+  options.mix = SyntheticMix::kQ8_0;
+  options.vocab_path = std::string(KVMESH_SHARED_DIR) + "/" + shape->default_vocab;
+  options.chat_template = "{{ messages[0].content }}";
+  options.output_path = testing::TempDir() + "/synth_tiny_qwen3.gguf";
+  ThreadPool pool(2);
+  auto report = SynthesizeModel(options, pool);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->n_vocab, 151936);
+  auto model = Model::Load(options.output_path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.arch_name, "qwen3");
+  EXPECT_TRUE(c.has_qk_norm);
+  EXPECT_EQ(c.n_embd, 256);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.n_head, 4);
+  EXPECT_EQ(c.n_head_kv, 2);
+  EXPECT_EQ(c.n_ctx_train, 65536);
+  EXPECT_EQ(*(*model)->file().GetString("tokenizer.chat_template"), "{{ messages[0].content }}");
+  EXPECT_NE((*model)->file().FindTensor("blk.1.attn_k_norm.weight"), nullptr);
+}
 
 TEST(SynthesizeDeterminismTest, SameSeedSameBytesWhateverTheThreads) {
   SynthesizeOptions options;
