@@ -350,6 +350,23 @@ TEST(WorkerProcessTest, BadConfigIsAnErrorNamingIt) {
   EXPECT_THAT(msg, HasSubstr("kv_type"));
 }
 
+// A context past the model's training context (stories260K: 2048 tokens) is
+// refused at start, naming both numbers, unless asked for.
+TEST(WorkerProcessTest, ContextPastTheTrainingContextNeedsTheOverflowFlag) {
+  const std::string model = kShared + "/models/stories260K.gguf";
+  const std::string log = ::testing::TempDir() + "/w_ctx.err";
+  Subprocess p;
+  ASSERT_TRUE(p.Start({KVMESH_WORKER_BINARY, "--model", model, "--context-length", "8192",
+                       "--grpc-port", "0", "--http-port", "0"},
+                      log));
+  EXPECT_EQ(p.Wait(std::chrono::seconds(20)), 1);
+  std::ifstream err(log);
+  std::string msg((std::istreambuf_iterator<char>(err)), {});
+  EXPECT_THAT(msg, HasSubstr("option context_length = 8192 is past " + model +
+                             "'s training context of 2048 tokens"));
+  EXPECT_THAT(msg, HasSubstr("allow_context_overflow"));
+}
+
 // 1,000 requests through one worker: no leaked blocks, bounded memory.
 long RssKb(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");

@@ -44,7 +44,10 @@ void WorkerOptions::Register(ConfigSchema* s) {
                "weights (0.3, 30%)");
   s->AddInt("block_size", &block_size, 1, 1024, "tokens per KV block");
   s->AddInt("context_length", &context_length, 0, 1 << 24,
-            "maximum tokens per sequence (0: the model's, at most 8192)");
+            "maximum tokens per sequence (0: the model's, at most 8192; more, up to the "
+            "model's training context, when given)");
+  s->AddBool("allow_context_overflow", &allow_context_overflow,
+             "let context_length exceed the model's training context");
   s->AddInt("max_tokens_per_step", &max_tokens_per_step, 1, 1 << 20,
             "token budget of one engine step");
   s->AddInt("max_running_requests", &max_running_requests, 1, 1 << 16, "requests decoded together");

@@ -33,6 +33,9 @@ struct WorkerOptions {
   std::string kv_memory = "512MiB";  // bytes ("512MiB", "2G") or a fraction ("0.3", "30%")
   int64_t block_size = 16;
   int64_t context_length = 0;  // 0: the model's training context, at most 8192
+  // Lets context_length exceed the model's training context (positions it
+  // never saw: quality degrades).
+  bool allow_context_overflow = false;
   int64_t max_tokens_per_step = 512;
   int64_t max_running_requests = 64;
   int64_t max_waiting_requests = 256;

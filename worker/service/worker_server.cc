@@ -37,6 +37,13 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   const int64_t context = o.context_length > 0
                               ? o.context_length
                               : std::min<int64_t>(c.n_ctx_train, kDefaultMaxContext);
+  if (context > c.n_ctx_train && !o.allow_context_overflow) {
+    return InvalidArgumentError(
+        "option context_length = " + std::to_string(context) + " is past " + path +
+        "'s training context of " + std::to_string(c.n_ctx_train) +
+        " tokens (its RoPE scaling included); positions beyond it were never trained: set "
+        "allow_context_overflow (--allow-context-overflow) to run there anyway");
+  }
   ASSIGN_OR_RETURN(PlanOptions plan_options, o.Plan());
   ASSIGN_OR_RETURN(ParallelPlan plan, ParallelPlan::Make(c, w->model_->weights(), plan_options));
   auto fit = FitKvBlocksOnDevices(o.kv_memory, layout, plan, context);
