@@ -1,5 +1,6 @@
 #include "tests/gateway/fake_inference_core.h"
 
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
@@ -26,7 +27,36 @@ Status FakeInferenceCore::Chat(const v1::ChatRequest& request, const MessageCall
   for (const v1::ChatMessage& message : request.messages()) {
     prompt_tokens += static_cast<uint32_t>(message.content().size());
   }
+  if (request.model() == "tools") return RunTools(request, prompt_tokens, on_message);
   return Run(request.model(), request.options(), request.request_id(), prompt_tokens, on_message);
+}
+
+Status FakeInferenceCore::RunTools(const v1::ChatRequest& request, uint32_t prompt_tokens,
+                                   const MessageCallback& on_message) {
+  const v1::ChatMessage& last = request.messages(request.messages_size() - 1);
+  v1::GenerateTextResponse think;
+  think.set_reasoning("Thinking.");
+  think.set_worker("worker-a");
+  if (!on_message(think)) return CancelledError("the client cancelled the request");
+  v1::GenerateTextResponse answer;
+  answer.set_worker("worker-a");
+  if (last.role() == "tool") {
+    answer.set_text("The tool said: " + last.content());
+    answer.set_finish_reason(v1::FINISH_REASON_STOP);
+  } else {
+    auto tools = nlohmann::json::parse(request.tools_json(), nullptr, /*allow_exceptions=*/false);
+    if (!tools.is_array() || tools.empty()) {
+      return InvalidArgumentError("model \"tools\" needs tools to call");
+    }
+    v1::ToolCall* call = answer.add_tool_calls();
+    call->set_id("call_fake1");
+    call->set_name(tools[0]["function"]["name"].get<std::string>());
+    call->set_arguments_json(nlohmann::json({{"query", last.content()}}).dump());
+    answer.set_finish_reason(v1::FINISH_REASON_TOOL_CALLS);
+  }
+  answer.mutable_usage()->set_prompt_tokens(prompt_tokens);
+  answer.mutable_usage()->set_completion_tokens(2);
+  return on_message(answer) ? Status::Ok() : CancelledError("the client cancelled the request");
 }
 
 Status FakeInferenceCore::Run(const std::string& model, const v1::GenerationOptions& options,

@@ -9,6 +9,11 @@
 //   "slow"        1000 messages "tick " 10 ms apart (disconnect tests).
 //   "overloaded"  RESOURCE_EXHAUSTED before any message.
 //   "broken"      one message "Hel", then UNAVAILABLE.
+//   "tools"       chat only, as the router splits a model's output: the
+//                 reasoning "Thinking.", then a call of the first offered tool
+//                 (id "call_fake1", arguments {"query": last message}) with
+//                 finish TOOL_CALLS; after a tool result, the text "The tool
+//                 said: RESULT" with finish STOP.
 //   anything else NOT_FOUND (an empty model means "tiny").
 // Every message names worker "worker-a". Thread-safe.
 #pragma once
@@ -37,6 +42,8 @@ class FakeInferenceCore : public InferenceCore {
   bool WaitForCancellations(int count, std::chrono::milliseconds timeout) const;
 
  private:
+  Status RunTools(const v1::ChatRequest& request, uint32_t prompt_tokens,
+                  const MessageCallback& on_message);
   Status Run(const std::string& model, const v1::GenerationOptions& options,
              const std::string& request_id, uint32_t prompt_tokens,
              const MessageCallback& on_message);

@@ -1,7 +1,8 @@
 // Drives kvmesh's HTTP gateway with the official OpenAI and Anthropic Node
 // SDKs (tools/ci/package.json pins them), streaming and not, and checks what
 // the SDKs parse. The gateway runs over a fake core (gateway_test_server), so
-// every answer is known: "Hello, world!" from worker "worker-a".
+// every answer is known: "Hello, world!" from worker "worker-a", and the
+// "tools" model's tool call and answer (fake_inference_core.h).
 //
 // Usage: node sdk_probe.mjs GATEWAY_TEST_SERVER CI_DIR
 // Prints one "ok"/"not ok" line per check; exits 1 when any check fails.
@@ -38,7 +39,79 @@ const openai = new OpenAI({ apiKey: 'test-key', baseURL: `${base}/v1`, ...common
 const anthropic = new Anthropic({ apiKey: 'test-key', baseURL: base, ...common });
 const user = [{ role: 'user', content: 'hi there' }];  // 8 bytes: the fake caches 4
 
+// A tool round trip as an agent makes it: offer a tool, get the call, send
+// its result back, get the answer. The "tools" model answers as the router
+// does once it has parsed a model's output.
+const weather = {
+  name: 'get_weather', description: 'Weather now',
+  parameters: { type: 'object', properties: { query: { type: 'string' } } },
+};
+const ask = [{ role: 'user', content: 'Paris?' }];
+
 const checks = [
+  ['openai tool round trip', async () => {
+    const tools = [{ type: 'function', function: weather }];
+    const first = await openai.chat.completions.create({ model: 'tools', messages: ask, tools });
+    const choice = first.choices[0];
+    assert.equal(choice.finish_reason, 'tool_calls');
+    assert.equal(choice.message.content, null);
+    assert.equal(choice.message.reasoning_content, 'Thinking.');
+    assert.equal(choice.message.tool_calls.length, 1);
+    const call = choice.message.tool_calls[0];
+    assert.equal(call.function.name, 'get_weather');
+    assert.deepEqual(JSON.parse(call.function.arguments), { query: 'Paris?' });
+    const second = await openai.chat.completions.create({
+      model: 'tools', tools,
+      messages: [...ask, choice.message, { role: 'tool', tool_call_id: call.id, content: '18C' }],
+    });
+    assert.equal(second.choices[0].message.content, 'The tool said: 18C');
+    assert.equal(second.choices[0].finish_reason, 'stop');
+  }],
+  ['openai tool round trip, streamed (runTools)', async () => {
+    const runner = openai.chat.completions.runTools({
+      model: 'tools', messages: ask, stream: true,
+      tools: [{ type: 'function', function: { ...weather, function: ({ query }) => `18C in ${query}`,
+                                               parse: JSON.parse } }],
+    });
+    const answer = await runner.finalContent();
+    assert.equal(answer, 'The tool said: 18C in Paris?');
+  }],
+  ['anthropic tool round trip', async () => {
+    const tools = [{ name: weather.name, description: weather.description,
+                     input_schema: weather.parameters }];
+    const first = await anthropic.messages.create({ model: 'tools', max_tokens: 64, messages: ask, tools });
+    assert.equal(first.stop_reason, 'tool_use');
+    assert.deepEqual(first.content.map((b) => b.type), ['thinking', 'tool_use']);
+    assert.equal(first.content[0].thinking, 'Thinking.');
+    const use = first.content[1];
+    assert.equal(use.name, 'get_weather');
+    assert.deepEqual(use.input, { query: 'Paris?' });
+    const second = await anthropic.messages.create({
+      model: 'tools', max_tokens: 64, tools,
+      messages: [...ask, { role: 'assistant', content: first.content },
+                 { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '18C' }] }],
+    });
+    assert.equal(second.stop_reason, 'end_turn');
+    assert.equal(second.content.at(-1).text, 'The tool said: 18C');
+  }],
+  ['anthropic tool round trip, streamed', async () => {
+    const tools = [{ name: weather.name, input_schema: weather.parameters }];
+    const stream = anthropic.messages.stream({ model: 'tools', max_tokens: 64, messages: ask, tools });
+    let thinking = '';
+    stream.on('thinking', (delta) => { thinking += delta; });
+    const first = await stream.finalMessage();
+    assert.equal(thinking, 'Thinking.');
+    assert.equal(first.stop_reason, 'tool_use');
+    const use = first.content.find((b) => b.type === 'tool_use');
+    assert.deepEqual(use.input, { query: 'Paris?' });  // assembled from input_json_delta
+    const second = await anthropic.messages.stream({
+      model: 'tools', max_tokens: 64, tools,
+      messages: [...ask, { role: 'assistant', content: first.content },
+                 { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id,
+                                             content: [{ type: 'text', text: '18C' }] }] }],
+    }).finalMessage();
+    assert.equal(second.content.at(-1).text, 'The tool said: 18C');
+  }],
   ['openai chat.completions.create', async () => {
     const { data, response } = await openai.chat.completions
       .create({ model: 'tiny', messages: user, max_tokens: 16 })

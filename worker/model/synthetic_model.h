@@ -46,14 +46,20 @@ struct SyntheticShape {
   // Chat template written into the file when none is given, relative to the
   // shared directory; empty: the vocab's own, if it has one.
   std::string default_chat_template = {};
+  // > 1: the vocab's EOS gets a logit level at which an answer sampled at
+  // temperature 1 ends after about this many tokens, so agent clients see
+  // turns end (random weights otherwise never emit EOS). Needs an untied
+  // output head. 0: off.
+  int mean_answer_tokens = 0;
 
   int HeadDim() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
 
 // "llama-1b" (Llama 3.2 1B), "llama-8b" (Llama 3.1 8B), "tinyllama-1.1b"
 // (TinyLlama 1.1B) and "tiny-qwen3" (a 4-layer Qwen3 of width 256, head size
-// 64, with the Qwen2 vocabulary, a 65536-token context and Qwen3's chat
-// template: a file for testing agent clients); nullopt for other names.
+// 64, with the Qwen2 vocabulary, a 65536-token context, Qwen3's chat
+// template, an untied head and answers of about 24 tokens: a file for
+// testing agent clients); nullopt for other names.
 std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
 std::vector<std::string> SyntheticShapeNames();
 
