@@ -46,7 +46,11 @@ Status ValidateOptions(const v1::GenerationOptions& o) {
 
 RouterCore::RouterCore(Registry* registry, std::unique_ptr<Policy> policy, RouterMetrics* metrics,
                        RouterCoreOptions options)
-    : registry_(registry), policy_(std::move(policy)), metrics_(metrics), options_(options) {}
+    : registry_(registry),
+      policy_(std::move(policy)),
+      metrics_(metrics),
+      options_(options),
+      watchdog_(options.request_timeout) {}
 
 Status RouterCore::Generate(const v1::GenerateTextRequest& request,
                             const MessageCallback& on_message) {
@@ -236,14 +240,18 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
     const std::string worker_id = worker->worker_id();
 
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + options_.request_timeout);
+    const std::unique_ptr<StreamWatchdog::Guard> watch = watchdog_.Watch(&ctx);
     ++worker->inflight;
     auto reader = worker->stub().Generate(&ctx, forward);
     v1::GenerateResponse resp;
     bool relayed = false, cancelled = false;
     int64_t relayed_tokens = 0;
     while (reader->Read(&resp)) {
+      watch->Touch();
       if (cancelled) continue;  // drain until the worker confirms the cancel
+      const bool progress_only = resp.tokens_size() == 0 && resp.text().empty() &&
+                                 resp.finish_reason() == v1::FINISH_REASON_UNSPECIFIED;
+      if (progress_only) continue;  // the prefill moved; nothing for the client
       v1::GenerateTextResponse out;
       out.set_text(resp.text());
       out.mutable_tokens()->CopyFrom(resp.tokens());
@@ -275,6 +283,13 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
     ++worker->finished_since_poll;
     if (cancelled) return CancelledError("the client cancelled the request");
     if (status.ok()) return Status::Ok();
+    if (watch->timed_out()) {
+      return DeadlineExceededError(
+          "worker " + worker_id + " made no progress for " +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::seconds>(options_.request_timeout).count()) +
+          " s (no token, no prefill chunk); the request was cancelled");
+    }
     if (relayed) {
       if (status.error_code() == grpc::StatusCode::UNAVAILABLE) worker->ReportFailure();
       return UnavailableError("worker " + worker_id + " failed after " +

@@ -19,12 +19,15 @@
 #include "router/policies/policy.h"
 #include "router/registry.h"
 #include "router/router_metrics.h"
+#include "router/stream_watchdog.h"
 
 namespace kvmesh::router {
 
 struct RouterCoreOptions {
   int max_attempts = 3;
   int32_t default_max_tokens = 256;
+  // Longest a request may go without progress (a token, or a prefill chunk
+  // the worker reports); a long prefill that keeps moving is never cut off.
   std::chrono::milliseconds request_timeout{std::chrono::minutes(10)};
 };
 
@@ -60,6 +63,7 @@ class RouterCore final : public InferenceCore {
   RouterMetrics* metrics_;
   RouterCoreOptions options_;
   std::atomic<uint64_t> next_id_{1};
+  StreamWatchdog watchdog_;
 };
 
 }  // namespace kvmesh::router

@@ -44,7 +44,8 @@ void RouterOptions::Register(ConfigSchema* s) {
   s->AddInt("default_max_tokens", &default_max_tokens, 1, 1 << 20,
             "max_tokens when a request gives none");
   s->AddDouble("request_timeout_seconds", &request_timeout_seconds, 1, 86400,
-               "longest a request may run");
+               "longest a request may go without progress (no token, no prefill chunk); a "
+               "long prefill that keeps moving is never cut off");
   s->AddDouble("poll_interval_seconds", &poll_interval_seconds, 0.01, 60,
                "how often each worker's load is polled");
   s->AddDouble("optimistic_ttl_seconds", &optimistic_ttl_seconds, 0.1, 3600,

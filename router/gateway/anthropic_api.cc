@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "common/log.h"
 #include "router/gateway/chat_tools.h"
 #include "router/gateway/json_fields.h"
 
@@ -254,6 +255,25 @@ Status CheckIgnoredFields(const JsonObjectReader& body) {
   return Status::Ok();
 }
 
+// Logs, at debug, the request fields this gateway does not know (Anthropic
+// adds fields often; an unknown one is accepted and ignored).
+void LogUnknownFields(const json& body) {
+  static constexpr std::string_view kKnown[] = {"model",          "max_tokens",
+                                                "messages",       "system",
+                                                "tools",          "tool_choice",
+                                                "stop_sequences", "temperature",
+                                                "top_p",          "top_k",
+                                                "stream",         "metadata",
+                                                "thinking",       "context_management",
+                                                "output_config",  "service_tier"};
+  if (GetLogLevel() > LogLevel::kDebug || !body.is_object()) return;
+  for (const auto& [key, value] : body.items()) {
+    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
+      Log(LogLevel::kDebug, "gateway", "anthropic request field \"" + key + "\" is ignored");
+    }
+  }
+}
+
 bool IsVolatile(std::string_view text, const std::vector<std::string>& prefixes) {
   for (const std::string& p : prefixes) {
     if (!p.empty() && text.substr(0, p.size()) == p) return true;
@@ -313,6 +333,7 @@ StatusOr<AnthropicMessagesRequest> ParseAnthropicMessagesRequest(
   RETURN_IF_ERROR(ParseMessages(reader, &request));
   RETURN_IF_ERROR(ParseTools(reader, &request));
   RETURN_IF_ERROR(CheckIgnoredFields(reader));
+  LogUnknownFields(body);
   RETURN_IF_ERROR(ParseSampling(reader, request.mutable_options()));
   RETURN_IF_ERROR(reader.Bool("stream", &parsed.stream));
   return parsed;

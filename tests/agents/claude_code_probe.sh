@@ -5,7 +5,9 @@
 # system prompt go through the real template). Two prompts in one session
 # (the second with --continue) must complete without an API error, and the
 # second must find at least 90% of its prompt in the prefix cache. Prints
-# both turns' usage and time to first token (cold, then warm).
+# both turns' usage and time to first token (cold, then warm). The router's
+# request timeout is 5 s, far below the cold prefill (about 12 s here): a
+# prefill that keeps moving must not be cut off.
 # Prints SKIP and passes when node or the npm package is missing.
 # Usage: claude_code_probe.sh KVMESH_BINARY WORKER_BINARY ROUTER_BINARY CI_DIR
 set -eu
@@ -33,7 +35,7 @@ field() { grep -o "$1=[^ ]*" "$2" | head -1 | cut -d= -f2; }
   --log-level warning >"$tmp/w" 2>"$tmp/w.err" &
 pids="$pids $!"
 wait_line "$tmp/w"
-"$router" --grpc-port 0 --http-port 0 --log-level warning --workers "$(field grpc "$tmp/w")" \
+"$router" --grpc-port 0 --http-port 0 --log-level warning --request-timeout-seconds 5 --workers "$(field grpc "$tmp/w")" \
   >"$tmp/r" 2>"$tmp/r.err" &
 pids="$pids $!"
 wait_line "$tmp/r"

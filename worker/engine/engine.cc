@@ -274,7 +274,13 @@ bool Engine::Step() {
     }
     r->num_computed += c.num_tokens;
     kv_.CommitComputed(&r->kv, r->tokens, r->num_computed);
-    if (c.sample) SampleAndStream(r, fo.Row(fo.first_row[i]));
+    if (c.sample) {
+      SampleAndStream(r, fo.Row(fo.first_row[i]));
+    } else if (r->spec.report_prefill_progress && r->num_generated() == 0) {
+      RequestOutput progress;
+      progress.prompt_tokens_computed = r->num_computed;
+      r->spec.on_output(std::move(progress));
+    }
   }
   hub_.Publish(kv_.pool().TakeEvents());
   const double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();

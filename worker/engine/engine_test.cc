@@ -249,6 +249,26 @@ TEST_F(EngineTest, SplitDevicesKeepOutputsExactUnderPrefixHitsAndPreemption) {
   }
 }
 
+// A prompt of 100 tokens prefilled 32 per step reports the tokens computed
+// after each chunk but the last (which samples), and nothing once decoding.
+TEST_F(EngineTest, ReportsPrefillProgressPerChunk) {
+  auto engine = MakeEngine(64, {.max_tokens_per_step = 32, .max_running = 4, .max_waiting = 4});
+  auto sink = std::make_shared<Collected>();
+  EngineRequest r = Greedy("p", "", 3, sink);
+  r.prompt.assign(100, 450);  // " The" a hundred times
+  r.report_prefill_progress = true;
+  auto progress = std::make_shared<std::vector<int32_t>>();
+  auto inner = r.on_output;
+  r.on_output = [progress, inner](RequestOutput&& out) {
+    if (out.tokens.empty() && !out.finished) progress->push_back(out.prompt_tokens_computed);
+    inner(std::move(out));
+  };
+  ASSERT_TRUE(engine->Submit(std::move(r)).ok());
+  sink->done.get_future().wait();
+  EXPECT_EQ(*progress, (std::vector<int32_t>{32, 64, 96}));
+  EXPECT_EQ(sink->tokens.size(), 3u);
+}
+
 TEST_F(EngineTest, BadRequestsAreRejectedClearly) {
   auto engine = MakeEngine(8, {.max_tokens_per_step = 512, .max_running = 4, .max_waiting = 2});
   auto sink = std::make_shared<Collected>();

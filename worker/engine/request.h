@@ -43,6 +43,9 @@ struct RequestOutput {
   double total_ms = 0;
   uint64_t seed = 0;
   std::string stop_sequence;  // the stop string that ended it, if one did
+  // A progress output (EngineRequest::report_prefill_progress): nothing
+  // generated yet, this many prompt tokens computed.
+  int32_t prompt_tokens_computed = 0;
 };
 
 // Called on the engine thread for every output; must not block (hand the
@@ -58,6 +61,9 @@ struct EngineRequest {
   // Control tokens whose text the output shows (GenerateRequest's
   // render_special_tokens).
   std::vector<int32_t> render_special_tokens;
+  // Also output progress (an empty RequestOutput with
+  // prompt_tokens_computed) after each prefill chunk that is not the last.
+  bool report_prefill_progress = false;
   std::optional<SteadyClock::time_point> deadline;
   OutputCallback on_output;
 };

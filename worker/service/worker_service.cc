@@ -189,6 +189,7 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
   }
   er.sampling = *sampling;
   er.cache_salt = req->cache_salt();
+  er.report_prefill_progress = true;
   for (int i = 0; i < req->render_special_tokens_size(); ++i) {
     const int32_t id = req->render_special_tokens(i);
     if (id < 0 || id >= tokenizer_.n_vocab()) {
@@ -222,6 +223,7 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
     v1::GenerateResponse resp;
     resp.mutable_tokens()->Assign(out.tokens.begin(), out.tokens.end());
     resp.set_text(out.text);
+    resp.set_prompt_tokens_computed(static_cast<uint32_t>(out.prompt_tokens_computed));
     if (out.finished) {
       if (req->predicted_cached_tokens() > 0 || out.cached_tokens > 0) {
         metrics_.OnPrediction(static_cast<int32_t>(req->predicted_cached_tokens()),
