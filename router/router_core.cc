@@ -1,6 +1,8 @@
 #include "router/router_core.h"
 
+#include <algorithm>
 #include <random>
+#include <span>
 
 #include "common/log.h"
 #include "router/chat_relay.h"
@@ -76,7 +78,8 @@ Status RouterCore::Generate(const v1::GenerateTextRequest& request,
   return Route(snap, std::move(tokens), request.options(), request.request_id(), on_message);
 }
 
-StatusOr<RouterCore::RenderedChat> RouterCore::RenderChat(const v1::ChatRequest& request) {
+StatusOr<RouterCore::RenderedChat> RouterCore::RenderChat(const v1::ChatRequest& request,
+                                                          bool find_breakpoints) {
   ASSIGN_OR_RETURN(ModelSnapshot snap, registry_->Snapshot(request.model()));
   const ModelGroup& g = *snap.group;
   if (!g.chat_template) {
@@ -98,24 +101,58 @@ StatusOr<RouterCore::RenderedChat> RouterCore::RenderChat(const v1::ChatRequest&
   ASSIGN_OR_RETURN(std::string text, g.chat_template->Render(messages, true, request.tools_json()));
   std::vector<int32_t> tokens =
       g.tokenizer->Encode(text, !g.chat_template->bos_in_text(), /*parse_special=*/true);
-  return RenderedChat{std::move(snap), std::move(text), std::move(tokens)};
+  // A breakpoint's prefix: the conversation up to its message, rendered on
+  // its own, as far as its tokens agree with the whole prompt's (templates
+  // may write a closing turn differently when it is the last).
+  std::vector<v1::RetainPrefix> retain;
+  for (size_t i = 0; find_breakpoints && i < messages.size(); ++i) {
+    const uint32_t ttl = request.messages(static_cast<int>(i)).cache_ttl_seconds();
+    if (ttl == 0) continue;
+    auto prefix_text =
+        g.chat_template->Render(std::span(messages).first(i + 1),
+                                /*add_generation_prompt=*/false, request.tools_json());
+    if (!prefix_text.ok()) continue;  // the template refuses a partial conversation
+    const std::vector<int32_t> prefix =
+        g.tokenizer->Encode(*prefix_text, !g.chat_template->bos_in_text(), true);
+    const size_t agree =
+        std::mismatch(prefix.begin(), prefix.end(), tokens.begin(), tokens.end()).first -
+        prefix.begin();
+    v1::RetainPrefix span;
+    span.set_tokens(static_cast<uint32_t>(agree));
+    span.set_seconds(ttl);
+    retain.push_back(span);
+  }
+  return RenderedChat{std::move(snap), std::move(text), std::move(tokens), std::move(retain)};
 }
 
 Status RouterCore::Chat(const v1::ChatRequest& request, const MessageCallback& on_message) {
   RETURN_IF_ERROR(ValidateOptions(request.options()));
-  ASSIGN_OR_RETURN(RenderedChat chat, RenderChat(request));
+  ASSIGN_OR_RETURN(RenderedChat chat, RenderChat(request, /*find_breakpoints=*/true));
   const ModelGroup& g = *chat.snap.group;
   ChatRelay relay(*g.chat_template, chat.text, request.tools_json());
-  const std::vector<int32_t> markers =
+  ChatExtras extras;
+  extras.render_special_tokens =
       ChatRelay::MarkerTokens(*g.tokenizer, g.chat_template->output_syntax());
+  extras.retain = std::move(chat.retain);
+  uint32_t breakpoint_tokens = 0;
+  for (const v1::RetainPrefix& span : extras.retain) {
+    breakpoint_tokens = std::max(breakpoint_tokens, span.tokens());
+  }
   return Route(
       chat.snap, std::move(chat.tokens), request.options(), request.request_id(),
-      [&](const v1::GenerateTextResponse& message) { return on_message(relay.Relay(message)); },
-      markers);
+      [&](const v1::GenerateTextResponse& message) {
+        v1::GenerateTextResponse out = relay.Relay(message);
+        if (out.has_usage() && breakpoint_tokens > out.usage().cached_tokens()) {
+          out.mutable_usage()->set_cache_write_tokens(breakpoint_tokens -
+                                                      out.usage().cached_tokens());
+        }
+        return on_message(out);
+      },
+      extras);
 }
 
 StatusOr<int64_t> RouterCore::CountChatTokens(const v1::ChatRequest& request) {
-  ASSIGN_OR_RETURN(RenderedChat chat, RenderChat(request));
+  ASSIGN_OR_RETURN(RenderedChat chat, RenderChat(request, /*find_breakpoints=*/false));
   return static_cast<int64_t>(chat.tokens.size());
 }
 
@@ -155,8 +192,7 @@ StatusOr<v1::TokenizeResponse> RouterCore::Tokenize(const v1::TokenizeRequest& r
 
 Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_t> tokens,
                          const v1::GenerationOptions& options, std::string request_id,
-                         const MessageCallback& on_message,
-                         const std::vector<int32_t>& render_special_tokens) {
+                         const MessageCallback& on_message, const ChatExtras& extras) {
   const Clock::time_point arrival = Clock::now();
   ModelGroup& group = *first_snapshot.group;
   const auto n_prompt = static_cast<int32_t>(tokens.size());
@@ -187,8 +223,9 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
   for (const std::string& s : options.stop()) forward.add_stop(s);
   forward.set_ignore_eos(options.ignore_eos());
   forward.set_cache_salt(options.cache_salt());
-  forward.mutable_render_special_tokens()->Assign(render_special_tokens.begin(),
-                                                  render_special_tokens.end());
+  forward.mutable_render_special_tokens()->Assign(extras.render_special_tokens.begin(),
+                                                  extras.render_special_tokens.end());
+  for (const v1::RetainPrefix& span : extras.retain) *forward.add_retain() = span;
 
   WorkerSet tried;
   Status last_error = UnavailableError("no healthy worker serves model " + group.name);

@@ -50,13 +50,19 @@ class RouterCore final : public InferenceCore {
     ModelSnapshot snap;
     std::string text;  // the rendered prompt
     std::vector<int32_t> tokens;
+    // Cache breakpoints (ChatMessage.cache_ttl_seconds) as prompt prefixes.
+    std::vector<v1::RetainPrefix> retain;
+  };
+  // What a chat request adds to the worker's GenerateRequest.
+  struct ChatExtras {
+    std::vector<int32_t> render_special_tokens;
+    std::vector<v1::RetainPrefix> retain;
   };
   // The model, and the prompt tokens of the request's conversation.
-  StatusOr<RenderedChat> RenderChat(const v1::ChatRequest& request);
+  StatusOr<RenderedChat> RenderChat(const v1::ChatRequest& request, bool find_breakpoints);
   Status Route(const ModelSnapshot& snapshot, std::vector<int32_t> tokens,
                const v1::GenerationOptions& options, std::string request_id,
-               const MessageCallback& on_message,
-               const std::vector<int32_t>& render_special_tokens = {});
+               const MessageCallback& on_message, const ChatExtras& extras = {});
 
   Registry* registry_;
   std::unique_ptr<Policy> policy_;

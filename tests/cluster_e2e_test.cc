@@ -487,3 +487,49 @@ TEST(ClusterProcessTest, WorkersJoinBySelfRegistrationAndDns) {
 
 }  // namespace
 }  // namespace kvmesh
+
+namespace kvmesh::testing {
+namespace {
+
+// Anthropic cache_control: a breakpoint keeps its prefix cached while other
+// requests churn through a small KV cache that, by plain LRU, would evict it.
+TEST(ClusterProcessTest, CacheControlBreakpointsOutlastChurn) {
+  ProcessHandle w =
+      StartWorker(kWorkerBin, {"--kv-memory", "400KiB", "--context-length", "512"}, 0, "retain_w");
+  ProcessHandle r = StartRouter(kRouterBin, {w.grpc}, {}, "retain_router");
+  ASSERT_TRUE(w.ok() && r.ok());
+  ASSERT_TRUE(WaitForHealthyWorkers(r.grpc, 1, std::chrono::seconds(30)));
+  httplib::Client c("http://" + r.http);
+  auto system_text = [](int n) {
+    std::string text = "Story " + std::to_string(n) + ":";
+    for (int i = 0; i < 60; ++i) text += " the cat sat";
+    return text;
+  };
+  auto ask = [&](int n, bool breakpoint) {
+    nlohmann::json block = {{"type", "text"}, {"text", system_text(n)}};
+    if (breakpoint) block["cache_control"] = {{"type", "ephemeral"}};
+    nlohmann::json body = {{"max_tokens", 1},
+                           {"system", nlohmann::json::array({block})},
+                           {"messages", {{{"role", "user"}, {"content", "Go"}}}}};
+    auto res = c.Post("/v1/messages", body.dump(), "application/json");
+    EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no response");
+    return res ? nlohmann::json::parse(res->body)["usage"] : nlohmann::json();
+  };
+  for (bool breakpoint : {false, true}) {
+    const int id = breakpoint ? 100 : 200;
+    const auto first = ask(id, breakpoint);
+    if (breakpoint) {
+      EXPECT_GT(first["cache_creation_input_tokens"].get<int>(), 150) << first;
+    }
+    for (int churn = 1; churn <= 6; ++churn) ask(id + churn, false);
+    const auto again = ask(id, breakpoint);
+    if (breakpoint) {
+      EXPECT_GT(again["cache_read_input_tokens"].get<int>(), 150) << again;
+    } else {
+      EXPECT_LT(again["cache_read_input_tokens"].get<int>(), 50) << again;  // evicted: LRU
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvmesh::testing

@@ -63,6 +63,44 @@ Status ParseTextBlocks(const JsonObjectReader& parent, std::string_view key, std
   return Status::Ok();
 }
 
+// A block's cache_control breakpoint, as a retention in seconds: the
+// ephemeral type (the only one, and the default), "ttl" 5m (the default) or
+// 1h. `ttl` keeps the largest
+// seen; untouched without cache_control.
+Status ParseCacheControl(const JsonObjectReader& block, uint32_t* ttl) {
+  const json* control = block.Find("cache_control");
+  if (control == nullptr) return Status::Ok();
+  if (!control->is_object()) return block.TypeError("cache_control", "an object");
+  JsonObjectReader reader(*control, block.FieldName("cache_control"));
+  std::string type = "ephemeral", duration = "5m";
+  RETURN_IF_ERROR(reader.String("type", &type));
+  if (type != "ephemeral") {
+    return reader.ValueError("type", "must be \"ephemeral\"",
+                             control->contains("type") ? (*control)["type"] : json(nullptr));
+  }
+  RETURN_IF_ERROR(reader.String("ttl", &duration));
+  uint32_t seconds = 0;
+  if (duration == "5m") {
+    seconds = 300;
+  } else if (duration == "1h") {
+    seconds = 3600;
+  } else {
+    return reader.ValueError("ttl", "must be \"5m\" or \"1h\"", (*control)["ttl"]);
+  }
+  *ttl = std::max(*ttl, seconds);
+  return Status::Ok();
+}
+
+// The largest cache_control retention among the objects of `array`.
+Status ArrayCacheTtl(const json* array, std::string_view path, uint32_t* ttl) {
+  if (array == nullptr || !array->is_array()) return Status::Ok();
+  for (size_t i = 0; i < array->size(); ++i) {
+    if (!(*array)[i].is_object()) continue;
+    RETURN_IF_ERROR(ParseCacheControl(JsonObjectReader((*array)[i], IndexedPath(path, i)), ttl));
+  }
+  return Status::Ok();
+}
+
 // A tool_result's content: a string or text blocks, joined with "\n".
 Status ParseToolResult(const JsonObjectReader& block, v1::ChatMessage* out) {
   RETURN_IF_ERROR(block.String("tool_use_id", out->mutable_tool_call_id()));
@@ -93,6 +131,10 @@ Status ParseContentBlocks(const JsonObjectReader& message, const std::string& ro
     JsonObjectReader reader(block, path);
     std::string type;
     RETURN_IF_ERROR(reader.String("type", &type));
+    uint32_t ttl = 0;
+    RETURN_IF_ERROR(ParseCacheControl(reader, &ttl));
+    if (ttl > 0 && type != "tool_result")
+      own.set_cache_ttl_seconds(std::max(own.cache_ttl_seconds(), ttl));
     if (type == "text") {
       std::string text;
       RETURN_IF_ERROR(reader.String("text", &text));
@@ -117,6 +159,7 @@ Status ParseContentBlocks(const JsonObjectReader& message, const std::string& ro
     } else if (type == "tool_result" && role == "user") {
       v1::ChatMessage* result = request->add_messages();
       result->set_role("tool");
+      result->set_cache_ttl_seconds(ttl);
       RETURN_IF_ERROR(ParseToolResult(reader, result));
     } else {
       return reader.ValueError("type",
@@ -325,13 +368,24 @@ StatusOr<AnthropicMessagesRequest> ParseAnthropicMessagesRequest(
 
   std::string system;
   RETURN_IF_ERROR(ParseSystem(reader, options, &system));
+  uint32_t system_ttl = 0;
+  RETURN_IF_ERROR(ArrayCacheTtl(reader.Find("system"), "system", &system_ttl));
   if (!system.empty()) {
     v1::ChatMessage* message = request.add_messages();
     message->set_role("system");
     message->set_content(std::move(system));
+    message->set_cache_ttl_seconds(system_ttl);
   }
   RETURN_IF_ERROR(ParseMessages(reader, &request));
   RETURN_IF_ERROR(ParseTools(reader, &request));
+  // Templates write the tools into the first turn: a breakpoint on them
+  // covers the first message.
+  uint32_t tools_ttl = 0;
+  RETURN_IF_ERROR(ArrayCacheTtl(reader.Find("tools"), "tools", &tools_ttl));
+  if (tools_ttl > 0 && request.messages_size() > 0) {
+    v1::ChatMessage* first = request.mutable_messages(0);
+    first->set_cache_ttl_seconds(std::max(first->cache_ttl_seconds(), tools_ttl));
+  }
   RETURN_IF_ERROR(CheckIgnoredFields(reader));
   LogUnknownFields(body);
   RETURN_IF_ERROR(ParseSampling(reader, request.mutable_options()));
@@ -359,10 +413,11 @@ ordered_json AnthropicStopSequence(std::string_view stop_sequence) {
 }
 
 ordered_json AnthropicUsageJson(const v1::Usage& usage) {
-  uint32_t cached = std::min(usage.cached_tokens(), usage.prompt_tokens());
+  const uint32_t cached = std::min(usage.cached_tokens(), usage.prompt_tokens());
+  const uint32_t written = std::min(usage.cache_write_tokens(), usage.prompt_tokens() - cached);
   ordered_json out;
-  out["input_tokens"] = usage.prompt_tokens() - cached;
-  out["cache_creation_input_tokens"] = 0;
+  out["input_tokens"] = usage.prompt_tokens() - cached - written;
+  out["cache_creation_input_tokens"] = written;
   out["cache_read_input_tokens"] = cached;
   out["output_tokens"] = usage.completion_tokens();
   return out;

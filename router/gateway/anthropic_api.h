@@ -19,9 +19,10 @@
 // when there is text or nothing else), and one tool_use block per call, with
 // stop_reason "tool_use" when it called a tool and ended its turn.
 //
-// Usage follows Anthropic's accounting: input_tokens counts the prompt tokens
-// that were computed, cache_read_input_tokens those served from the prefix
-// cache (their sum is the prompt), cache_creation_input_tokens is 0.
+// Usage follows Anthropic's accounting, the three adding up to the prompt:
+// cache_read_input_tokens are the prompt tokens served from the prefix
+// cache, cache_creation_input_tokens those computed up to the last
+// cache_control breakpoint (kept cached for its ttl), input_tokens the rest.
 //
 // stop_reason: "max_tokens" for LENGTH and CONTEXT, "tool_use" for
 // TOOL_CALLS, "stop_sequence" when a stop string ended it (and

@@ -32,7 +32,7 @@ TEST(AnthropicApiTest, MessagesRequest) {
     messages { role: "system" content: "Be brief.\nBe kind." }
     messages { role: "user" content: "Hi" }
     messages { role: "assistant" content: "Hello" }
-    messages { role: "user" content: "Bye" }
+    messages { role: "user" content: "Bye" cache_ttl_seconds: 300 }
     options {
       sampling { temperature: 0.7 top_k: 5 top_p: 0.95 }
       max_tokens: 64
@@ -161,6 +161,33 @@ TEST(AnthropicApiTest, ToolUseAndToolResultBlocks) {
     })pb"));
 }
 
+// cache_control breakpoints become retention on the message they end: the
+// system (its blocks or the tools), a message's block, a tool result.
+TEST(AnthropicApiTest, CacheControlBreakpoints) {
+  auto parsed = ParseAnthropicMessagesRequest(nlohmann::json::parse(R"({
+    "max_tokens": 8,
+    "system": [{"type": "text", "text": "S", "cache_control": {"type": "ephemeral"}}],
+    "tools": [{"name": "f", "input_schema": {}, "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+    "messages": [
+      {"role": "user", "content": "a"},
+      {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "r",
+                                     "cache_control": {"type": "ephemeral", "ttl": "1h"}}]},
+      {"role": "user", "content": [{"type": "text", "text": "b", "cache_control": {"type": "ephemeral"}}]}]})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const v1::ChatRequest& r = parsed->request;
+  ASSERT_EQ(r.messages_size(), 5);
+  EXPECT_EQ(r.messages(0).cache_ttl_seconds(), 3600u);  // the tools' 1h wins over the system's 5m
+  EXPECT_EQ(r.messages(1).cache_ttl_seconds(), 0u);
+  EXPECT_EQ(r.messages(3).role(), "tool");
+  EXPECT_EQ(r.messages(3).cache_ttl_seconds(), 3600u);
+  EXPECT_EQ(r.messages(4).cache_ttl_seconds(), 300u);
+  EXPECT_EQ(
+      ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": [{"type":
+                           "text", "text": "x", "cache_control": {"type": "ephemeral", "ttl": "2d"}}]}]})"),
+      "field \"messages[0].content[0].cache_control.ttl\" must be \"5m\" or \"1h\", got \"2d\"");
+}
+
 TEST(AnthropicApiTest, MessageJsonWithThinkingAndToolUse) {
   GenerationResult result;
   result.reasoning = "Need ls.";
@@ -236,4 +263,24 @@ TEST(AnthropicApiTest, VolatileSystemTextIsDroppedUnlessDisabled) {
             "x-anthropic-billing-header: cc_version=2.1.3;\nStable.");
 }
 
+}  // namespace kvmesh::router::gateway
+
+namespace kvmesh::router::gateway {
+namespace {
+
+TEST(AnthropicApiTest, UsageSplitsThePromptIntoReadWrittenAndTheRest) {
+  v1::Usage usage;
+  usage.set_prompt_tokens(100);
+  usage.set_cached_tokens(30);
+  usage.set_cache_write_tokens(50);  // computed up to the breakpoint
+  usage.set_completion_tokens(7);
+  EXPECT_EQ(ToJsonText(AnthropicUsageJson(usage)),
+            R"({"input_tokens":20,"cache_creation_input_tokens":50,)"
+            R"("cache_read_input_tokens":30,"output_tokens":7})");
+  usage.set_cache_write_tokens(500);  // never more than the uncached rest
+  EXPECT_EQ(AnthropicUsageJson(usage)["cache_creation_input_tokens"], 70);
+  EXPECT_EQ(AnthropicUsageJson(usage)["input_tokens"], 0);
+}
+
+}  // namespace
 }  // namespace kvmesh::router::gateway

@@ -345,6 +345,9 @@ void Engine::Finish(Request* r, FinishReason reason, RequestOutput pending, Stat
   }
   if (observer_) observer_->OnRequestFinished(out, tpot);
   r->spec.on_output(std::move(out));
+  for (const EngineRequest::RetainPrefix& span : r->spec.retain) {
+    kv_.Retain(r->kv, std::min(span.tokens, r->num_computed), int64_t{span.seconds} * 1000);
+  }
   scheduler_.Remove(r);
   const std::string id = r->spec.id;
   requests_.erase(id);                          // destroys r
@@ -370,6 +373,7 @@ void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t de
   load.blocks_used = kv_.pool().num_used();
   load.blocks_free = kv_.pool().num_free();
   load.blocks_cached = kv_.pool().num_free_cached();
+  load.blocks_retained = kv_.pool().num_free_retained();
   for (const Request* r : scheduler_.waiting()) load.queued_prefill_tokens += r->num_uncomputed();
   for (const Request* r : scheduler_.running()) {
     if (r->num_computed < r->num_prompt_tokens) load.queued_prefill_tokens += r->num_uncomputed();

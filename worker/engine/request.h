@@ -61,6 +61,13 @@ struct EngineRequest {
   // Control tokens whose text the output shows (GenerateRequest's
   // render_special_tokens).
   std::vector<int32_t> render_special_tokens;
+  // Prefixes to keep cached after the request ends (Anthropic cache_control
+  // breakpoints): the first `tokens` prompt tokens for `seconds`.
+  struct RetainPrefix {
+    int32_t tokens = 0;
+    int32_t seconds = 0;
+  };
+  std::vector<RetainPrefix> retain;
   // Also output progress (an empty RequestOutput with
   // prompt_tokens_computed) after each prefill chunk that is not the last.
   bool report_prefill_progress = false;

@@ -1,32 +1,54 @@
 #include "worker/kv/block_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "common/check.h"
 
 namespace kvmesh {
 
-BlockPool::BlockPool(int32_t num_blocks, int block_size)
-    : block_size_(block_size),
-      blocks_(num_blocks),
-      block_tokens_(static_cast<size_t>(num_blocks) * block_size) {
-  KVMESH_CHECK(num_blocks > 0 && block_size > 0);
-  for (int32_t i = 0; i < num_blocks; ++i) PushFreeBack(i);
+int64_t BlockPool::SteadyNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
-void BlockPool::PushFreeBack(int32_t id) {
+BlockPool::BlockPool(int32_t num_blocks, int block_size, NowMs now_ms)
+    : block_size_(block_size),
+      blocks_(num_blocks),
+      block_tokens_(static_cast<size_t>(num_blocks) * block_size),
+      now_ms_(std::move(now_ms)) {
+  KVMESH_CHECK(num_blocks > 0 && block_size > 0);
+  for (int32_t i = 0; i < num_blocks; ++i) PushFree(i, kOrdinary);
+}
+
+void BlockPool::PushFree(int32_t id, ListId list_id, bool at_head) {
   Block& b = blocks_[id];
   KVMESH_CHECK(!b.in_free_list && b.refs == 0);
+  FreeList& list = lists_[list_id];
   b.in_free_list = true;
-  b.prev = free_tail_;
-  b.next = -1;
-  if (free_tail_ >= 0) {
-    blocks_[free_tail_].next = id;
+  b.list = list_id;
+  if (at_head) {
+    b.prev = -1;
+    b.next = list.head;
+    if (list.head >= 0) {
+      blocks_[list.head].prev = id;
+    } else {
+      list.tail = id;
+    }
+    list.head = id;
   } else {
-    free_head_ = id;
+    b.prev = list.tail;
+    b.next = -1;
+    if (list.tail >= 0) {
+      blocks_[list.tail].next = id;
+    } else {
+      list.head = id;
+    }
+    list.tail = id;
   }
-  free_tail_ = id;
+  ++list.size;
   ++num_free_;
   if (b.cached) ++num_free_cached_;
 }
@@ -34,20 +56,45 @@ void BlockPool::PushFreeBack(int32_t id) {
 void BlockPool::RemoveFromFreeList(int32_t id) {
   Block& b = blocks_[id];
   KVMESH_CHECK(b.in_free_list);
+  FreeList& list = lists_[b.list];
   if (b.prev >= 0) {
     blocks_[b.prev].next = b.next;
   } else {
-    free_head_ = b.next;
+    list.head = b.next;
   }
   if (b.next >= 0) {
     blocks_[b.next].prev = b.prev;
   } else {
-    free_tail_ = b.prev;
+    list.tail = b.prev;
   }
   b.prev = b.next = -1;
   b.in_free_list = false;
+  --list.size;
   --num_free_;
   if (b.cached) --num_free_cached_;
+}
+
+void BlockPool::ExpireRetention() {
+  const int64_t now = now_ms_();
+  // Newest first, each pushed to the ordinary list's oldest end: the expired
+  // blocks keep their relative order and go before every ordinary block.
+  for (int32_t id = lists_[kRetained].tail; id >= 0;) {
+    const int32_t prev = blocks_[id].prev;
+    if (blocks_[id].retain_until <= now) {
+      RemoveFromFreeList(id);
+      PushFree(id, kOrdinary, /*at_head=*/true);
+    }
+    id = prev;
+  }
+}
+
+void BlockPool::Retain(int32_t block, int64_t until_ms) {
+  Block& b = blocks_[block];
+  b.retain_until = std::max(b.retain_until, until_ms);
+  if (b.in_free_list && b.list == kOrdinary && b.retain_until > now_ms_()) {
+    RemoveFromFreeList(block);
+    PushFree(block, kRetained);
+  }
 }
 
 void BlockPool::Uncache(int32_t id) {
@@ -71,11 +118,14 @@ void BlockPool::Uncache(int32_t id) {
 
 bool BlockPool::Allocate(int32_t n, std::vector<int32_t>* out) {
   if (n > num_free_) return false;
+  if (n > lists_[kOrdinary].size && lists_[kRetained].size > 0) ExpireRetention();
   for (int32_t i = 0; i < n; ++i) {
-    const int32_t id = free_head_;
+    const int32_t id =
+        lists_[kOrdinary].head >= 0 ? lists_[kOrdinary].head : lists_[kRetained].head;
     RemoveFromFreeList(id);
     Uncache(id);
     blocks_[id].refs = 1;
+    blocks_[id].retain_until = 0;
     out->push_back(id);
   }
   return true;
@@ -125,7 +175,9 @@ void BlockPool::Release(std::span<const int32_t> blocks) {
   for (int32_t id : blocks) {
     Block& b = blocks_[id];
     KVMESH_CHECK(b.refs > 0);
-    if (--b.refs == 0) PushFreeBack(id);
+    if (--b.refs > 0) continue;
+    const bool retained = b.retain_until > 0 && b.retain_until > now_ms_();
+    PushFree(id, retained ? kRetained : kOrdinary);
   }
 }
 

@@ -9,6 +9,13 @@
 // its cached contents until it is actually reused (evicted lazily), so
 // "free" and "cached" overlap.
 //
+// Retention (Anthropic's cache_control): a block may be retained until a
+// time. Free retained blocks sit in a second LRU list that Allocate() takes
+// from only when the ordinary free list runs short, after moving the blocks
+// whose retention has passed back to the ordinary list's oldest end. So
+// retained prefixes outlast others under pressure, yet never block an
+// allocation: retention is a priority, not a pin.
+//
 // Running out of blocks is an ordinary outcome: Allocate() returns false and
 // the caller (the scheduler) preempts or waits.
 //
@@ -16,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -28,7 +36,11 @@ namespace kvmesh {
 
 class BlockPool {
  public:
-  BlockPool(int32_t num_blocks, int block_size);
+  // Milliseconds of a steady clock (the retention clock); tests inject one.
+  using NowMs = std::function<int64_t()>;
+  static int64_t SteadyNowMs();
+
+  BlockPool(int32_t num_blocks, int block_size, NowMs now_ms = SteadyNowMs);
 
   int32_t num_blocks() const { return static_cast<int32_t>(blocks_.size()); }
   int block_size() const { return block_size_; }
@@ -37,6 +49,9 @@ class BlockPool {
   int32_t num_used() const { return num_blocks() - num_free_; }
   // Free blocks whose cached contents could still be hit.
   int32_t num_free_cached() const { return num_free_cached_; }
+  int64_t now_ms() const { return now_ms_(); }
+  // Free blocks in the retained list.
+  int32_t num_free_retained() const { return lists_[kRetained].size; }
   // Distinct hashes currently cached (in use or free).
   size_t num_cached_hashes() const { return by_hash_.size(); }
 
@@ -62,6 +77,10 @@ class BlockPool {
   void Cache(int32_t block, const BlockHash& hash, const std::optional<BlockHash>& parent,
              std::span<const int32_t> tokens);
 
+  // Keeps `block` (its cached contents) until `until_ms` on the NowMs clock,
+  // or longer if it already was.
+  void Retain(int32_t block, int64_t until_ms);
+
   // Drops one reference on each block, in order; blocks reaching zero join
   // the free list's most-recently-used end in that order (so pass a
   // sequence's blocks last-first to have its tail evicted first).
@@ -78,17 +97,27 @@ class BlockPool {
   std::vector<KvEvent> TakeEvents();
 
  private:
+  enum ListId { kOrdinary = 0, kRetained = 1 };
   struct Block {
     int32_t refs = 0;
     bool in_free_list = false;
     bool cached = false;
+    ListId list = kOrdinary;  // which free list, when in_free_list
+    int64_t retain_until = 0;
     BlockHash hash;
     int32_t prev = -1;  // free-list links
     int32_t next = -1;
   };
+  struct FreeList {
+    int32_t head = -1;  // least recently used
+    int32_t tail = -1;  // most recently used
+    int32_t size = 0;
+  };
 
-  void PushFreeBack(int32_t id);
+  void PushFree(int32_t id, ListId list, bool at_head = false);
   void RemoveFromFreeList(int32_t id);
+  // Moves retained free blocks whose time has passed to the ordinary list.
+  void ExpireRetention();
   void Uncache(int32_t id);
   std::span<const int32_t> TokensOf(int32_t id) const {
     return {block_tokens_.data() + static_cast<size_t>(id) * block_size_,
@@ -98,8 +127,8 @@ class BlockPool {
   int block_size_;
   std::vector<Block> blocks_;
   std::vector<int32_t> block_tokens_;  // block_size tokens per cached block
-  int32_t free_head_ = -1;             // least recently used
-  int32_t free_tail_ = -1;             // most recently used
+  NowMs now_ms_;
+  FreeList lists_[2];
   int32_t num_free_ = 0;
   int32_t num_free_cached_ = 0;
   // hash → every block holding it (duplicates arise when two sequences

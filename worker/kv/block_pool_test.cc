@@ -135,3 +135,59 @@ TEST(BlockPoolTest, LruOrderHoldsOverManyOperations) {
 
 }  // namespace
 }  // namespace kvmesh
+
+namespace kvmesh {
+namespace {
+
+// Retention: a retained free block is taken only once the ordinary free
+// list runs short, and returns to the ordinary list's oldest end when its
+// time passes.
+TEST(BlockPoolRetentionTest, RetainedBlocksOutlastOthersUntilTheirTimePasses) {
+  int64_t now = 0;
+  BlockPool pool(4, 4, [&now] { return now; });
+  std::vector<int32_t> all;
+  ASSERT_TRUE(pool.Allocate(4, &all));
+  pool.Cache(1, H(1), std::nullopt, Toks(0));
+  pool.Retain(1, /*until_ms=*/1000);
+  pool.Release(all);  // 0, 2, 3 ordinary; 1 retained
+  EXPECT_EQ(pool.num_free(), 4);
+  EXPECT_EQ(pool.num_free_retained(), 1);
+  std::vector<int32_t> three;
+  ASSERT_TRUE(pool.Allocate(3, &three));
+  EXPECT_EQ(three, (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_TRUE(pool.FindCached(H(1), Toks(0)).has_value());  // kept
+  pool.Release(three);
+  // Under pressure the retained block goes too, last.
+  std::vector<int32_t> four;
+  ASSERT_TRUE(pool.Allocate(4, &four));
+  EXPECT_EQ(four, (std::vector<int32_t>{0, 2, 3, 1}));
+  EXPECT_FALSE(pool.FindCached(H(1), Toks(0)).has_value());
+  // A reused block starts unretained.
+  pool.Release(four);
+  EXPECT_EQ(pool.num_free_retained(), 0);
+}
+
+TEST(BlockPoolRetentionTest, ExpiredRetentionGoesFirst) {
+  int64_t now = 0;
+  BlockPool pool(4, 4, [&now] { return now; });
+  std::vector<int32_t> all;
+  ASSERT_TRUE(pool.Allocate(4, &all));
+  pool.Retain(2, 1000);
+  pool.Release(all);
+  // Retaining a block already free moves it too; a later time extends.
+  pool.Retain(0, 500);
+  pool.Retain(2, 300);  // shorter: 1000 stays
+  EXPECT_EQ(pool.num_free_retained(), 2);
+  now = 700;  // 0's time has passed, 2's has not
+  std::vector<int32_t> got;
+  ASSERT_TRUE(pool.Allocate(3, &got));
+  EXPECT_EQ(got, (std::vector<int32_t>{0, 1, 3}));
+  EXPECT_EQ(pool.num_free_retained(), 1);
+  // Retention that has already passed does not move a free block.
+  pool.Retain(got[0], 100);
+  pool.Release(got);
+  EXPECT_EQ(pool.num_free_retained(), 1);
+}
+
+}  // namespace
+}  // namespace kvmesh

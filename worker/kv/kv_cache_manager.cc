@@ -1,5 +1,7 @@
 #include "worker/kv/kv_cache_manager.h"
 
+#include <algorithm>
+
 #include "common/check.h"
 
 namespace kvmesh {
@@ -72,6 +74,13 @@ void KvCacheManager::CommitComputed(SequenceBlocks* seq, std::span<const int32_t
                 block_tokens);
     ++seq->num_cached_blocks;
   }
+}
+
+void KvCacheManager::Retain(const SequenceBlocks& seq, int32_t num_tokens, int64_t for_ms) {
+  const int32_t blocks =
+      std::min(seq.num_cached_blocks, num_tokens / static_cast<int32_t>(pool_.block_size()));
+  const int64_t until = pool_.now_ms() + for_ms;
+  for (int32_t i = 0; i < blocks; ++i) pool_.Retain(seq.table[i], until);
 }
 
 void KvCacheManager::Release(SequenceBlocks* seq) {

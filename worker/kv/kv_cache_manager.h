@@ -62,6 +62,10 @@ class KvCacheManager {
   // `num_computed` positions of `tokens` (the sequence's tokens so far).
   void CommitComputed(SequenceBlocks* seq, std::span<const int32_t> tokens, int32_t num_computed);
 
+  // Retains (BlockPool::Retain) the sequence's cached blocks that lie wholly
+  // within its first `num_tokens` positions, for `for_ms` from now.
+  void Retain(const SequenceBlocks& seq, int32_t num_tokens, int64_t for_ms);
+
   // Returns all of the sequence's blocks (its tail is evicted first) and
   // resets it.
   void Release(SequenceBlocks* seq);

@@ -146,10 +146,14 @@ std::string WorkerMetrics::Render() const {
                              "Requests being decoded or prefilled", {}, load.running));
     families.push_back(
         Gauge("kvmesh_worker_queue_depth", "Requests waiting to be admitted", {}, load.waiting));
-    families.push_back(Gauge("kvmesh_worker_kv_blocks", "KV blocks by state (free includes cached)",
-                             {{"used", static_cast<double>(load.blocks_used)},
-                              {"free", static_cast<double>(load.blocks_free)},
-                              {"cached", static_cast<double>(load.blocks_cached)}}));
+    families.push_back(
+        Gauge("kvmesh_worker_kv_blocks",
+              "KV blocks by state (free includes cached and retained; retained: free blocks a "
+              "cache_control breakpoint keeps)",
+              {{"used", static_cast<double>(load.blocks_used)},
+               {"free", static_cast<double>(load.blocks_free)},
+               {"cached", static_cast<double>(load.blocks_cached)},
+               {"retained", static_cast<double>(load.blocks_retained)}}));
     families.push_back(Gauge("kvmesh_worker_kv_blocks_capacity", "KV blocks in the pool", {},
                              static_cast<double>(load.blocks_total)));
     families.push_back(Gauge("kvmesh_worker_queued_prefill_tokens",

@@ -1,5 +1,6 @@
 #include "worker/service/worker_service.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -190,6 +191,10 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
   er.sampling = *sampling;
   er.cache_salt = req->cache_salt();
   er.report_prefill_progress = true;
+  for (const v1::RetainPrefix& span : req->retain()) {
+    er.retain.push_back({static_cast<int32_t>(std::min<uint64_t>(span.tokens(), er.prompt.size())),
+                         static_cast<int32_t>(std::min<uint32_t>(span.seconds(), 3600))});
+  }
   for (int i = 0; i < req->render_special_tokens_size(); ++i) {
     const int32_t id = req->render_special_tokens(i);
     if (id < 0 || id >= tokenizer_.n_vocab()) {
