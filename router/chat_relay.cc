@@ -3,6 +3,8 @@
 #include <random>
 #include <string>
 
+#include "router/chat/tool_call_grammar.h"
+
 namespace kvmesh::router {
 namespace {
 
@@ -20,10 +22,12 @@ std::string MakeToolCallId(ToolCallFormat format) {
 }
 
 AssistantOutputParser::Options ParserOptions(const ChatTemplate& chat_template,
-                                             std::string_view prompt, std::string_view tools_json) {
+                                             std::string_view prompt, std::string_view tools_json,
+                                             bool forced_call) {
   AssistantOutputParser::Options options;
   options.syntax = chat_template.output_syntax();
-  options.starts_in_reasoning = PromptOpensReasoning(prompt);
+  options.starts_in_reasoning = !forced_call && PromptOpensReasoning(prompt);
+  if (forced_call) options.syntax.tool_calls = ForcedCallFormat(options.syntax.tool_calls);
   options.make_id = MakeToolCallId;
   if (!tools_json.empty()) {
     auto tools = nlohmann::ordered_json::parse(tools_json, nullptr, /*allow_exceptions=*/false);
@@ -35,8 +39,8 @@ AssistantOutputParser::Options ParserOptions(const ChatTemplate& chat_template,
 }  // namespace
 
 ChatRelay::ChatRelay(const ChatTemplate& chat_template, std::string_view prompt,
-                     std::string_view tools_json)
-    : parser_(ParserOptions(chat_template, prompt, tools_json)) {}
+                     std::string_view tools_json, bool forced_call)
+    : parser_(ParserOptions(chat_template, prompt, tools_json, forced_call)) {}
 
 std::vector<int32_t> ChatRelay::MarkerTokens(const Tokenizer& tokenizer,
                                              const OutputSyntax& syntax) {

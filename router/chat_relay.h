@@ -22,8 +22,10 @@ class ChatRelay {
  public:
   // `prompt` is the rendered prompt text (does it open a <think>?),
   // `tools_json` the tools it offered (empty: none, so no calls are parsed).
-  ChatRelay(const ChatTemplate& chat_template, std::string_view prompt,
-            std::string_view tools_json);
+  // `forced_call`: the output is a call forced by constrained decoding, in
+  // ForcedCallFormat() of the model's format, with no reasoning before it.
+  ChatRelay(const ChatTemplate& chat_template, std::string_view prompt, std::string_view tools_json,
+            bool forced_call = false);
 
   // The control tokens the worker must show as text for the parser to see
   // the syntax's markers (ids of markers the tokenizer holds as one token).

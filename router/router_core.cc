@@ -4,7 +4,10 @@
 #include <random>
 #include <span>
 
+#include "common/grammar/grammar.h"
+#include "common/grammar/json_schema.h"
 #include "common/log.h"
+#include "router/chat/tool_call_grammar.h"
 #include "router/chat_relay.h"
 
 namespace kvmesh::router {
@@ -34,6 +37,23 @@ std::string RetryReason(grpc::StatusCode code) {
     default:
       return "error";
   }
+}
+
+// The GBNF of the options' grammar or json_schema (empty: unconstrained).
+StatusOr<std::string> OptionsGrammar(const v1::GenerationOptions& o) {
+  if (!o.grammar().empty() && !o.json_schema().empty()) {
+    return InvalidArgumentError("give grammar or json_schema, not both");
+  }
+  if (!o.json_schema().empty()) {
+    auto schema = nlohmann::json::parse(o.json_schema(), nullptr, /*allow_exceptions=*/false);
+    if (schema.is_discarded()) return InvalidArgumentError("json_schema is not valid JSON");
+    return grammar::JsonSchemaToGbnf(schema);
+  }
+  if (!o.grammar().empty()) {
+    auto parsed = grammar::Grammar::ParseGbnf(o.grammar());
+    if (!parsed.ok()) return parsed.status();
+  }
+  return o.grammar();
 }
 
 Status ValidateOptions(const v1::GenerationOptions& o) {
@@ -129,8 +149,20 @@ Status RouterCore::Chat(const v1::ChatRequest& request, const MessageCallback& o
   RETURN_IF_ERROR(ValidateOptions(request.options()));
   ASSIGN_OR_RETURN(RenderedChat chat, RenderChat(request, /*find_breakpoints=*/true));
   const ModelGroup& g = *chat.snap.group;
-  ChatRelay relay(*g.chat_template, chat.text, request.tools_json());
+  const std::string& choice = request.tool_choice();
+  const bool forced = !choice.empty() && choice != "auto";
   ChatExtras extras;
+  if (forced) {
+    if (!request.options().grammar().empty() || !request.options().json_schema().empty()) {
+      return InvalidArgumentError("a forced tool call (tool_choice " + choice +
+                                  ") cannot be combined with a grammar or json_schema");
+    }
+    auto tools = nlohmann::ordered_json::parse(request.tools_json(), nullptr, false);
+    if (tools.is_discarded()) tools = nlohmann::ordered_json::array();
+    ASSIGN_OR_RETURN(extras.grammar, ToolCallGrammar(g.chat_template->output_syntax().tool_calls,
+                                                     tools, choice == "required" ? "" : choice));
+  }
+  ChatRelay relay(*g.chat_template, chat.text, request.tools_json(), forced);
   extras.render_special_tokens =
       ChatRelay::MarkerTokens(*g.tokenizer, g.chat_template->output_syntax());
   extras.retain = std::move(chat.retain);
@@ -195,6 +227,12 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
                          const MessageCallback& on_message, const ChatExtras& extras) {
   const Clock::time_point arrival = Clock::now();
   ModelGroup& group = *first_snapshot.group;
+  std::string gbnf = extras.grammar;
+  if (gbnf.empty()) {
+    auto from_options = OptionsGrammar(options);
+    if (!from_options.ok()) return from_options.status();
+    gbnf = std::move(from_options).value();
+  }
   const auto n_prompt = static_cast<int32_t>(tokens.size());
   if (n_prompt == 0) return InvalidArgumentError("the prompt is empty");
   if (group.context_length > 0 && n_prompt >= group.context_length) {
@@ -226,6 +264,7 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
   forward.mutable_render_special_tokens()->Assign(extras.render_special_tokens.begin(),
                                                   extras.render_special_tokens.end());
   for (const v1::RetainPrefix& span : extras.retain) *forward.add_retain() = span;
+  forward.set_grammar(gbnf);
 
   WorkerSet tried;
   Status last_error = UnavailableError("no healthy worker serves model " + group.name);

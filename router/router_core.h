@@ -57,6 +57,7 @@ class RouterCore final : public InferenceCore {
   struct ChatExtras {
     std::vector<int32_t> render_special_tokens;
     std::vector<v1::RetainPrefix> retain;
+    std::string grammar;  // a forced tool call's (overrides the options')
   };
   // The model, and the prompt tokens of the request's conversation.
   StatusOr<RenderedChat> RenderChat(const v1::ChatRequest& request, bool find_breakpoints);

@@ -251,12 +251,15 @@ Status ParseTools(const JsonObjectReader& body, v1::ChatRequest* request) {
     if (type == "none") return Status::Ok();  // offered to no one: not rendered
     bool ignored_disable_parallel = false;
     RETURN_IF_ERROR(reader.Bool("disable_parallel_tool_use", &ignored_disable_parallel));
-    if (type != "auto") {
-      return reader.ValueError(
-          "type",
-          "must be \"auto\" or \"none\" (forcing a call, \"any\" or \"tool\", needs "
-          "constrained decoding, which kvmesh does not have yet)",
-          (*choice)["type"]);
+    if (type == "any") {
+      request->set_tool_choice("required");
+    } else if (type == "tool") {
+      std::string name;
+      RETURN_IF_ERROR(reader.String("name", &name));
+      if (name.empty()) return reader.Missing("name");
+      request->set_tool_choice(name);
+    } else if (type != "auto") {
+      return reader.ValueError("type", "must be auto, any, tool or none", (*choice)["type"]);
     }
   }
   ordered_json out = ordered_json::array();

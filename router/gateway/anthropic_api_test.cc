@@ -87,9 +87,23 @@ TEST(AnthropicApiTest, ErrorsNameTheField) {
             "field \"tools[0].input_schema\" is required");
   EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
                            "tools": [{"name": "f", "input_schema": {}}],
-                           "tool_choice": {"type": "any"}})"),
-            "field \"tool_choice.type\" must be \"auto\" or \"none\" (forcing a call, \"any\" or "
-            "\"tool\", needs constrained decoding, which kvmesh does not have yet), got \"any\"");
+                           "tool_choice": {"type": "some"}})"),
+            "field \"tool_choice.type\" must be auto, any, tool or none, got \"some\"");
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+                           "tools": [{"name": "f", "input_schema": {}}],
+                           "tool_choice": {"type": "tool"}})"),
+            "field \"tool_choice.name\" is required");
+  for (const auto& [choice, expected] :
+       std::vector<std::pair<std::string, std::string>>{{R"({"type": "any"})", "required"},
+                                                        {R"({"type": "tool", "name": "f"})", "f"},
+                                                        {R"({"type": "auto"})", ""}}) {
+    auto forced = ParseAnthropicMessagesRequest(json::parse(
+        R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+            "tools": [{"name": "f", "input_schema": {}}], "tool_choice": )" +
+        choice + "}"));
+    ASSERT_TRUE(forced.ok()) << forced.status().ToString();
+    EXPECT_EQ(forced->request.tool_choice(), expected) << choice;
+  }
   EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
                            "metadata": "x"})"),
             "field \"metadata\" must be an object, got string");

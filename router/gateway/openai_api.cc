@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/grammar/grammar.h"
+#include "common/grammar/json_schema.h"
 #include "router/gateway/chat_tools.h"
 #include "router/gateway/json_fields.h"
 
@@ -51,12 +53,60 @@ Status RejectUnsupportedFeatures(const JsonObjectReader& body) {
   if (const json* bias = body.Find("logit_bias"); bias != nullptr && !bias->empty()) {
     return Unsupported("\"logit_bias\"");
   }
-  if (const json* format = body.Find("response_format"); format != nullptr) {
-    if (!format->is_object()) return body.TypeError("response_format", "an object");
-    JsonObjectReader format_reader(*format, "response_format");
-    std::string type = "text";
-    RETURN_IF_ERROR(format_reader.String("type", &type));
-    if (type != "text") return Unsupported("a \"response_format\" other than text");
+  return Status::Ok();
+}
+
+Status NotAnObject(const std::string& path, const json& value);
+
+// response_format: text, json_object (any JSON object) or json_schema
+// ({"name", "schema", "strict"}); the latter two constrain the output.
+Status ParseResponseFormat(const JsonObjectReader& body, v1::GenerationOptions* options) {
+  const json* format = body.Find("response_format");
+  if (format == nullptr) return Status::Ok();
+  if (!format->is_object()) return body.TypeError("response_format", "an object");
+  JsonObjectReader reader(*format, "response_format");
+  std::string type = "text";
+  RETURN_IF_ERROR(reader.String("type", &type));
+  if (type == "text") return Status::Ok();
+  if (type == "json_object") {
+    options->set_grammar(grammar::JsonObjectGbnf());
+    return Status::Ok();
+  }
+  if (type != "json_schema") {
+    return reader.ValueError("type", "must be text, json_object or json_schema", (*format)["type"]);
+  }
+  const json* spec = reader.Find("json_schema");
+  if (spec == nullptr) return reader.Missing("json_schema");
+  if (!spec->is_object()) return NotAnObject("response_format.json_schema", *spec);
+  JsonObjectReader spec_reader(*spec, "response_format.json_schema");
+  bool ignored_strict = false;  // the output always follows the schema
+  RETURN_IF_ERROR(spec_reader.Bool("strict", &ignored_strict));
+  const json* schema = spec_reader.Find("schema");
+  if (schema == nullptr) return spec_reader.Missing("schema");
+  // Converted here too, so an unsupported schema is a 400 naming it.
+  auto gbnf = grammar::JsonSchemaToGbnf(*schema);
+  if (!gbnf.ok()) return gbnf.status().WithPrefix("response_format.json_schema.schema");
+  options->set_json_schema(schema->dump());
+  return Status::Ok();
+}
+
+// The extensions llama.cpp's server takes: "grammar" (GBNF text) and
+// "json_schema" (a schema object).
+Status ParseGrammarExtensions(const JsonObjectReader& body, v1::GenerationOptions* options) {
+  std::string gbnf;
+  RETURN_IF_ERROR(body.String("grammar", &gbnf));
+  if (!gbnf.empty()) {
+    auto parsed = grammar::Grammar::ParseGbnf(gbnf);
+    if (!parsed.ok()) return parsed.status().WithPrefix("field \"grammar\"");
+    options->set_grammar(std::move(gbnf));
+  }
+  if (const json* schema = body.Find("json_schema"); schema != nullptr) {
+    auto converted = grammar::JsonSchemaToGbnf(*schema);
+    if (!converted.ok()) return converted.status().WithPrefix("field \"json_schema\"");
+    options->set_json_schema(schema->dump());
+  }
+  if (!options->grammar().empty() && !options->json_schema().empty()) {
+    return InvalidArgumentError("give one of grammar, json_schema and response_format");
   }
   return Status::Ok();
 }
@@ -337,21 +387,22 @@ Status ParseTools(const JsonObjectReader& body, v1::ChatRequest* request) {
     if (choice->is_string()) {
       const std::string& mode = choice->get_ref<const std::string&>();
       if (mode == "none") return Status::Ok();  // offered to no one: not rendered
-      if (mode == "required") {
-        return body.ValueError("tool_choice",
-                               "\"required\" needs constrained decoding, which kvmesh does not "
-                               "have yet; use \"auto\"",
-                               *choice);
-      }
-      if (mode != "auto") {
+      if (mode != "auto" && mode != "required") {
         return body.ValueError("tool_choice", "must be \"none\", \"auto\" or \"required\"",
                                *choice);
       }
+      request->set_tool_choice(mode);
     } else if (choice->is_object()) {
-      return body.ValueError("tool_choice",
-                             "naming a function needs constrained decoding, which kvmesh does "
-                             "not have yet; use \"auto\"",
-                             *choice);
+      // {"type": "function", "function": {"name": …}}: that call is forced.
+      JsonObjectReader reader(*choice, "tool_choice");
+      const json* function = reader.Find("function");
+      if (function == nullptr) return reader.Missing("function");
+      if (!function->is_object()) return NotAnObject("tool_choice.function", *function);
+      JsonObjectReader fn(*function, "tool_choice.function");
+      std::string name;
+      RETURN_IF_ERROR(fn.String("name", &name));
+      if (name.empty()) return fn.Missing("name");
+      request->set_tool_choice(name);
     } else {
       return body.TypeError("tool_choice", "a string or an object");
     }
@@ -404,6 +455,8 @@ StatusOr<OpenAiCompletionRequest> ParseOpenAiCompletionRequest(const json& body)
   }
   RETURN_IF_ERROR(
       ParseCommonFields(reader, /*chat=*/false, parsed.request.mutable_options(), &parsed.stream));
+  RETURN_IF_ERROR(ParseResponseFormat(reader, parsed.request.mutable_options()));
+  RETURN_IF_ERROR(ParseGrammarExtensions(reader, parsed.request.mutable_options()));
   return parsed;
 }
 
@@ -413,6 +466,8 @@ StatusOr<OpenAiChatRequest> ParseOpenAiChatRequest(const json& body) {
   RETURN_IF_ERROR(reader.String("model", parsed.request.mutable_model()));
   RETURN_IF_ERROR(ParseMessages(reader, &parsed.request));
   RETURN_IF_ERROR(ParseTools(reader, &parsed.request));
+  RETURN_IF_ERROR(ParseResponseFormat(reader, parsed.request.mutable_options()));
+  RETURN_IF_ERROR(ParseGrammarExtensions(reader, parsed.request.mutable_options()));
   bool ignored_parallel_tool_calls = true;
   RETURN_IF_ERROR(reader.Bool("parallel_tool_calls", &ignored_parallel_tool_calls));
   RETURN_IF_ERROR(

@@ -144,6 +144,7 @@ TEST(OpenAiApiTest, ChatRequestWithToolsAndToolMessages) {
     }
     messages { role: "tool" content: "18C" tool_call_id: "call_1" name: "get_weather" }
     tools_json: "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Weather\",\"parameters\":{\"type\":\"object\"}}}]"
+    tool_choice: "auto"
     options { sampling {} })pb"));
   auto none = ParseOpenAiChatRequest(json::parse(R"({"messages": [{"role": "user",
       "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}],
@@ -185,9 +186,19 @@ TEST(OpenAiApiTest, ChatRequestErrorsNameTheField) {
             "JSON object, got \"[1]\"");
   EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
                           "tools": [{"type": "function", "function": {"name": "f"}}],
-                          "tool_choice": "required"})"),
-            "field \"tool_choice\" \"required\" needs constrained decoding, which kvmesh does "
-            "not have yet; use \"auto\", got \"required\"");
+                          "tool_choice": "always"})"),
+            "field \"tool_choice\" must be \"none\", \"auto\" or \"required\", got \"always\"");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
+                          "response_format": {"type": "json_schema", "json_schema": {"name": "x",
+                          "schema": {"type": "object", "patternProperties": {}}}}})"),
+            "response_format.json_schema.schema: JSON schema at #: keyword \"patternProperties\" "
+            "is not supported");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
+                          "response_format": {"type": "xml"}})"),
+            "field \"response_format.type\" must be text, json_object or json_schema, got \"xml\"");
+  EXPECT_EQ(
+      ChatError(R"({"messages": [{"role": "user", "content": "x"}], "grammar": "root ::= x"})"),
+      "field \"grammar\": grammar: rule \"x\" is used but not defined");
   EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": 5}]})"),
             "field \"messages[0].content\" must be a string or an array of content parts, got "
             "number");
@@ -200,9 +211,11 @@ TEST(OpenAiApiTest, ChatRequestErrorsNameTheField) {
   EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
                           "tools": [{"type": "web_search"}]})"),
             "field \"tools[0].type\" must be \"function\", got \"web_search\"");
-  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
-                          "response_format": {"type": "json_object"}})"),
-            "a \"response_format\" other than text is not supported by kvmesh");
+  auto json_object = ParseOpenAiChatRequest(json::parse(R"({"messages": [{"role": "user",
+      "content": "x"}], "response_format": {"type": "json_object"}})"));
+  ASSERT_TRUE(json_object.ok());
+  EXPECT_NE(json_object->request.options().grammar().find("root ::= json-object"),
+            std::string::npos);
   EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
                           "repetition_penalty": 0})"),
             "field \"repetition_penalty\" must be above 0, got 0");

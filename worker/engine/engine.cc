@@ -1,6 +1,7 @@
 #include "worker/engine/engine.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace kvmesh {
 namespace {
@@ -297,7 +298,33 @@ void Engine::SampleAndStream(Request* r, const float* logits) {
     Finish(r, FinishReason::kLength, RequestOutput());
     return;
   }
+  if (r->matcher) {
+    // Only the tokens the grammar allows from here (the end only where it
+    // accepts); the mask comes from the grammar's shared cache.
+    const Constraint& c = *r->spec.constraint;
+    const std::shared_ptr<const grammar::TokenMask> mask =
+        c.masks->Get(*c.grammar, *c.vocabulary, r->matcher->stacks());
+    masked_logits_.assign(logits, logits + model_.n_vocab);
+    bool any = false;
+    for (int32_t id = 0; id < model_.n_vocab; ++id) {
+      if (id < c.vocabulary->size() && grammar::MaskAllows(*mask, id)) {
+        any = true;
+      } else {
+        masked_logits_[id] = -std::numeric_limits<float>::infinity();
+      }
+    }
+    if (!any) {  // the vocabulary cannot continue the grammar
+      Finish(r, FinishReason::kError, RequestOutput(),
+             InvalidArgumentError("no token of the vocabulary continues the grammar here (after " +
+                                  std::to_string(r->num_generated()) + " generated tokens)"));
+      return;
+    }
+    logits = masked_logits_.data();
+  }
   const int32_t token = r->sampler.Sample(logits, r->tokens);
+  if (r->matcher && !tokenizer_.IsEndOfGeneration(token)) {
+    r->matcher->Accept(r->spec.constraint->vocabulary->piece(token));
+  }
   if (!r->first_token) {
     r->first_token = now;
     if (observer_) observer_->OnFirstToken(Ms(now - r->arrival) / 1e3);

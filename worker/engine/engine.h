@@ -135,6 +135,7 @@ class Engine {
   RateTracker prefill_rate_;
   RateTracker decode_rate_;
   int64_t steps_ = 0;
+  std::vector<float> masked_logits_;  // a constrained request's logits after its mask
 
   KvEventHub hub_;
 

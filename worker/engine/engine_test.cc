@@ -7,7 +7,9 @@
 
 #include <future>
 #include <map>
+#include <nlohmann/json.hpp>
 
+#include "common/grammar/json_schema.h"
 #include "common/tokenizer/tokenizer.h"
 #include "worker/model/model.h"
 #include "worker/runtime/model_executor.h"
@@ -267,6 +269,40 @@ TEST_F(EngineTest, ReportsPrefillProgressPerChunk) {
   sink->done.get_future().wait();
   EXPECT_EQ(*progress, (std::vector<int32_t>{32, 64, 96}));
   EXPECT_EQ(sink->tokens.size(), 3u);
+}
+
+// A grammar-constrained request writes only what its grammar matches, ends
+// where the grammar is complete, and batches with unconstrained requests
+// without changing their output.
+TEST_F(EngineTest, ConstrainedOutputMatchesItsGrammarAndSparesOthers) {
+  auto engine = MakeEngine(256);
+  GrammarConstraints constraints(*tokenizer_);
+  auto gbnf = grammar::JsonSchemaToGbnf(nlohmann::json::parse(R"({"type": "object",
+      "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9},
+                     "ok": {"type": "boolean"}}, "required": ["n", "ok"]})"));
+  ASSERT_TRUE(gbnf.ok()) << gbnf.status().ToString();
+  auto constraint = constraints.Get(*gbnf, {});
+  ASSERT_TRUE(constraint.ok()) << constraint.status().ToString();
+  const auto alone = RunOne(*engine, "alone", "Once upon a time", 24);
+  for (int seed = 1; seed <= 6; ++seed) {
+    auto sink = std::make_shared<Collected>();
+    EngineRequest r = Greedy("c" + std::to_string(seed), "Once upon a time", 64, sink);
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = seed;
+    r.constraint = *constraint;
+    auto other = std::make_shared<Collected>();
+    ASSERT_TRUE(engine->Submit(std::move(r)).ok());
+    ASSERT_TRUE(
+        engine->Submit(Greedy("u" + std::to_string(seed), "Once upon a time", 24, other)).ok());
+    sink->done.get_future().wait();
+    other->done.get_future().wait();
+    EXPECT_TRUE(grammar::GrammarMatcher::Matches(*constraint->grammar, sink->text)) << sink->text;
+    EXPECT_EQ(sink->final_output.finish_reason, FinishReason::kStop) << sink->text;
+    const auto parsed = nlohmann::json::parse(sink->text);
+    EXPECT_TRUE(parsed["n"].is_number_integer() && parsed["ok"].is_boolean()) << sink->text;
+    EXPECT_EQ(other->tokens, alone->tokens);  // batched beside it, unchanged
+  }
+  EXPECT_GT(constraint->masks->hits(), 0u);
 }
 
 TEST_F(EngineTest, BadRequestsAreRejectedClearly) {

@@ -29,6 +29,8 @@ Request::Request(EngineRequest r, int n_vocab, const Tokenizer& tokenizer)
       sampler(spec.sampling, n_vocab),
       detokenizer(tokenizer, {.shown_special = spec.render_special_tokens}),
       stop_matcher(spec.sampling.stop),
-      arrival(SteadyClock::now()) {}
+      arrival(SteadyClock::now()) {
+  if (spec.constraint) matcher.emplace(spec.constraint->grammar);
+}
 
 }  // namespace kvmesh

@@ -14,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "common/grammar/grammar_matcher.h"
 #include "common/status.h"
 #include "common/tokenizer/streaming_detokenizer.h"
+#include "worker/engine/grammar_constraint.h"
 #include "worker/kv/kv_cache_manager.h"
 #include "worker/sampling/sampler.h"
 #include "worker/sampling/stop_matcher.h"
@@ -68,6 +70,9 @@ struct EngineRequest {
     int32_t seconds = 0;
   };
   std::vector<RetainPrefix> retain;
+  // Output constrained to a grammar: only tokens it allows are sampled, and
+  // the end only where it accepts (unset: unconstrained).
+  std::optional<Constraint> constraint;
   // Also output progress (an empty RequestOutput with
   // prompt_tokens_computed) after each prefill chunk that is not the last.
   bool report_prefill_progress = false;
@@ -87,6 +92,7 @@ struct Request {
   SequenceBlocks kv;
 
   Sampler sampler;
+  std::optional<grammar::GrammarMatcher> matcher;  // with spec.constraint
   StreamingDetokenizer detokenizer;
   StopMatcher stop_matcher;
 

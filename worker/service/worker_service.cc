@@ -94,6 +94,7 @@ WorkerServiceImpl::WorkerServiceImpl(const Model& model, const Tokenizer& tokeni
     : model_(model),
       tokenizer_(tokenizer),
       engine_(engine),
+      constraints_(tokenizer),
       metrics_(metrics),
       identity_(std::move(identity)) {
   const ModelConfig& c = model.config();
@@ -191,6 +192,11 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
   er.sampling = *sampling;
   er.cache_salt = req->cache_salt();
   er.report_prefill_progress = true;
+  if (!req->grammar().empty()) {
+    auto constraint = constraints_.Get(req->grammar(), er.render_special_tokens);
+    if (!constraint.ok()) return reject(constraint.status());
+    er.constraint = std::move(constraint).value();
+  }
   for (const v1::RetainPrefix& span : req->retain()) {
     er.retain.push_back({static_cast<int32_t>(std::min<uint64_t>(span.tokens(), er.prompt.size())),
                          static_cast<int32_t>(std::min<uint32_t>(span.seconds(), 3600))});

@@ -15,6 +15,7 @@
 #include "common/tokenizer/tokenizer.h"
 #include "kvmesh/v1/worker.grpc.pb.h"
 #include "worker/engine/engine.h"
+#include "worker/engine/grammar_constraint.h"
 #include "worker/model/model.h"
 #include "worker/runtime/graph_backend.h"
 #include "worker/runtime/parallel_plan.h"
@@ -50,6 +51,7 @@ class WorkerServiceImpl final : public v1::Worker::Service {
   const Model& model_;
   const Tokenizer& tokenizer_;
   Engine& engine_;
+  GrammarConstraints constraints_;  // compiled grammars, shared by requests
   WorkerMetrics& metrics_;
   WorkerIdentity identity_;
   v1::InfoResponse info_;  // built once
