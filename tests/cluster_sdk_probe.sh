@@ -2,14 +2,15 @@
 # ctest entry: starts a real cluster (router + 2 workers on the default
 # model) on free loopback ports and runs cluster_sdk_probe.mjs against it.
 # Prints SKIP and passes when node or the pinned npm packages are missing.
-# Usage: cluster_sdk_probe.sh WORKER_BINARY ROUTER_BINARY CI_DIR
+# Usage: cluster_sdk_probe.sh WORKER_BINARY ROUTER_BINARY CI_DIR [PROBE.mjs [ARGS…]]
+# (default probe: cluster_sdk_probe.mjs).
 set -eu
-worker="$1"; router="$2"; ci_dir="$3"
+worker="$1"; router="$2"; ci_dir="$3"; shift 3
 case "$0" in */*) here="${0%/*}" ;; *) here=. ;; esac
 if ! command -v node >/dev/null 2>&1; then
   echo "SKIP: node is not installed; the cluster SDK check did not run"; exit 0
 fi
-for package in openai @anthropic-ai/sdk; do
+for package in openai @anthropic-ai/sdk ajv; do
   if [ ! -f "$ci_dir/node_modules/$package/package.json" ]; then
     echo "SKIP: npm package $package is not installed in $ci_dir; the cluster SDK check did not run"; exit 0
   fi
@@ -31,4 +32,5 @@ pids="$pids $!"
 wait_line "$tmp/r"
 http=$(field http "$tmp/r")
 i=0; until curl -sf "http://$http/healthz" >/dev/null; do i=$((i+1)); [ $i -gt 100 ] && exit 1; sleep 0.1; done
-node "$here/cluster_sdk_probe.mjs" "http://$http" "$ci_dir"
+probe="${1:-$here/cluster_sdk_probe.mjs}"; [ $# -gt 0 ] && shift
+node "$probe" "http://$http" "$ci_dir" "$@"
