@@ -2,18 +2,23 @@
 // stdout as it is produced.
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
 #include "cli/commands.h"
 #include "cli/device_options.h"
 #include "cli/kv_options.h"
+#include "common/grammar/json_schema.h"
 #include "common/model_path.h"
 #include "common/tokenizer/streaming_detokenizer.h"
 #include "common/tokenizer/tokenizer.h"
+#include "worker/engine/grammar_constraint.h"
 #include "worker/kv/kv_memory_fit.h"
 #include "worker/model/model.h"
 #include "worker/runtime/model_executor.h"
@@ -37,6 +42,8 @@ struct RunOptions {
   int ctx = 0;
   int batch = 512;
   std::vector<std::string> stop;
+  std::string grammar_file;
+  std::string json_schema_file;
   KvCliOptions kv;
   bool no_bos = false;
   bool json = false;
@@ -106,6 +113,34 @@ int Run(const RunOptions& o) {
   std::vector<int32_t> table(blocks);
   std::iota(table.begin(), table.end(), 0);
 
+  // Constrained decoding (--grammar / --json-schema).
+  std::optional<Constraint> constraint;
+  std::optional<grammar::GrammarMatcher> matcher;
+  std::vector<float> masked;
+  if (!o.grammar_file.empty() && !o.json_schema_file.empty()) {
+    return Fail(InvalidArgumentError("give --grammar or --json-schema, not both"));
+  }
+  if (!o.grammar_file.empty() || !o.json_schema_file.empty()) {
+    const std::string& file = o.grammar_file.empty() ? o.json_schema_file : o.grammar_file;
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return Fail(NotFoundError(file + ": cannot open"));
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string gbnf = text.str();
+    if (!o.json_schema_file.empty()) {
+      auto schema = nlohmann::json::parse(gbnf, nullptr, /*allow_exceptions=*/false);
+      if (schema.is_discarded()) return Fail(InvalidArgumentError(file + ": not valid JSON"));
+      auto converted = grammar::JsonSchemaToGbnf(schema);
+      if (!converted.ok()) return Fail(converted.status().WithPrefix(file));
+      gbnf = std::move(converted).value();
+    }
+    GrammarConstraints constraints(tok);  // the constraint holds what it needs
+    auto got = constraints.Get(gbnf, {});
+    if (!got.ok()) return Fail(got.status().WithPrefix(file));
+    constraint = std::move(got).value();
+    matcher.emplace(constraint->grammar);
+  }
+
   Sampler sampler(sp, config.n_vocab);
   StopMatcher stops(sp.stop);
   StreamingDetokenizer detok(tok, {});
@@ -136,11 +171,19 @@ int Run(const RunOptions& o) {
   const auto t1 = Clock::now();
   std::string finish = "length";
   while (static_cast<int>(generated.size()) < sp.max_tokens) {
-    const int32_t next = sampler.Sample(out.Row(0), history);
+    const float* logits = out.Row(0);
+    if (matcher) {
+      if (!MaskLogits(*constraint, *matcher, logits, config.n_vocab, &masked)) {
+        return Fail(InvalidArgumentError("no token of the vocabulary continues the grammar"));
+      }
+      logits = masked.data();
+    }
+    const int32_t next = sampler.Sample(logits, history);
     if (tok.IsEndOfGeneration(next)) {
       finish = "stop";
       break;
     }
+    if (matcher) matcher->Accept(constraint->vocabulary->piece(next));
     generated.push_back(next);
     history.push_back(next);
     emit(stops.Push(detok.Feed(next)));
@@ -210,6 +253,10 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
   run->add_option("--repeat-penalty", o->repeat_penalty, "Repetition penalty (1 = off)");
   run->add_option("--seed", o->seed, "Random seed (default: random)");
   run->add_option("--stop", o->stop, "Stop string (repeatable)");
+  run->add_option("--grammar", o->grammar_file,
+                  "Constrain the output to this GBNF grammar file (llama.cpp's syntax)");
+  run->add_option("--json-schema", o->json_schema_file,
+                  "Constrain the output to JSON instances of this JSON Schema file");
   AddDeviceOptions(run, &o->devices);
   run->add_option("-c,--ctx", o->ctx, "Context size in tokens (default: the model's, up to 4096)");
   run->add_option("-b,--batch", o->batch, "Prompt tokens per forward step")

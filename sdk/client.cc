@@ -42,6 +42,8 @@ void FillOptions(const GenerateParams& p, v1::GenerationOptions* o) {
   o->set_max_tokens(p.max_tokens);
   for (const std::string& stop : p.stop) o->add_stop(stop);
   o->set_cache_salt(p.cache_salt);
+  o->set_grammar(p.grammar);
+  o->set_json_schema(p.json_schema);
 }
 
 }  // namespace

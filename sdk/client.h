@@ -50,6 +50,10 @@ struct GenerateParams {
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   std::string cache_salt;
+  // Constrained decoding: a GBNF grammar or a JSON Schema (text) the output
+  // must match; at most one.
+  std::string grammar;
+  std::string json_schema;
   std::optional<std::chrono::milliseconds> timeout;  // unset: the client's default
 };
 

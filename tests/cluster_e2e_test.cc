@@ -195,6 +195,22 @@ TEST_F(ClusterTest, SdkClientGeneratesChatsAndLists) {
   auto chat = (*client)->Chat({{"user", "Tell me about a cat."}}, p);
   ASSERT_TRUE(chat.ok()) << chat.status().ToString();
   EXPECT_GT(chat->completion_tokens, 0u);
+  // Constrained through the gRPC API: the answer is the grammar's.
+  GenerateParams constrained = p;
+  constrained.grammar = R"(root ::= "The cat is " ("big" | "small") ".")";
+  auto cat = (*client)->Chat({{"user", "Tell me about a cat."}}, constrained);
+  ASSERT_TRUE(cat.ok()) << cat.status().ToString();
+  EXPECT_THAT(cat->text, ::testing::AnyOf("The cat is big.", "The cat is small."));
+  EXPECT_EQ(cat->finish_reason, "stop");
+  constrained.grammar.clear();
+  constrained.json_schema = R"({"type": "integer", "minimum": 1, "maximum": 3})";
+  auto number = (*client)->Generate("Count:", constrained);
+  ASSERT_TRUE(number.ok()) << number.status().ToString();
+  EXPECT_THAT(number->text, ::testing::AnyOf("1", "2", "3"));
+  constrained.json_schema = R"({"type": "object", "not": {}})";
+  auto refused = (*client)->Generate("Count:", constrained);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(), "JSON schema at #: keyword \"not\" is not supported");
   auto models = (*client)->ListModels();
   ASSERT_TRUE(models.ok());
   ASSERT_EQ(models->size(), 1u);

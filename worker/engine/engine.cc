@@ -301,18 +301,8 @@ void Engine::SampleAndStream(Request* r, const float* logits) {
   if (r->matcher) {
     // Only the tokens the grammar allows from here (the end only where it
     // accepts); the mask comes from the grammar's shared cache.
-    const Constraint& c = *r->spec.constraint;
-    const std::shared_ptr<const grammar::TokenMask> mask =
-        c.masks->Get(*c.grammar, *c.vocabulary, r->matcher->stacks());
-    masked_logits_.assign(logits, logits + model_.n_vocab);
-    bool any = false;
-    for (int32_t id = 0; id < model_.n_vocab; ++id) {
-      if (id < c.vocabulary->size() && grammar::MaskAllows(*mask, id)) {
-        any = true;
-      } else {
-        masked_logits_[id] = -std::numeric_limits<float>::infinity();
-      }
-    }
+    const bool any =
+        MaskLogits(*r->spec.constraint, *r->matcher, logits, model_.n_vocab, &masked_logits_);
     if (!any) {  // the vocabulary cannot continue the grammar
       Finish(r, FinishReason::kError, RequestOutput(),
              InvalidArgumentError("no token of the vocabulary continues the grammar here (after " +

@@ -1,8 +1,25 @@
 #include "worker/engine/grammar_constraint.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace kvmesh {
+
+bool MaskLogits(const Constraint& c, const grammar::GrammarMatcher& matcher, const float* logits,
+                int32_t n_vocab, std::vector<float>* out) {
+  const std::shared_ptr<const grammar::TokenMask> mask =
+      c.masks->Get(*c.grammar, *c.vocabulary, matcher.stacks());
+  out->assign(logits, logits + n_vocab);
+  bool any = false;
+  for (int32_t id = 0; id < n_vocab; ++id) {
+    if (id < c.vocabulary->size() && grammar::MaskAllows(*mask, id)) {
+      any = true;
+    } else {
+      (*out)[id] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  return any;
+}
 
 std::shared_ptr<const grammar::TokenVocabulary> GrammarConstraints::Vocabulary(
     const std::vector<int32_t>& shown) {

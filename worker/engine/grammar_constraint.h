@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/grammar/grammar.h"
+#include "common/grammar/grammar_matcher.h"
 #include "common/grammar/token_mask.h"
 #include "common/status.h"
 #include "common/tokenizer/tokenizer.h"
@@ -28,6 +29,12 @@ struct Constraint {
   std::shared_ptr<const grammar::TokenVocabulary> vocabulary;
   std::shared_ptr<grammar::MaskCache> masks;
 };
+
+// Copies `logits` (n_vocab of them) into `out` with every token the
+// matcher's state does not allow set to -infinity (the mask comes from the
+// constraint's cache). False when no token is allowed.
+bool MaskLogits(const Constraint& constraint, const grammar::GrammarMatcher& matcher,
+                const float* logits, int32_t n_vocab, std::vector<float>* out);
 
 class GrammarConstraints {
  public:
