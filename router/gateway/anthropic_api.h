@@ -8,11 +8,12 @@
 // message, prefixed "Error: " when is_error); system (a string or text
 // blocks, volatile blocks dropped: AnthropicParseOptions); tools (custom
 // tools with an input_schema; server tools without one are offered by name);
-// tool_choice auto or none; stop_sequences; temperature (0..1); top_p; top_k;
-// stream; thinking, metadata, context_management, output_config and
-// service_tier (accepted when well-formed, ignored). tool_choice any and
-// tool need constrained decoding and get 400, as do image and document
-// blocks: ignoring them would change the answer.
+// tool_choice auto, none, any or tool (any and tool force a call by
+// constrained decoding); cache_control on blocks and tools (retention);
+// stop_sequences; temperature (0..1); top_p; top_k; stream; thinking,
+// metadata, context_management, output_config and service_tier (accepted
+// when well-formed, ignored). Image and document blocks get 400: ignoring
+// them would change the answer.
 //
 // The answer's content is the router's split of the model's output: a
 // thinking block (its <think> text; signature ""), a text block (present

@@ -9,16 +9,19 @@
 //   either) | messages (role system/developer/user/assistant/tool; content a
 //   string, null, or an array of {"type":"text"} parts, joined with "\n";
 //   assistant tool_calls and reasoning_content; tool tool_call_id and name);
-//   tools (type "function") and tool_choice none/auto; parallel_tool_calls
+//   tools (type "function") and tool_choice none/auto/required/named (a
+//   forced call: ChatRequest.tool_choice); response_format text,
+//   json_object or json_schema, and the extensions grammar (GBNF) and
+//   json_schema (constrained decoding); parallel_tool_calls
 //   (accepted, ignored: a model calls as many tools as it writes); max_tokens (chat:
 //   max_completion_tokens wins); temperature; top_p; top_k, min_p,
 //   repetition_penalty (extensions); seed; stop (string or array);
 //   presence_penalty; frequency_penalty; stream; stream_options.include_usage;
 //   n (1 only); user; cache_salt and ignore_eos (extensions).
 // Features that would change the answer if ignored are rejected with 400:
-// n > 1, best_of > 1, echo, suffix, logprobs, logit_bias, tool_choice
-// "required" or a named function (they need constrained decoding), tools on
-// /v1/completions, and a response_format other than text.
+// n > 1, best_of > 1, echo, suffix, logprobs, logit_bias, tools on
+// /v1/completions, and a schema or grammar outside the supported subset
+// (the message names the keyword).
 //
 // A chat answer carries the router's split of the model's output: content
 // (null when the model only called tools), reasoning_content (the text it
