@@ -215,3 +215,54 @@ TEST(AssistantOutputTest, MistralFormats) {
 
 }  // namespace
 }  // namespace kvmesh::router
+
+#include "common/grammar/grammar_matcher.h"
+#include "router/chat/tool_call_grammar.h"
+
+namespace kvmesh::router {
+namespace {
+
+// A forced call's grammar matches the model's own format, and what it
+// matches the parser reads back as that call.
+TEST(ToolCallGrammarTest, EachFormatRoundTripsThroughTheParser) {
+  const auto tools = WeatherTools();
+  struct Case {
+    ToolCallFormat format;
+    std::string text;
+  };
+  const Case cases[] = {
+      {ToolCallFormat::kHermesJson,
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Oslo\",\"days\":2}}\n"
+       "</tool_call>"},
+      {ToolCallFormat::kNone,  // no format of its own: the hermes form
+       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Oslo\",\"days\":2}}\n"
+       "</tool_call>"},
+      {ToolCallFormat::kLlama3Json,
+       "{\"name\": \"get_weather\", \"parameters\": {\"city\":\"Oslo\",\"days\":2}}"},
+      {ToolCallFormat::kMistral, "[TOOL_CALLS]get_weather[ARGS]{\"city\":\"Oslo\",\"days\":2}"},
+  };
+  for (const Case& c : cases) {
+    auto gbnf = ToolCallGrammar(c.format, tools, "get_weather");
+    ASSERT_TRUE(gbnf.ok()) << gbnf.status().ToString();
+    auto g = grammar::Grammar::ParseGbnf(*gbnf);
+    ASSERT_TRUE(g.ok());
+    EXPECT_TRUE(grammar::GrammarMatcher::Matches(*g, c.text)) << c.text;
+    AssistantOutputParser::Options options = OptionsFor(ForcedCallFormat(c.format));
+    AssistantDelta got = ParseWhole(options, c.text);
+    ASSERT_EQ(got.tool_calls.size(), 1u) << c.text;
+    EXPECT_EQ(got.tool_calls[0].arguments_json, R"({"city":"Oslo","days":2})");
+  }
+  // The other tool is not allowed when one is named; either with required.
+  auto only = grammar::Grammar::ParseGbnf(
+      *ToolCallGrammar(ToolCallFormat::kLlama3Json, tools, "get_weather"));
+  EXPECT_FALSE(
+      grammar::GrammarMatcher::Matches(*only, R"({"name": "list_files", "parameters": {}})"));
+  auto any = grammar::Grammar::ParseGbnf(*ToolCallGrammar(ToolCallFormat::kLlama3Json, tools, ""));
+  EXPECT_TRUE(
+      grammar::GrammarMatcher::Matches(*any, R"({"name": "list_files", "parameters": {}})"));
+  EXPECT_EQ(ToolCallGrammar(ToolCallFormat::kHermesJson, tools, "rm").status().message(),
+            "tool_choice names the tool \"rm\", which is not among the offered tools");
+}
+
+}  // namespace
+}  // namespace kvmesh::router
