@@ -3,7 +3,8 @@
 # model) on free loopback ports and runs cluster_sdk_probe.mjs against it.
 # Prints SKIP and passes when node or the pinned npm packages are missing.
 # Usage: cluster_sdk_probe.sh WORKER_BINARY ROUTER_BINARY CI_DIR [PROBE.mjs [ARGS…]]
-# (default probe: cluster_sdk_probe.mjs).
+# (default probe: cluster_sdk_probe.mjs). With PROBE_SYNTH="KVMESH_BINARY
+# SHAPE" the workers serve a `kvmesh synth --shape SHAPE` model instead.
 set -eu
 worker="$1"; router="$2"; ci_dir="$3"; shift 3
 case "$0" in */*) here="${0%/*}" ;; *) here=. ;; esac
@@ -21,8 +22,15 @@ cleanup() { for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp
 trap cleanup EXIT INT TERM
 wait_line() { i=0; while ! grep -q listening "$1" 2>/dev/null; do i=$((i+1)); [ $i -gt 300 ] && { cat "$1" "$1.err" >&2; exit 1; }; sleep 0.1; done; }
 field() { grep -o "$1=[^ ]*" "$2" | head -1 | cut -d= -f2; }
+model_args=""
+if [ -n "${PROBE_SYNTH:-}" ]; then
+  synth_bin="${PROBE_SYNTH% *}"; synth_shape="${PROBE_SYNTH#* }"
+  "$synth_bin" synth --shape "$synth_shape" --type q8_0 -o "$tmp/model.gguf" >/dev/null
+  model_args="--model $tmp/model.gguf"
+fi
 for i in 0 1; do
-  "$worker" --grpc-port 0 --http-port 0 --threads 1 --log-level warning >"$tmp/w$i" 2>"$tmp/w$i.err" &
+  # shellcheck disable=SC2086
+  "$worker" $model_args --grpc-port 0 --http-port 0 --threads 1 --log-level warning >"$tmp/w$i" 2>"$tmp/w$i.err" &
   pids="$pids $!"
 done
 wait_line "$tmp/w0"; wait_line "$tmp/w1"

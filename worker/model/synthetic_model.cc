@@ -296,6 +296,14 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     shape.default_chat_template = "chat-templates/templates/Qwen-Qwen3-0.6B.jinja";
     return shape;
   }
+  if (name == "tiny-llama3") {
+    // Llama 3's 128k vocabulary on a tiny body: for checks that need a real
+    // large vocabulary (token masks) and run in seconds.
+    SyntheticShape shape{"tiny-llama3", 4,         256,   4,    2,
+                         768,           500000.0f, false, 8192, "vocab/ggml-vocab-llama-bpe.gguf"};
+    shape.mean_answer_tokens = 24;
+    return shape;
+  }
   if (name == "tinyllama-1.1b") {
     return SyntheticShape{"tinyllama-1.1b",
                           22,
@@ -312,7 +320,7 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
 }
 
 std::vector<std::string> SyntheticShapeNames() {
-  return {"llama-1b", "llama-8b", "tinyllama-1.1b", "tiny-qwen3"};
+  return {"llama-1b", "llama-8b", "tinyllama-1.1b", "tiny-qwen3", "tiny-llama3"};
 }
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {

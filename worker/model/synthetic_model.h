@@ -59,7 +59,9 @@ struct SyntheticShape {
 // (TinyLlama 1.1B) and "tiny-qwen3" (a 4-layer Qwen3 of width 256, head size
 // 64, with the Qwen2 vocabulary, a 65536-token context, Qwen3's chat
 // template, an untied head and answers of about 24 tokens: a file for
-// testing agent clients); nullopt for other names.
+// testing agent clients), and "tiny-llama3" (the same body with Llama 3's
+// 128k vocabulary and no chat template: checks that need a large real
+// vocabulary); nullopt for other names.
 std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
 std::vector<std::string> SyntheticShapeNames();
 

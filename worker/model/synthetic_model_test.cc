@@ -43,7 +43,7 @@ TEST(SyntheticShapeTest, NamedShapesAreTheRealModels) {
   EXPECT_FALSE(tiny->tied_embeddings);
   EXPECT_EQ(tiny->default_vocab, "vocab/ggml-vocab-llama-spm.gguf");
   EXPECT_FALSE(FindSyntheticShape("llama-7b").has_value());
-  EXPECT_EQ(SyntheticShapeNames().back(), "tiny-qwen3");
+  EXPECT_EQ(SyntheticShapeNames().back(), "tiny-llama3");
   EXPECT_EQ(ParseSyntheticMix("q4_k_m"), SyntheticMix::kQ4_K_M);
   EXPECT_EQ(ParseSyntheticMix("q4_k"), std::nullopt);
 }
