@@ -57,10 +57,11 @@ RunResult RunStreams(Engine& engine, const Tokenizer& tok, int streams, int toke
     r.id = "r" + std::to_string(run) + "-" + std::to_string(s) + (constraint ? "c" : "u");
     r.prompt =
         tok.Encode("Write a list of pets as JSON. Pet " + std::to_string(s) + ":", true, false);
+    // llama.cpp's defaults, set the same on its side.
     r.sampling.temperature = 1.0f;
-    r.sampling.top_k = 0;
-    r.sampling.top_p = 1.0f;
-    r.sampling.min_p = 0.0f;
+    r.sampling.top_k = 40;
+    r.sampling.top_p = 0.95f;
+    r.sampling.min_p = 0.05f;
     r.sampling.seed = static_cast<uint64_t>(100 * run + s);
     r.sampling.max_tokens = tokens;
     r.sampling.ignore_eos = !constraint.has_value();

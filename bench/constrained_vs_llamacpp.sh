@@ -7,7 +7,8 @@
 #
 #   bench/constrained_vs_llamacpp.sh MODEL.gguf LLAMA_BUILD_DIR [RUNS=3] [TOKENS=48]
 #
-# llama.cpp: llama-completion -t 2 --temp 1 --seed S [-j SCHEMA]; its per-token
+# llama.cpp: llama-completion -t 2 --temp 1 --top-k 40 --top-p 0.95 --min-p 0.05
+# --seed S [-j SCHEMA] (kvmesh samples with the same settings); its per-token
 # time is (eval time + sampling time) / generated tokens, from its own report.
 set -euo pipefail
 model="$1"; llama="$2"; runs="${3:-3}"; tokens="${4:-48}"
@@ -18,7 +19,8 @@ prompt="Write a list of pets as JSON. Pet 0:"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 llama_ms_per_token() {  # $1: seed, $2…: extra args; prints ms per generated token
-  "$llama/bin/llama-completion" -m "$model" -p "$prompt" -n "$tokens" -t 2 --temp 1 --seed "$1" \
+  "$llama/bin/llama-completion" -m "$model" -p "$prompt" -n "$tokens" -t 2 --temp 1 --top-k 40 \
+    --top-p 0.95 --min-p 0.05 --seed "$1" \
     -no-cnv --no-warmup "${@:2}" >"$tmp/out" 2>"$tmp/err" </dev/null || { cat "$tmp/err" >&2; exit 1; }
   awk '/sampling time =/ {match($0, /= *[0-9.]+/); s = substr($0, RSTART + 1, RLENGTH - 1) + 0}
        / eval time =/ && !/prompt eval/ {

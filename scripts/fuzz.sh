@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF reader (and the model/tokenizer metadata readers behind it)
-# and the Jinja chat-template engine with libFuzzer under ASan+UBSan, each
-# for a bounded time.
-#   ./scripts/fuzz.sh [SECONDS] [JINJA_SECONDS]    (defaults 60 and 30)
+# Fuzzes the GGUF reader (and the model/tokenizer metadata readers behind it),
+# the Jinja chat-template engine and the grammar front ends (GBNF, regex, JSON
+# Schema) with libFuzzer under ASan+UBSan, each for a bounded time.
+#   ./scripts/fuzz.sh [SECONDS] [JINJA_SECONDS] [GRAMMAR_SECONDS]   (60, 30, 20)
 # Seeds: small generated files plus the real models in ../shared/models; the
 # real chat templates in ../shared/chat-templates.
 # Exits non-zero if the fuzzer finds a crash, leak or sanitizer report.
@@ -10,13 +10,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_TO_RUN=${1:-60}
 JINJA_SECONDS=${2:-30}
+GRAMMAR_SECONDS=${3:-20}
 BUILD=build/fuzz
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DKVMESH_BUILD_FUZZERS=ON -DKVMESH_SANITIZE=ON -DKVMESH_BUILD_TESTS=OFF -DKVMESH_CUDA=OFF >/dev/null
 fi
-cmake --build "$BUILD" --target gguf_fuzz gguf_seed_writer jinja_fuzz --parallel "$(nproc)"
+cmake --build "$BUILD" --target gguf_fuzz gguf_seed_writer jinja_fuzz grammar_fuzz --parallel "$(nproc)"
 
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
@@ -61,3 +62,22 @@ if [ "$rc" -ne 0 ]; then
   exit 1
 fi
 echo "fuzz: jinja: no crashes, leaks or sanitizer reports in ${JINJA_SECONDS}s"
+
+# The grammar front ends, seeded with GBNF, regexes and schemas.
+grammar_corpus=$(mktemp -d)
+trap 'rm -rf "$corpus" "$jinja_corpus" "$grammar_corpus"' EXIT
+printf 'root ::= "[" (item ("," item)*)? "]"\nitem ::= [a-z]+ | [0-9]{1,3}\n' >"$grammar_corpus/list.gbnf"
+printf '^[A-Z]{2}-\\d+(\\.[0-9]*)?$' >"$grammar_corpus/regex"
+cp bench/constrained_schema.json "$grammar_corpus/schema.json"
+printf '{"anyOf": [{"type": "string", "format": "date"}, {"$ref": "#/$defs/n"}], "$defs": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}}' >"$grammar_corpus/anyof.json"
+log="$BUILD/grammar_fuzz.log"
+rc=0
+"$BUILD/fuzz/grammar_fuzz" -max_total_time="$GRAMMAR_SECONDS" -max_len=4096 -rss_limit_mb=4096 \
+  -timeout=20 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/grammar-" "$grammar_corpus" >"$log" 2>&1 || rc=$?
+grep -E "^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY)|ERROR|runtime error" "$log" || true
+if [ "$rc" -ne 0 ]; then
+  echo "fuzz: grammar FAILED (exit $rc); full log in $log, reproducer in $BUILD/artifacts/" >&2
+  tail -n 60 "$log" >&2
+  exit 1
+fi
+echo "fuzz: grammar front ends: no crashes, leaks or sanitizer reports in ${GRAMMAR_SECONDS}s"

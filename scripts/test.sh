@@ -24,7 +24,7 @@ stamp "running tests"
 ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc)" --timeout 900
 
 if [ -z "${SKIP_FUZZ:-}" ]; then
-  stamp "fuzzing the GGUF reader (${FUZZ_SECONDS:-60}s) and the Jinja engine (${JINJA_FUZZ_SECONDS:-30}s), ASan+UBSan"
-  ./scripts/fuzz.sh "${FUZZ_SECONDS:-60}" "${JINJA_FUZZ_SECONDS:-30}"
+  stamp "fuzzing the GGUF reader (${FUZZ_SECONDS:-60}s), the Jinja engine (${JINJA_FUZZ_SECONDS:-30}s) and the grammar front ends (${GRAMMAR_FUZZ_SECONDS:-20}s), ASan+UBSan"
+  ./scripts/fuzz.sh "${FUZZ_SECONDS:-60}" "${JINJA_FUZZ_SECONDS:-30}" "${GRAMMAR_FUZZ_SECONDS:-20}"
 fi
 stamp "all tests passed"

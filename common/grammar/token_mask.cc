@@ -1,6 +1,7 @@
 #include "common/grammar/token_mask.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <numeric>
 
@@ -51,43 +52,7 @@ void TokenVocabulary::Build(int32_t node, std::span<const int32_t> sorted, size_
 
 namespace {
 
-void Walk(const Grammar& grammar, const TokenVocabulary& vocab, int32_t node, const Stacks& stacks,
-          std::vector<Stacks>& scratch, size_t depth, TokenMask& mask) {
-  const TokenVocabulary::Node& n = vocab.nodes()[node];
-  if (scratch.size() <= depth) scratch.resize(depth + 1);
-  for (int32_t c = n.first_child; c < n.first_child + n.num_children; ++c) {
-    const TokenVocabulary::Node& child = vocab.nodes()[c];
-    Stacks& next = scratch[depth];
-    GrammarMatcher::Advance(grammar, stacks, child.byte, &next);
-    if (next.empty()) continue;  // no token below starts this way
-    for (int32_t t = child.first_token; t < child.first_token + child.num_tokens; ++t) {
-      const int32_t id = vocab.token_ids()[t];
-      mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
-    }
-    if (child.num_children > 0) {
-      // The level below reuses scratch[depth + 1]; keep ours intact.
-      Stacks mine = std::move(next);
-      Walk(grammar, vocab, c, mine, scratch, depth + 1, mask);
-      scratch[depth] = std::move(mine);
-    }
-  }
-}
-
-}  // namespace
-
-TokenMask ComputeMask(const Grammar& grammar, const TokenVocabulary& vocab, const Stacks& stacks) {
-  TokenMask mask((static_cast<size_t>(vocab.size()) + 63) / 64, 0);
-  std::vector<Stacks> scratch;
-  Walk(grammar, vocab, 0, stacks, scratch, 0, mask);
-  if (GrammarMatcher::Accepting(stacks)) {
-    for (int32_t id : vocab.end_tokens()) {
-      if (id >= 0 && id < vocab.size()) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
-    }
-  }
-  return mask;
-}
-
-std::string MaskCache::Key(const Stacks& stacks) {
+std::string StacksKey(const Stacks& stacks) {
   std::string key;
   for (const Stack& s : stacks) {
     const uint32_t n = static_cast<uint32_t>(s.size());
@@ -96,6 +61,77 @@ std::string MaskCache::Key(const Stacks& stacks) {
   }
   return key;
 }
+
+// The grammar states met while walking the trie from one state, each
+// advanced at most once per byte: sibling trie nodes (every ASCII letter
+// inside a JSON string, say) lead to the same state, so the walk costs a
+// table lookup per node instead of an Advance.
+class StateTable {
+ public:
+  StateTable(const Grammar& grammar, Stacks start) : grammar_(grammar) { Intern(std::move(start)); }
+
+  // The state after `byte` from `state`, or -1 when the grammar refuses it.
+  int32_t Next(int32_t state, uint8_t byte) {
+    int32_t& next = transitions_[state][byte];
+    if (next != kUnknown) return next;
+    Stacks to;
+    GrammarMatcher::Advance(grammar_, states_[state], byte, &to);
+    const int32_t result = to.empty() ? -1 : Intern(std::move(to));
+    transitions_[state][byte] = result;  // Intern may have grown the table
+    return result;
+  }
+
+ private:
+  static constexpr int32_t kUnknown = -2;
+
+  int32_t Intern(Stacks stacks) {
+    std::string key = StacksKey(stacks);
+    auto [it, added] = ids_.emplace(std::move(key), static_cast<int32_t>(states_.size()));
+    if (added) {
+      states_.push_back(std::move(stacks));
+      transitions_.emplace_back();
+      transitions_.back().fill(kUnknown);
+    }
+    return it->second;
+  }
+
+  const Grammar& grammar_;
+  std::vector<Stacks> states_;
+  std::vector<std::array<int32_t, 256>> transitions_;
+  std::unordered_map<std::string, int32_t> ids_;
+};
+
+void Walk(const TokenVocabulary& vocab, int32_t node, int32_t state, StateTable& table,
+          TokenMask& mask) {
+  const TokenVocabulary::Node& n = vocab.nodes()[node];
+  for (int32_t c = n.first_child; c < n.first_child + n.num_children; ++c) {
+    const TokenVocabulary::Node& child = vocab.nodes()[c];
+    const int32_t next = table.Next(state, child.byte);
+    if (next < 0) continue;  // no token below starts this way
+    for (int32_t t = child.first_token; t < child.first_token + child.num_tokens; ++t) {
+      const int32_t id = vocab.token_ids()[t];
+      mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+    }
+    if (child.num_children > 0) Walk(vocab, c, next, table, mask);
+  }
+}
+
+}  // namespace
+
+TokenMask ComputeMask(const Grammar& grammar, const TokenVocabulary& vocab, const Stacks& stacks) {
+  TokenMask mask((static_cast<size_t>(vocab.size()) + 63) / 64, 0);
+  StateTable table(grammar, stacks);
+  Walk(vocab, 0, 0, table, mask);
+  if (GrammarMatcher::Accepting(stacks)) {
+    for (int32_t id : vocab.end_tokens()) {
+      if (id >= 0 && id < vocab.size())
+        mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+    }
+  }
+  return mask;
+}
+
+std::string MaskCache::Key(const Stacks& stacks) { return StacksKey(stacks); }
 
 std::shared_ptr<const TokenMask> MaskCache::Get(const Grammar& grammar,
                                                 const TokenVocabulary& vocab,
