@@ -41,7 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto regex = kvmesh::grammar::RegexToGbnf(input); regex.ok()) MustParse(*regex, "regex");
   const auto schema = nlohmann::json::parse(input, nullptr, /*allow_exceptions=*/false);
   if (!schema.is_discarded()) {
-    if (auto gbnf = kvmesh::grammar::JsonSchemaToGbnf(schema); gbnf.ok()) MustParse(*gbnf, "schema");
+    if (auto gbnf = kvmesh::grammar::JsonSchemaToGbnf(schema); gbnf.ok())
+      MustParse(*gbnf, "schema");
   }
   return 0;
 }

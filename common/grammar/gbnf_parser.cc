@@ -125,8 +125,8 @@ class Parser {
       } else if (IsWordChar(c)) {
         const std::string_view name = Name();
         SkipSpace(false);
-        if (text_.substr(pos_, 3) == "::=") return Error("missing newline before rule " +
-                                                         std::string(name));
+        if (text_.substr(pos_, 3) == "::=")
+          return Error("missing newline before rule " + std::string(name));
         item.push_back({Element::Type::kRule, builder_.Rule(name)});
       } else {
         return Error(std::string("unexpected character '") + c + "'");
@@ -231,7 +231,7 @@ class Parser {
       for (int i = 0; i < digits; ++i) {
         if (AtEnd()) return Error("short hex escape");
         const char h = text_[pos_++];
-        int d = h >= '0' && h <= '9' ? h - '0'
+        int d = h >= '0' && h <= '9'   ? h - '0'
                 : h >= 'a' && h <= 'f' ? h - 'a' + 10
                 : h >= 'A' && h <= 'F' ? h - 'A' + 10
                                        : -1;
@@ -361,7 +361,8 @@ class Parser {
     }
     if (longer.empty() && ascii.any()) return {Element::Type::kBytes, builder_.ByteSetId(ascii)};
     const int32_t r = builder_.NewRule(base);
-    if (ascii.any()) builder_.AddAlternative(r, {{Element::Type::kBytes, builder_.ByteSetId(ascii)}});
+    if (ascii.any())
+      builder_.AddAlternative(r, {{Element::Type::kBytes, builder_.ByteSetId(ascii)}});
     for (Sequence& s : longer) builder_.AddAlternative(r, std::move(s));
     return {Element::Type::kRule, r};
   }

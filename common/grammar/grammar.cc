@@ -95,9 +95,11 @@ StatusOr<Grammar> Grammar::Builder::Build(std::string_view root) && {
   };
   for (int32_t r = 0; r < n; ++r) {
     if (color[r] == 0 && visit(r)) {
-      return InvalidArgumentError("grammar: rule \"" + cycle +
-                                  "\" is left-recursive (it can start with itself); rewrite it "
-                                  "with repetition, e.g. x ::= y (\",\" y)*");
+      return InvalidArgumentError(
+          "grammar: rule \"" + cycle +
+          "\" is left-recursive (it can start with itself, directly or by repeating something "
+          "that can match nothing, as in (\"a\"?)*); rewrite it with repetition of something "
+          "that is never empty, e.g. x ::= y (\",\" y)*");
     }
   }
   Grammar g;

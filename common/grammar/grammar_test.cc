@@ -1,6 +1,7 @@
+#include "common/grammar/grammar.h"
+
 #include <gtest/gtest.h>
 
-#include "common/grammar/grammar.h"
 #include "common/grammar/grammar_matcher.h"
 #include "common/grammar/token_mask.h"
 
@@ -48,7 +49,8 @@ item ::= "\"" [a-z]+ "\"" | "\x41" | "\u00e9")");
 // broken sequence.
 TEST(GrammarTest, CharacterClassesAreUnicode) {
   const Grammar g = Parse(R"(root ::= [^"\\]* | "x" . "x")");
-  for (const char* ok : {"", "abc", "h\xC3\xA9llo", "\xE2\x82\xAC", "\xF0\x9F\xA6\x99", "x\xF0\x9F\xA6\x99x"}) {
+  for (const char* ok :
+       {"", "abc", "h\xC3\xA9llo", "\xE2\x82\xAC", "\xF0\x9F\xA6\x99", "x\xF0\x9F\xA6\x99x"}) {
     EXPECT_TRUE(GrammarMatcher::Matches(g, ok)) << ok;
   }
   for (const char* bad : {"a\"", "\\", "\xC3", "\xED\xA0\x80", "\xFF", "x\xC3x"}) {
@@ -63,12 +65,14 @@ TEST(GrammarTest, ErrorsNameWhatIsWrongAndWhere) {
   EXPECT_EQ(ParseError("root ::= foo"), "grammar: rule \"foo\" is used but not defined");
   EXPECT_EQ(ParseError("start ::= \"a\""), "grammar: no \"root\" rule to start from");
   EXPECT_EQ(ParseError("root ::= \"a"), "grammar: line 1, column 12: unterminated string literal");
-  EXPECT_EQ(ParseError("root ::= [b-a]"), "grammar: line 1, column 14: character range is backwards");
+  EXPECT_EQ(ParseError("root ::= [b-a]"),
+            "grammar: line 1, column 14: character range is backwards");
   EXPECT_EQ(ParseError("root ::= (\"a\""), "grammar: line 1, column 14: expected )");
   EXPECT_EQ(ParseError("root ::= \"a\"{3,1}"), "grammar: line 1, column 17: bad repetition bound");
   EXPECT_EQ(ParseError("root ::= x\nx ::= x \"a\" | \"b\""),
-            "grammar: rule \"x\" is left-recursive (it can start with itself); rewrite it with "
-            "repetition, e.g. x ::= y (\",\" y)*");
+            "grammar: rule \"x\" is left-recursive (it can start with itself, directly or by "
+            "repeating something that can match nothing, as in (\"a\"?)*); rewrite it with "
+            "repetition of something that is never empty, e.g. x ::= y (\",\" y)*");
   EXPECT_EQ(ParseError("root ::= \"a\"\nroot ::= \"b\""),
             "grammar: line 2, column 9: rule \"root\" is defined twice");
 }

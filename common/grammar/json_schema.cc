@@ -33,9 +33,9 @@ json-array ::= "[" ws (json-value (ws "," ws json-value)*)? ws "]"
 )";
 
 const std::set<std::string> kAnnotations = {
-    "title",    "description", "default",    "examples",   "$schema",         "$id",
-    "$comment", "readOnly",    "writeOnly",  "deprecated", "strict",          "nullable",
-    "$defs", "definitions", "additionalProperties"};
+    "title",  "description", "default",  "examples",    "$schema",
+    "$id",    "$comment",    "readOnly", "writeOnly",   "deprecated",
+    "strict", "nullable",    "$defs",    "definitions", "additionalProperties"};
 
 class Converter {
  public:
@@ -67,17 +67,36 @@ class Converter {
       return Unsupported(path, "the schema false accepts nothing");
     }
     if (!schema.is_object()) return Unsupported(path, "a schema must be an object or a boolean");
-    static const std::set<std::string> kKnown = {
-        "type",      "properties", "required",    "enum",      "const",     "items",
-        "prefixItems", "minItems", "maxItems",    "anyOf",     "oneOf",     "allOf",
-        "$ref",      "minLength",  "maxLength",   "pattern",   "format",    "minimum",
-        "maximum",   "exclusiveMinimum", "exclusiveMaximum", "uniqueItems", "additionalItems"};
+    static const std::set<std::string> kKnown = {"type",
+                                                 "properties",
+                                                 "required",
+                                                 "enum",
+                                                 "const",
+                                                 "items",
+                                                 "prefixItems",
+                                                 "minItems",
+                                                 "maxItems",
+                                                 "anyOf",
+                                                 "oneOf",
+                                                 "allOf",
+                                                 "$ref",
+                                                 "minLength",
+                                                 "maxLength",
+                                                 "pattern",
+                                                 "format",
+                                                 "minimum",
+                                                 "maximum",
+                                                 "exclusiveMinimum",
+                                                 "exclusiveMaximum",
+                                                 "uniqueItems",
+                                                 "additionalItems"};
     for (const auto& [key, value] : schema.items()) {
       if (kKnown.count(key) == 0 && kAnnotations.count(key) == 0) {
         return Unsupported(path, "keyword \"" + key + "\" is not supported");
       }
     }
-    if (auto u = schema.find("uniqueItems"); u != schema.end() && u->is_boolean() && u->get<bool>()) {
+    if (auto u = schema.find("uniqueItems");
+        u != schema.end() && u->is_boolean() && u->get<bool>()) {
       return Unsupported(path, "keyword \"uniqueItems\" true is not supported");
     }
     if (auto ref = schema.find("$ref"); ref != schema.end()) {
@@ -92,7 +111,8 @@ class Converter {
     }
     if (auto c = schema.find("const"); c != schema.end()) return GbnfLiteral(c->dump());
     if (auto e = schema.find("enum"); e != schema.end()) {
-      if (!e->is_array() || e->empty()) return Unsupported(path + "/enum", "must be a non-empty array");
+      if (!e->is_array() || e->empty())
+        return Unsupported(path + "/enum", "must be a non-empty array");
       std::string out = "(";
       for (size_t i = 0; i < e->size(); ++i) out += (i ? " | " : "") + GbnfLiteral((*e)[i].dump());
       return out + ")";
@@ -120,9 +140,8 @@ class Converter {
             for (const auto& [k, v] : base.items()) {
               if (kAnnotations.count(k) && k != "additionalProperties") continue;
               if (merged.contains(k) && merged[k] != v) {
-                return Unsupported(alt_path, "keyword \"" + k +
-                                                 "\" is set both here and beside " + key +
-                                                 ", which is not supported");
+                return Unsupported(alt_path, "keyword \"" + k + "\" is set both here and beside " +
+                                                 key + ", which is not supported");
               }
               merged[k] = v;
             }
@@ -158,8 +177,9 @@ class Converter {
                      merged[k].is_object()) {
             for (const auto& [name, sub] : v.items()) {
               if (merged[k].contains(name) && merged[k][name] != sub) {
-                return Unsupported(part_path, "property \"" + name +
-                                                  "\" is given two schemas, which is not supported");
+                return Unsupported(
+                    part_path,
+                    "property \"" + name + "\" is given two schemas, which is not supported");
               }
               merged[k][name] = sub;
             }
@@ -277,8 +297,8 @@ class Converter {
     if (type == "number") {
       for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
         if (schema.contains(key)) {
-          return Unsupported(path, std::string("keyword \"") + key +
-                                       "\" is supported for integers only");
+          return Unsupported(path,
+                             std::string("keyword \"") + key + "\" is supported for integers only");
         }
       }
       return std::string("json-number");
@@ -319,10 +339,14 @@ class Converter {
     if (auto f = schema.find("format"); f != schema.end()) {
       const std::string format = f->is_string() ? f->get<std::string>() : "";
       static const std::map<std::string, std::string> kFormats = {
-          {"date", R"([0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]))"},
-          {"time", R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))"},
-          {"uuid", R"([0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12})"},
-          {"ipv4", R"(("25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9]) ("." ("25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9])){3})"},
+          {"date",
+           R"([0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]))"},
+          {"time",
+           R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9]))"},
+          {"uuid",
+           R"([0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12})"},
+          {"ipv4",
+           R"(("25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9]) ("." ("25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9])){3})"},
       };
       std::string body;
       if (format == "date-time") {
@@ -337,7 +361,8 @@ class Converter {
       return NewRule("\"\\\"\" " + body + " \"\\\"\"");
     }
     if (min == 0 && max < 0) return std::string("json-string");
-    std::string count = "{" + std::to_string(min) + "," + (max >= 0 ? std::to_string(max) : "") + "}";
+    std::string count =
+        "{" + std::to_string(min) + "," + (max >= 0 ? std::to_string(max) : "") + "}";
     return NewRule("\"\\\"\" json-char" + count + " \"\\\"\"");
   }
 
@@ -365,11 +390,13 @@ class Converter {
       if (*hi < *lo) return Unsupported(path, "the integer range is empty");
       if (*hi - *lo <= 1000) {
         std::string out = "(";
-        for (int64_t v = *lo; v <= *hi; ++v) out += (v > *lo ? " | \"" : "\"") + std::to_string(v) + "\"";
+        for (int64_t v = *lo; v <= *hi; ++v)
+          out += (v > *lo ? " | \"" : "\"") + std::to_string(v) + "\"";
         return out + ")";
       }
     }
-    if (hi) return Unsupported(path, "a maximum is supported only with a minimum at most 1000 below it");
+    if (hi)
+      return Unsupported(path, "a maximum is supported only with a minimum at most 1000 below it");
     if (!lo) return std::string("json-int");
     if (*lo == 0) return NewRule(R"("0" | [1-9] [0-9]{0,15})");
     if (*lo == 1) return NewRule(R"([1-9] [0-9]{0,15})");
@@ -389,7 +416,8 @@ class Converter {
     if (!properties.is_object()) return Unsupported(path + "/properties", "must be an object");
     for (const std::string& name : required) {
       if (!properties.contains(name)) {
-        return Unsupported(path + "/required", "\"" + name + "\" is required but not in properties");
+        return Unsupported(path + "/required",
+                           "\"" + name + "\" is required but not in properties");
       }
     }
     if (properties.empty()) {
@@ -497,7 +525,8 @@ class Converter {
     }
     if (!prefix.empty()) {
       // The prefix items in order, all of them, then more items if allowed.
-      if (static_cast<int64_t>(prefix.size()) < min || (max >= 0 && static_cast<int64_t>(prefix.size()) > max)) {
+      if (static_cast<int64_t>(prefix.size()) < min ||
+          (max >= 0 && static_cast<int64_t>(prefix.size()) > max)) {
         return Unsupported(path, "prefixItems with minItems/maxItems other than their count");
       }
       std::string body = "\"[\" ws ";
@@ -515,8 +544,8 @@ class Converter {
       body += "(" + item + " " + rest + ")?";
     } else {
       body += item;
-      const std::string count = "{" + std::to_string(min - 1) + "," +
-                                (max >= 0 ? std::to_string(max - 1) : "") + "}";
+      const std::string count =
+          "{" + std::to_string(min - 1) + "," + (max >= 0 ? std::to_string(max - 1) : "") + "}";
       body += " (ws \",\" ws " + item + ")" + count;
     }
     return NewRule(body + " ws \"]\"");

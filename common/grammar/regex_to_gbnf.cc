@@ -94,8 +94,7 @@ class RegexConverter {
       start_anchor = true;
       body.remove_prefix(1);
     }
-    if (!body.empty() && body.back() == '$' &&
-        (body.size() < 2 || body[body.size() - 2] != '\\')) {
+    if (!body.empty() && body.back() == '$' && (body.size() < 2 || body[body.size() - 2] != '\\')) {
       end_anchor = true;
       body.remove_suffix(1);
     }
@@ -182,7 +181,7 @@ class RegexConverter {
         uint32_t v = 0;
         for (int k = 0; k < 4; ++k) {
           const char h = p_[i_++];
-          const int d = h >= '0' && h <= '9' ? h - '0'
+          const int d = h >= '0' && h <= '9'   ? h - '0'
                         : h >= 'a' && h <= 'f' ? h - 'a' + 10
                         : h >= 'A' && h <= 'F' ? h - 'A' + 10
                                                : -1;
@@ -196,7 +195,7 @@ class RegexConverter {
           return Error(std::string("\\") + e + " is not supported");
         }
         return std::make_pair(Ranges{{static_cast<uint32_t>(static_cast<unsigned char>(e)),
-                                       static_cast<uint32_t>(static_cast<unsigned char>(e))}},
+                                      static_cast<uint32_t>(static_cast<unsigned char>(e))}},
                               false);
     }
   }
@@ -342,16 +341,23 @@ class RegexConverter {
 
 }  // namespace
 
-StatusOr<std::string> RegexToGbnf(std::string_view pattern, bool json_string) {
-  RegexConverter converter(pattern, json_string);
-  ASSIGN_OR_RETURN(std::string expr, converter.Convert());
-  return "root ::= " + expr + "\n";
-}
-
-// The expression only, for json_schema.cc.
+// The expression only, for json_schema.cc; checked by compiling it, so
+// what the matcher cannot take (a repetition of something that can match
+// nothing, such as (a*)*) is an error naming the pattern.
 StatusOr<std::string> RegexExpression(std::string_view pattern, bool json_string) {
   RegexConverter converter(pattern, json_string);
-  return converter.Convert();
+  ASSIGN_OR_RETURN(std::string expr, converter.Convert());
+  if (auto compiled = Grammar::ParseGbnf("root ::= " + expr + "\n"); !compiled.ok()) {
+    return InvalidArgumentError("pattern \"" + std::string(pattern) +
+                                "\": repeats something that can match nothing (as in (a*)*), "
+                                "which is not supported");
+  }
+  return expr;
+}
+
+StatusOr<std::string> RegexToGbnf(std::string_view pattern, bool json_string) {
+  ASSIGN_OR_RETURN(std::string expr, RegexExpression(pattern, json_string));
+  return "root ::= " + expr + "\n";
 }
 
 }  // namespace kvmesh::grammar
