@@ -259,6 +259,23 @@ TEST_F(ClusterTest, HttpGatewayServesOpenAiAndAnthropicThroughTheRouter) {
   auto bad_json = c.Post("/v1/chat/completions", "{not json", "application/json");
   ASSERT_TRUE(bad_json);
   EXPECT_EQ(bad_json->status, 400);
+  // logit_bias reaches the sampler: +100 forces token 346 (" Hello" in the
+  // tokenizer check above) at every step; an id past the vocabulary is a 400.
+  auto forced =
+      c.Post("/v1/completions",
+             R"({"prompt":"Once","max_tokens":3,"temperature":0,"logit_bias":{"346":100}})",
+             "application/json");
+  ASSERT_TRUE(forced);
+  ASSERT_EQ(forced->status, 200) << forced->body;
+  const std::string piece = nlohmann::json::parse(forced->body)["choices"][0]["text"];
+  EXPECT_EQ(piece.size() % 3, 0u) << piece;
+  EXPECT_EQ(piece, piece.substr(0, piece.size() / 3) + piece.substr(0, piece.size() / 3) +
+                       piece.substr(0, piece.size() / 3));
+  auto outside =
+      c.Post("/v1/completions", R"({"prompt":"Once","logit_bias":{"9999":1}})", "application/json");
+  ASSERT_TRUE(outside);
+  EXPECT_EQ(outside->status, 400) << outside->body;
+  EXPECT_THAT(outside->body, HasSubstr("logit_bias names token 9999, outside the vocabulary"));
   // One model served: any name gets it (clients ask for claude-…, gpt-…).
   auto other_name = c.Post(
       "/v1/chat/completions",

@@ -1,6 +1,8 @@
 #include "router/gateway/openai_api.h"
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
@@ -50,9 +52,6 @@ Status RejectUnsupportedFeatures(const JsonObjectReader& body) {
     return Unsupported("\"logprobs\"");
   }
   if (body.Find("top_logprobs") != nullptr) return Unsupported("\"top_logprobs\"");
-  if (const json* bias = body.Find("logit_bias"); bias != nullptr && !bias->empty()) {
-    return Unsupported("\"logit_bias\"");
-  }
   return Status::Ok();
 }
 
@@ -132,6 +131,33 @@ Status ParseStop(const JsonObjectReader& body, v1::GenerationOptions* options) {
   return Status::Ok();
 }
 
+// logit_bias: {"token id": bias}, bias in [-100, 100] (the worker checks the
+// ids against the vocabulary).
+Status ParseLogitBias(const JsonObjectReader& body, v1::SamplingParams* sampling) {
+  const json* bias = body.Find("logit_bias");
+  if (bias == nullptr) return Status::Ok();
+  if (!bias->is_object()) return body.TypeError("logit_bias", "an object of token id → bias");
+  if (bias->size() > 1024) {
+    return body.ValueError("logit_bias", "allows at most 1024 tokens", json(bias->size()));
+  }
+  for (const auto& [key, value] : bias->items()) {
+    const std::string path = "logit_bias." + key;
+    char* end = nullptr;
+    const long long id = std::strtoll(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || id < 0 || id > kMaxInt32) {
+      return InvalidArgumentError("field \"logit_bias\" has key \"" + key +
+                                  "\", which is not a token id (a non-negative integer)");
+    }
+    if (!value.is_number() || !std::isfinite(value.get<double>()) ||
+        std::fabs(value.get<double>()) > 100.0) {
+      return InvalidArgumentError("field \"" + path + "\" must be a number in [-100, 100], got " +
+                                  value.dump());
+    }
+    (*sampling->mutable_logit_bias())[static_cast<int32_t>(id)] = value.get<float>();
+  }
+  return Status::Ok();
+}
+
 // Everything both endpoints share: sampling, limits, stop strings, streaming.
 Status ParseCommonFields(const JsonObjectReader& body, bool chat, v1::GenerationOptions* options,
                          StreamOptions* stream) {
@@ -179,6 +205,7 @@ Status ParseCommonFields(const JsonObjectReader& body, bool chat, v1::Generation
   if (integer.has_value()) sampling->set_seed(static_cast<uint64_t>(*integer));
 
   RETURN_IF_ERROR(ParseStop(body, options));
+  RETURN_IF_ERROR(ParseLogitBias(body, sampling));
 
   std::string ignored_user;
   RETURN_IF_ERROR(body.String("user", &ignored_user));

@@ -18,8 +18,9 @@
 //   repetition_penalty (extensions); seed; stop (string or array);
 //   presence_penalty; frequency_penalty; stream; stream_options.include_usage;
 //   n (1 only); user; cache_salt and ignore_eos (extensions).
+// logit_bias ({"token id": -100..100}) is taken.
 // Features that would change the answer if ignored are rejected with 400:
-// n > 1, best_of > 1, echo, suffix, logprobs, logit_bias, tools on
+// n > 1, best_of > 1, echo, suffix, logprobs, tools on
 // /v1/completions, and a schema or grammar outside the supported subset
 // (the message names the keyword).
 //

@@ -170,6 +170,23 @@ TEST(OpenAiApiTest, ChatCompletionJsonWithToolCalls) {
             R"("logprobs":null,"finish_reason":"tool_calls"})");
 }
 
+TEST(OpenAiApiTest, LogitBias) {
+  auto parsed = ParseOpenAiCompletionRequest(
+      json::parse(R"({"prompt": "x", "logit_bias": {"50256": -100, "7": 2.5}})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const auto& bias = parsed->request.options().sampling().logit_bias();
+  ASSERT_EQ(bias.size(), 2u);
+  EXPECT_EQ(bias.at(50256), -100.0f);
+  EXPECT_EQ(bias.at(7), 2.5f);
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logit_bias": {"abc": 1}})"),
+            "field \"logit_bias\" has key \"abc\", which is not a token id (a non-negative "
+            "integer)");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logit_bias": {"5": 101}})"),
+            "field \"logit_bias.5\" must be a number in [-100, 100], got 101");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": [1]})"),
+            "field \"logit_bias\" must be an object of token id → bias, got array");
+}
+
 TEST(OpenAiApiTest, ChatRequestErrorsNameTheField) {
   EXPECT_EQ(ChatError(R"({"model": "tiny"})"), "field \"messages\" is required");
   EXPECT_EQ(ChatError(R"({"messages": []})"), "field \"messages\" must not be empty, got array");

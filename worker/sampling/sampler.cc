@@ -42,7 +42,7 @@ void Sampler::ApplyPenalties(std::span<const int32_t> history) {
 int32_t Sampler::Sample(const float* logits, std::span<const int32_t> history) {
   const bool penalties = params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
                          params_.frequency_penalty != 0.0f;
-  if (params_.greedy() && !penalties) {
+  if (params_.greedy() && !penalties && params_.logit_bias.empty()) {
     // The first of the largest logits: what the general path below picks
     // (lowest id among ties), without copying the vocabulary.
     int32_t best = 0;
@@ -53,6 +53,10 @@ int32_t Sampler::Sample(const float* logits, std::span<const int32_t> history) {
   }
   candidates_.resize(n_vocab_);
   for (int i = 0; i < n_vocab_; ++i) candidates_[i] = {i, logits[i]};
+  // Bias first, then penalties (docs/api.md).
+  for (const auto& [id, bias] : params_.logit_bias) {
+    if (id < n_vocab_) candidates_[id].logit += bias;
+  }
   ApplyPenalties(history);
 
   auto by_logit = [](const Candidate& a, const Candidate& b) {

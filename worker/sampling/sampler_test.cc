@@ -143,3 +143,31 @@ TEST(StopMatcherTest, StopInsideOnePiece) {
 
 }  // namespace
 }  // namespace kvmesh
+
+namespace kvmesh {
+namespace {
+
+// logit_bias goes on before penalties and truncation: it can force or ban a
+// token, greedy or sampled.
+TEST(SamplerTest, LogitBiasForcesAndBans) {
+  const float logits[] = {0.1f, 3.0f, -1.0f, 2.5f};
+  SamplingParams force = Params(0.0f);
+  force.logit_bias = {{2, 100.0f}};
+  EXPECT_EQ(Sampler(force, 4).Sample(logits, {}), 2);
+  SamplingParams ban = Params(0.0f);
+  ban.logit_bias = {{1, -100.0f}};
+  EXPECT_EQ(Sampler(ban, 4).Sample(logits, {}), 3);
+  SamplingParams sampled = Params(1.0f, /*top_k=*/2);
+  sampled.logit_bias = {{1, -100.0f}, {3, -100.0f}};
+  Sampler s(sampled, 4);
+  for (int i = 0; i < 20; ++i) {
+    const int32_t t = s.Sample(logits, {});
+    EXPECT_TRUE(t == 0 || t == 2) << t;
+  }
+  SamplingParams bad = Params(1.0f);
+  bad.logit_bias = {{0, 101.0f}};
+  EXPECT_THAT(bad.Validate().message(), HasSubstr("logit_bias"));
+}
+
+}  // namespace
+}  // namespace kvmesh

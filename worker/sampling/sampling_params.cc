@@ -33,6 +33,14 @@ Status SamplingParams::Validate() const {
     return Bad("frequency_penalty", "must be in [-2, 2], got " + std::to_string(frequency_penalty));
   }
   if (max_tokens < 0) return Bad("max_tokens", "must be >= 0, got " + std::to_string(max_tokens));
+  if (logit_bias.size() > 1024) return Bad("logit_bias", "allows at most 1024 tokens");
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return Bad("logit_bias", "token ids must be >= 0, got " + std::to_string(id));
+    if (!std::isfinite(bias) || std::fabs(bias) > 100.0f) {
+      return Bad("logit_bias", "values must be in [-100, 100], got " + std::to_string(bias) +
+                                   " for token " + std::to_string(id));
+    }
+  }
   if (stop.size() > 16) return Bad("stop", "allows at most 16 strings");
   for (const std::string& s : stop) {
     if (s.empty()) return Bad("stop", "strings must not be empty");

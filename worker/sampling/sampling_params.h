@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -27,6 +28,9 @@ struct SamplingParams {
   int max_tokens = 128;
   std::vector<std::string> stop;  // generation ends before any of these strings
   bool ignore_eos = false;
+  // Added to these tokens' logits before anything else (OpenAI logit_bias:
+  // -100 bans a token, +100 all but forces it); at most 1024 entries.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   Status Validate() const;
   bool greedy() const { return temperature <= 0.0f; }

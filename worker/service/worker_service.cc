@@ -63,7 +63,7 @@ Status CheckNoUnknownFields(const google::protobuf::Message& m, const std::strin
                               "); the client and worker protos disagree");
 }
 
-StatusOr<SamplingParams> ToSampling(const v1::GenerateRequest& req) {
+StatusOr<SamplingParams> ToSampling(const v1::GenerateRequest& req, int32_t n_vocab) {
   SamplingParams p;
   const v1::SamplingParams& s = req.sampling();
   // API defaults: temperature 1 and no truncation (as OpenAI's API behaves).
@@ -78,6 +78,15 @@ StatusOr<SamplingParams> ToSampling(const v1::GenerateRequest& req) {
   p.max_tokens = req.max_tokens();
   p.stop.assign(req.stop().begin(), req.stop().end());
   p.ignore_eos = req.ignore_eos();
+  for (const auto& [id, bias] : s.logit_bias()) {
+    if (id >= n_vocab) {
+      return InvalidArgumentError("logit_bias names token " + std::to_string(id) +
+                                  ", outside the vocabulary (0.." + std::to_string(n_vocab - 1) +
+                                  ")");
+    }
+    p.logit_bias.emplace_back(id, bias);
+  }
+  std::sort(p.logit_bias.begin(), p.logit_bias.end());  // a map's order is not fixed
   RETURN_IF_ERROR(p.Validate());
   return p;
 }
@@ -176,7 +185,7 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
     return reject(
         InvalidArgumentError("max_tokens must be >= 0, got " + std::to_string(req->max_tokens())));
   }
-  auto sampling = ToSampling(*req);
+  auto sampling = ToSampling(*req, tokenizer_.n_vocab());
   if (!sampling.ok()) return reject(sampling.status());
 
   EngineRequest er;
