@@ -18,22 +18,6 @@ using nlohmann::ordered_json;
 
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 
-std::string IndexedPath(std::string_view base, size_t index) {
-  std::string path(base);
-  path += '[';
-  path += std::to_string(index);
-  path += ']';
-  return path;
-}
-
-Status NotAnObject(const std::string& path, const json& value) {
-  std::string message = "field \"";
-  message += path;
-  message += "\" must be an object, got ";
-  message += JsonTypeName(value);
-  return InvalidArgumentError(std::move(message));
-}
-
 // `content` of a message, or `system`: a string or an array of text blocks,
 // joined with "\n".
 Status ParseTextBlocks(const JsonObjectReader& parent, std::string_view key, std::string* text) {

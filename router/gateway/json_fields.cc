@@ -50,6 +50,22 @@ std::string_view JsonTypeName(const nlohmann::json& value) {
   }
 }
 
+std::string IndexedPath(std::string_view base, size_t index) {
+  std::string path(base);
+  path += '[';
+  path += std::to_string(index);
+  path += ']';
+  return path;
+}
+
+Status NotAnObject(const std::string& path, const nlohmann::json& value) {
+  std::string message = "field \"";
+  message += path;
+  message += "\" must be an object, got ";
+  message += JsonTypeName(value);
+  return InvalidArgumentError(std::move(message));
+}
+
 StatusOr<nlohmann::json> ParseJsonObject(std::string_view body) {
   nlohmann::json value;
   try {

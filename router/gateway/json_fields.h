@@ -24,6 +24,12 @@ std::string_view JsonTypeName(const nlohmann::json& value);
 // 1, column 9: …") or the type found otherwise.
 StatusOr<nlohmann::json> ParseJsonObject(std::string_view body);
 
+// "base[index]", the name of an array element in messages.
+std::string IndexedPath(std::string_view base, size_t index);
+
+// INVALID_ARGUMENT: field "<path>" must be an object, got <type>.
+Status NotAnObject(const std::string& path, const nlohmann::json& value);
+
 class JsonObjectReader {
  public:
   // `path` names `object` in messages: "" for the request body,

@@ -55,8 +55,6 @@ Status RejectUnsupportedFeatures(const JsonObjectReader& body) {
   return Status::Ok();
 }
 
-Status NotAnObject(const std::string& path, const json& value);
-
 // response_format: text, json_object (any JSON object) or json_schema
 // ({"name", "schema", "strict"}); the latter two constrain the output.
 Status ParseResponseFormat(const JsonObjectReader& body, v1::GenerationOptions* options) {
@@ -313,22 +311,6 @@ Status ParseContent(const JsonObjectReader& message, std::string* content) {
     *content += text;
   }
   return Status::Ok();
-}
-
-std::string IndexedPath(std::string_view base, size_t index) {
-  std::string path(base);
-  path += '[';
-  path += std::to_string(index);
-  path += ']';
-  return path;
-}
-
-Status NotAnObject(const std::string& path, const json& value) {
-  std::string text = "field \"";
-  text += path;
-  text += "\" must be an object, got ";
-  text += JsonTypeName(value);
-  return InvalidArgumentError(std::move(text));
 }
 
 // An assistant message's tool_calls: [{id, type: "function", function:
