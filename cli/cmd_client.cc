@@ -46,7 +46,7 @@ StatusOr<std::unique_ptr<Client>> MakeClient(const ClientFlags& f) {
 GenerateParams Params(const ClientFlags& f) {
   GenerateParams p;
   p.model = f.model;
-  p.max_tokens = f.max_tokens;
+  if (f.max_tokens > 0) p.max_tokens = f.max_tokens;
   if (f.temperature >= 0) p.temperature = f.temperature;
   if (f.seed >= 0) p.seed = static_cast<uint64_t>(f.seed);
   p.stop = f.stop;

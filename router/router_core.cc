@@ -1,6 +1,7 @@
 #include "router/router_core.h"
 
 #include <algorithm>
+#include <limits>
 #include <random>
 #include <span>
 
@@ -61,10 +62,30 @@ Status ValidateOptions(const v1::GenerationOptions& o) {
     return InvalidArgumentError("max_tokens must be >= 0, got " + std::to_string(o.max_tokens()));
   }
   if (o.stop_size() > 16) return InvalidArgumentError("at most 16 stop strings");
+  if (o.top_logprobs() > 20) {
+    return InvalidArgumentError("top_logprobs must be in 0..20, got " +
+                                std::to_string(o.top_logprobs()));
+  }
+  if (o.n() > 16) return InvalidArgumentError("n must be in 1..16, got " + std::to_string(o.n()));
   return Status::Ok();
 }
 
 }  // namespace
+
+bool RouterCore::StickToSession(const std::optional<SessionAffinity::Hint>& hint,
+                                const std::vector<WorkerView>& views, Decision* decision) const {
+  if (!hint) return false;
+  int32_t least = std::numeric_limits<int32_t>::max();
+  for (const WorkerView& v : views) least = std::min(least, v.load());
+  for (size_t i = 0; i < views.size(); ++i) {
+    if (views[i].id != hint->worker_id) continue;
+    const double limit = options_.session_guard_ratio * (least + 1) + options_.session_guard_slack;
+    if (views[i].load() > limit) return false;  // overloaded: the policy decides
+    *decision = {static_cast<int>(i), "session"};
+    return true;
+  }
+  return false;  // the session's worker is gone or was tried
+}
 
 RouterCore::RouterCore(Registry* registry, std::unique_ptr<Policy> policy, RouterMetrics* metrics,
                        RouterCoreOptions options)
@@ -162,7 +183,7 @@ Status RouterCore::Chat(const v1::ChatRequest& request, const MessageCallback& o
     ASSIGN_OR_RETURN(extras.grammar, ToolCallGrammar(g.chat_template->output_syntax().tool_calls,
                                                      tools, choice == "required" ? "" : choice));
   }
-  ChatRelay relay(*g.chat_template, chat.text, request.tools_json(), forced);
+  std::map<uint32_t, ChatRelay> relays;  // one per choice
   extras.render_special_tokens =
       ChatRelay::MarkerTokens(*g.tokenizer, g.chat_template->output_syntax());
   extras.retain = std::move(chat.retain);
@@ -173,6 +194,10 @@ Status RouterCore::Chat(const v1::ChatRequest& request, const MessageCallback& o
   return Route(
       chat.snap, std::move(chat.tokens), request.options(), request.request_id(),
       [&](const v1::GenerateTextResponse& message) {
+        ChatRelay& relay = relays
+                               .try_emplace(message.choice(), *g.chat_template, chat.text,
+                                            request.tools_json(), forced)
+                               .first->second;
         v1::GenerateTextResponse out = relay.Relay(message);
         if (out.has_usage() && breakpoint_tokens > out.usage().cached_tokens()) {
           out.mutable_usage()->set_cache_write_tokens(breakpoint_tokens -
@@ -245,7 +270,7 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
     request_id = "r" + std::to_string(kSalt % 100000) + "-" + std::to_string(next_id_++);
   }
   int32_t max_tokens =
-      options.max_tokens() > 0 ? options.max_tokens() : options_.default_max_tokens;
+      options.has_max_tokens() ? options.max_tokens() : options_.default_max_tokens;
   if (group.context_length > 0) max_tokens = std::min(max_tokens, group.context_length - n_prompt);
 
   const std::vector<BlockHash> hashes =
@@ -265,6 +290,19 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
                                                   extras.render_special_tokens.end());
   for (const v1::RetainPrefix& span : extras.retain) *forward.add_retain() = span;
   forward.set_grammar(gbnf);
+  forward.set_logprobs(options.logprobs());
+  forward.set_top_logprobs(options.top_logprobs());
+  forward.set_prompt_logprobs(options.prompt_logprobs());
+  forward.set_n(options.n());
+  // Logprob entries name their tokens' text for the client.
+  const Tokenizer& tokenizer = *group.tokenizer;
+  auto with_text = [&tokenizer](const v1::TokenLogprob& in, v1::TokenLogprob* out) {
+    *out = in;
+    out->set_text(tokenizer.TokenToPiece(in.token(), /*render_special=*/true));
+    for (v1::TokenLogprob& alt : *out->mutable_top()) {
+      alt.set_text(tokenizer.TokenToPiece(alt.token(), /*render_special=*/true));
+    }
+  };
 
   WorkerSet tried;
   Status last_error = UnavailableError("no healthy worker serves model " + group.name);
@@ -285,6 +323,15 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
 
     const Clock::time_point t0 = Clock::now();
     const PrefixMatch match = group.index.Match(hashes, candidates);
+    // A session's requests are decided one at a time, so those arriving
+    // together follow the first one's choice.
+    const std::string& session = options.session_id();
+    std::unique_lock<std::mutex> session_lock;
+    std::optional<SessionAffinity::Hint> hint;
+    if (!session.empty()) {
+      session_lock = sessions_.Lock();
+      hint = sessions_.Find(session);
+    }
     for (const Candidate& c : snap.healthy) {
       if (!candidates.Contains(c.slot)) continue;
       const v1::LoadResponse load = c.worker->load();
@@ -302,22 +349,32 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       v.blocks_total = static_cast<int64_t>(load.kv_blocks_total());
       v.blocks_cached = static_cast<int64_t>(load.kv_blocks_cached());
       v.cached_tokens = std::min(match.blocks[c.slot], max_cacheable_blocks) * group.block_size;
+      if (hint && hint->worker_id == v.id) {
+        // Presumed to hold what the session's last prompt left there.
+        const int32_t presumed =
+            std::min(hint->prompt_tokens, max_cacheable_blocks * group.block_size);
+        v.cached_tokens = std::max(v.cached_tokens, presumed);
+      }
       views.push_back(v);
       conns.push_back(c.worker);
     }
-    const Decision d = policy_->Choose({n_prompt, views});
+    Decision d;
+    if (!StickToSession(hint, views, &d)) d = policy_->Choose({n_prompt, views});
     if (metrics_)
       metrics_->OnDecision(std::string(policy_->name()), d.reason, Seconds(Clock::now() - t0));
     WorkerConnection* worker = conns[d.index];
     const int slot = views[d.index].slot;
     const int32_t predicted = views[d.index].cached_tokens;
     group.index.AddOptimistic(slot, hashes);
+    if (!session.empty()) sessions_.Record(session, {views[d.index].id, n_prompt});
     forward.set_predicted_cached_tokens(predicted);
     const std::string worker_id = worker->worker_id();
 
     grpc::ClientContext ctx;
     const std::unique_ptr<StreamWatchdog::Guard> watch = watchdog_.Watch(&ctx);
     ++worker->inflight;
+    // The next request of the session sees this one in the worker's load.
+    if (session_lock.owns_lock()) session_lock.unlock();
     auto reader = worker->stub().Generate(&ctx, forward);
     v1::GenerateResponse resp;
     bool relayed = false, cancelled = false;
@@ -333,6 +390,11 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       out.mutable_tokens()->CopyFrom(resp.tokens());
       out.set_worker(worker_id);
       out.set_request_id(request_id);
+      out.set_choice(resp.choice());
+      for (const v1::TokenLogprob& lp : resp.logprobs()) with_text(lp, out.add_logprobs());
+      for (const v1::TokenLogprob& lp : resp.prompt_logprobs()) {
+        with_text(lp, out.add_prompt_logprobs());
+      }
       const bool last = resp.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
       if (last) {
         out.set_finish_reason(resp.finish_reason());
@@ -340,7 +402,7 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
         *out.mutable_usage() = resp.usage();
         *out.mutable_timings() = resp.timings();
         out.mutable_timings()->set_ttft_ms(resp.timings().ttft_ms());
-        if (metrics_) {
+        if (metrics_ && resp.choice() == 0) {
           metrics_->OnCachedTokens(predicted, static_cast<int32_t>(resp.usage().cached_tokens()),
                                    n_prompt);
         }

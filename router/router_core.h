@@ -13,12 +13,14 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "router/inference_core.h"
 #include "router/policies/policy.h"
 #include "router/registry.h"
 #include "router/router_metrics.h"
+#include "router/session_affinity.h"
 #include "router/stream_watchdog.h"
 
 namespace kvmesh::router {
@@ -29,6 +31,12 @@ struct RouterCoreOptions {
   // Longest a request may go without progress (a token, or a prefill chunk
   // the worker reports); a long prefill that keeps moving is never cut off.
   std::chrono::milliseconds request_timeout{std::chrono::minutes(10)};
+  // Session affinity (GenerationOptions.session_id): a session stays on its
+  // worker while that worker's load is at most guard_ratio × (least load of
+  // the candidates + 1) + guard_slack requests (the prefix policy's guard;
+  // router options prefix_guard_ratio / prefix_guard_slack).
+  double session_guard_ratio = 2.0;
+  int32_t session_guard_slack = 4;
 };
 
 class RouterCore final : public InferenceCore {
@@ -60,6 +68,9 @@ class RouterCore final : public InferenceCore {
     std::string grammar;  // a forced tool call's (overrides the options')
   };
   // The model, and the prompt tokens of the request's conversation.
+  // The session's worker, when it is a candidate within the load guard.
+  bool StickToSession(const std::optional<SessionAffinity::Hint>& hint,
+                      const std::vector<WorkerView>& views, Decision* decision) const;
   StatusOr<RenderedChat> RenderChat(const v1::ChatRequest& request, bool find_breakpoints);
   Status Route(const ModelSnapshot& snapshot, std::vector<int32_t> tokens,
                const v1::GenerationOptions& options, std::string request_id,
@@ -71,6 +82,7 @@ class RouterCore final : public InferenceCore {
   RouterCoreOptions options_;
   std::atomic<uint64_t> next_id_{1};
   StreamWatchdog watchdog_;
+  SessionAffinity sessions_;
 };
 
 }  // namespace kvmesh::router

@@ -43,6 +43,8 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
   RouterCoreOptions co;
   co.max_attempts = static_cast<int>(o.max_attempts);
   co.default_max_tokens = static_cast<int32_t>(o.default_max_tokens);
+  co.session_guard_ratio = o.weights().guard_ratio;
+  co.session_guard_slack = o.weights().guard_slack;
   co.request_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_seconds * 1000));
   r->core_ =

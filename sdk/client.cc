@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "kvmesh/v1/inference.grpc.pb.h"
@@ -39,11 +40,23 @@ void FillOptions(const GenerateParams& p, v1::GenerationOptions* o) {
   if (p.min_p) s->set_min_p(*p.min_p);
   if (p.repetition_penalty) s->set_repetition_penalty(*p.repetition_penalty);
   if (p.seed) s->set_seed(*p.seed);
-  o->set_max_tokens(p.max_tokens);
+  if (p.max_tokens) o->set_max_tokens(*p.max_tokens);
   for (const std::string& stop : p.stop) o->add_stop(stop);
   o->set_cache_salt(p.cache_salt);
   o->set_grammar(p.grammar);
   o->set_json_schema(p.json_schema);
+  o->set_logprobs(p.logprobs);
+  o->set_top_logprobs(static_cast<uint32_t>(std::max(0, p.top_logprobs)));
+  o->set_prompt_logprobs(p.prompt_logprobs);
+}
+
+TokenLogprob FromProto(const v1::TokenLogprob& in) {
+  TokenLogprob out;
+  out.token = in.token();
+  out.text = in.text();
+  if (in.has_logprob()) out.logprob = in.logprob();
+  for (const v1::TokenLogprob& alt : in.top()) out.top.push_back(FromProto(alt));
+  return out;
 }
 
 }  // namespace
@@ -74,6 +87,10 @@ class Client::Impl {
       while (reader->Read(&m)) {
         out.text += m.text();
         out.tokens.insert(out.tokens.end(), m.tokens().begin(), m.tokens().end());
+        for (const v1::TokenLogprob& lp : m.logprobs()) out.logprobs.push_back(FromProto(lp));
+        for (const v1::TokenLogprob& lp : m.prompt_logprobs()) {
+          out.prompt_logprobs.push_back(FromProto(lp));
+        }
         if (!m.worker().empty()) out.worker = m.worker();
         if (!m.request_id().empty()) out.request_id = m.request_id();
         if (m.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {

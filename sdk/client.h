@@ -40,9 +40,9 @@ struct ClientOptions {
 };
 
 struct GenerateParams {
-  std::string model;                 // empty: the router's only model
-  int32_t max_tokens = 0;            // 0: the router's default
-  std::optional<float> temperature;  // unset: 1.0; 0 = greedy
+  std::string model;                  // empty: the router's only model
+  std::optional<int32_t> max_tokens;  // unset: the router's default; 0: the prompt only
+  std::optional<float> temperature;   // unset: 1.0; 0 = greedy
   std::optional<float> top_p;
   std::optional<int32_t> top_k;
   std::optional<float> min_p;
@@ -54,12 +54,26 @@ struct GenerateParams {
   // must match; at most one.
   std::string grammar;
   std::string json_schema;
+  // Log-probabilities of the generated tokens (with the top_logprobs, at
+  // most 20, most likely alternatives) and of the prompt's tokens.
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
+  bool prompt_logprobs = false;
   std::optional<std::chrono::milliseconds> timeout;  // unset: the client's default
 };
 
 struct ChatTurn {
   std::string role;  // "system", "user", "assistant"
   std::string content;
+};
+
+// A token's log-probability under the model (log-softmax of its raw logits,
+// before sampling changes them), and the likeliest tokens at its position.
+struct TokenLogprob {
+  int32_t token = 0;
+  std::string text;               // the token's bytes
+  std::optional<float> logprob;   // unset for a prompt's first token
+  std::vector<TokenLogprob> top;  // most likely first
 };
 
 struct Completion {
@@ -72,6 +86,8 @@ struct Completion {
   double ttft_ms = 0;
   std::string worker;
   std::string request_id;
+  std::vector<TokenLogprob> logprobs;         // one per generated token
+  std::vector<TokenLogprob> prompt_logprobs;  // one per prompt token
 };
 
 struct ModelEntry {

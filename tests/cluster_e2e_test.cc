@@ -228,6 +228,102 @@ TEST_F(ClusterTest, SdkClientGeneratesChatsAndLists) {
   EXPECT_EQ(cancelled->finish_reason, "cancelled");
 }
 
+TEST_F(ClusterTest, SdkAndGrpcCarryLogprobsAndChoices) {
+  ClientOptions options;
+  options.address = router_->grpc;
+  auto client = Client::Connect(options);
+  ASSERT_TRUE(client.ok());
+  GenerateParams p;
+  p.max_tokens = 8;
+  p.temperature = 0;
+  p.logprobs = true;
+  p.top_logprobs = 3;
+  p.prompt_logprobs = true;
+  auto done = (*client)->Generate("Once upon a time", p);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  ASSERT_EQ(done->logprobs.size(), done->tokens.size());
+  for (size_t i = 0; i < done->tokens.size(); ++i) {
+    const TokenLogprob& lp = done->logprobs[i];
+    EXPECT_EQ(lp.token, done->tokens[i]);
+    ASSERT_TRUE(lp.logprob.has_value());
+    ASSERT_EQ(lp.top.size(), 3u);
+    EXPECT_EQ(lp.top[0].token, lp.token) << "greedy picks the likeliest";
+    EXPECT_FALSE(lp.text.empty());
+  }
+  ASSERT_EQ(done->prompt_logprobs.size(), done->prompt_tokens);
+  EXPECT_FALSE(done->prompt_logprobs[0].logprob.has_value()) << "nothing predicts the first";
+  EXPECT_TRUE(done->prompt_logprobs[1].logprob.has_value());
+  // max_tokens 0 scores the prompt and generates nothing.
+  p.max_tokens = 0;
+  auto scored = (*client)->Generate("Once upon a time", p);
+  ASSERT_TRUE(scored.ok()) << scored.status().ToString();
+  EXPECT_TRUE(scored->tokens.empty());
+  ASSERT_EQ(scored->prompt_logprobs.size(), done->prompt_logprobs.size());
+  EXPECT_NEAR(*scored->prompt_logprobs[2].logprob, *done->prompt_logprobs[2].logprob, 1e-5);
+
+  // n = 3 over gRPC: every choice streams and finishes once.
+  grpc::ClientContext ctx;
+  v1::GenerateTextRequest req;
+  req.set_prompt("Lily and Ben");
+  req.mutable_options()->set_max_tokens(10);
+  req.mutable_options()->set_n(3);
+  req.mutable_options()->mutable_sampling()->set_seed(3);
+  auto reader = stub_->Generate(&ctx, req);
+  std::map<uint32_t, int> finished, tokens;
+  v1::GenerateTextResponse m;
+  while (reader->Read(&m)) {
+    tokens[m.choice()] += m.tokens_size();
+    if (m.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) ++finished[m.choice()];
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(finished, (std::map<uint32_t, int>{{0, 1}, {1, 1}, {2, 1}}));
+  for (const auto& [choice, count] : tokens) EXPECT_GT(count, 0) << "choice " << choice;
+}
+
+// Requests naming one session go to one worker even with prompts the prefix
+// index cannot connect, until that worker's load trips the guard.
+TEST_F(ClusterTest, SessionIdKeepsASessionTogetherWithinTheLoadGuard) {
+  std::mt19937 rng(7);
+  auto run_concurrently = [&](int count, const std::string& session, int max_tokens) {
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < count; ++i) {
+      std::vector<int32_t> prompt = {1};
+      const auto body = RandomTokens(rng, 40);
+      prompt.insert(prompt.end(), body.begin(), body.end());
+      prompts.push_back(prompt);
+    }
+    std::vector<std::string> workers(count);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < count; ++i) {
+      threads.emplace_back([&, i] {
+        grpc::ClientContext ctx;
+        v1::GenerateTextRequest req;
+        req.mutable_prompt_tokens()->Assign(prompts[i].begin(), prompts[i].end());
+        req.mutable_options()->set_max_tokens(max_tokens);
+        req.mutable_options()->set_session_id(session);
+        req.mutable_options()->set_cache_salt(session);  // no cache hits between sessions
+        req.mutable_options()->mutable_sampling()->set_temperature(0);
+        req.mutable_options()->set_ignore_eos(true);
+        auto reader = stub_->Generate(&ctx, req);
+        v1::GenerateTextResponse m;
+        while (reader->Read(&m)) {
+          if (!m.worker().empty()) workers[i] = m.worker();
+        }
+        EXPECT_TRUE(reader->Finish().ok());
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    return workers;
+  };
+  // Four at once: under the guard (2 × (0 + 1) + 4 requests), one worker.
+  const std::vector<std::string> together = run_concurrently(4, "session-together", 16);
+  EXPECT_EQ(std::set<std::string>(together.begin(), together.end()).size(), 1u)
+      << together[0] << " " << together[1] << " " << together[2] << " " << together[3];
+  // Sixteen long ones at once: the guard moves the overflow to the other.
+  const std::vector<std::string> crowd = run_concurrently(16, "session-crowd", 120);
+  EXPECT_EQ(std::set<std::string>(crowd.begin(), crowd.end()).size(), 2u);
+}
+
 TEST_F(ClusterTest, HttpGatewayServesOpenAiAndAnthropicThroughTheRouter) {
   httplib::Client c("http://" + router_->http);
   auto res =

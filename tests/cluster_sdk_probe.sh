@@ -4,7 +4,8 @@
 # Prints SKIP and passes when node or the pinned npm packages are missing.
 # Usage: cluster_sdk_probe.sh WORKER_BINARY ROUTER_BINARY CI_DIR [PROBE.mjs [ARGS…]]
 # (default probe: cluster_sdk_probe.mjs). With PROBE_SYNTH="KVMESH_BINARY
-# SHAPE" the workers serve a `kvmesh synth --shape SHAPE` model instead.
+# SHAPE" the workers serve a `kvmesh synth --shape SHAPE` model instead. The
+# probe finds the workers' HTTP addresses in KVMESH_WORKER_HTTP (A,B).
 set -eu
 worker="$1"; router="$2"; ci_dir="$3"; shift 3
 case "$0" in */*) here="${0%/*}" ;; *) here=. ;; esac
@@ -34,6 +35,9 @@ for i in 0 1; do
   pids="$pids $!"
 done
 wait_line "$tmp/w0"; wait_line "$tmp/w1"
+# The workers' HTTP addresses (metrics), for probes that read them.
+KVMESH_WORKER_HTTP="$(field http "$tmp/w0"),$(field http "$tmp/w1")"
+export KVMESH_WORKER_HTTP
 "$router" --grpc-port 0 --http-port 0 --log-level warning \
   --workers "$(field grpc "$tmp/w0"),$(field grpc "$tmp/w1")" >"$tmp/r" 2>"$tmp/r.err" &
 pids="$pids $!"

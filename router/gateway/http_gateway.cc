@@ -17,6 +17,8 @@
 #include "router/gateway/json_fields.h"
 #include "router/gateway/openai_api.h"
 #include "router/gateway/openai_stream.h"
+#include "router/gateway/responses_api.h"
+#include "router/gateway/responses_stream.h"
 #include "router/gateway/sse_stream_writer.h"
 
 namespace kvmesh::router::gateway {
@@ -76,10 +78,11 @@ ApiFormat FormatForPath(std::string_view path) {
 std::string_view RouteLabel(std::string_view path) {
   for (std::string_view route :
        {"/v1/completions", "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens",
-        "/v1/models", "/healthz", "/metrics"}) {
+        "/v1/models", "/v1/responses", "/healthz", "/metrics"}) {
     if (path == route) return route;
   }
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
+  if (path.rfind("/v1/responses/", 0) == 0) return "/v1/responses/{id}";
   return "unmatched";
 }
 
@@ -90,7 +93,7 @@ void SetWorkerHeader(httplib::Response& res, const std::string& worker) {
 }  // namespace
 
 HttpGateway::HttpGateway(InferenceCore& core, GatewayOptions options)
-    : core_(core), options_(std::move(options)) {}
+    : core_(core), options_(std::move(options)), responses_(options_.response_store) {}
 
 HttpGateway::~HttpGateway() { Stop(); }
 
@@ -190,6 +193,12 @@ void HttpGateway::RegisterRoutes() {
   server.Post(
       "/v1/messages/count_tokens",
       [this](const httplib::Request& req, httplib::Response& res) { HandleCountTokens(req, res); });
+  server.Post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleResponses(req, res);
+  });
+  server.Get(
+      R"(/v1/responses/([^/]+))",
+      [this](const httplib::Request& req, httplib::Response& res) { HandleGetResponse(req, res); });
   server.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
     HandleModels(req, res);
   });
@@ -377,15 +386,18 @@ void HttpGateway::HandleCompletions(const httplib::Request& req, httplib::Respon
   CoreCall call = [this, request](const MessageCallback& on_message) {
     return core_.Generate(*request, on_message);
   };
+  const CompletionShape& shape = parsed->shape;
   if (parsed->stream.stream) {
-    ServeStream(
-        res, kFormat, std::move(call),
-        std::make_unique<OpenAiStreamEncoder>(OpenAiStreamEncoder::Kind::kCompletion,
-                                              std::move(meta), parsed->stream.include_usage));
+    OpenAiStreamEncoder::Shape stream_shape{shape.n, shape.logprobs >= 0, shape.echo,
+                                            shape.prompt_text};
+    ServeStream(res, kFormat, std::move(call),
+                std::make_unique<OpenAiStreamEncoder>(OpenAiStreamEncoder::Kind::kCompletion,
+                                                      std::move(meta), parsed->stream.include_usage,
+                                                      std::move(stream_shape)));
     return;
   }
-  ServeWhole(res, kFormat, call, [&meta](const GenerationResult& result) {
-    return ToJsonText(OpenAiCompletionJson(meta, result));
+  ServeWhole(res, kFormat, call, [&meta, &shape](const GenerationResult& result) {
+    return ToJsonText(OpenAiCompletionJson(meta, result, shape));
   });
 }
 
@@ -405,15 +417,19 @@ void HttpGateway::HandleChatCompletions(const httplib::Request& req, httplib::Re
   CoreCall call = [this, request](const MessageCallback& on_message) {
     return core_.Chat(*request, on_message);
   };
+  const bool logprobs = parsed->logprobs;
   if (parsed->stream.stream) {
-    ServeStream(
-        res, kFormat, std::move(call),
-        std::make_unique<OpenAiStreamEncoder>(OpenAiStreamEncoder::Kind::kChat, std::move(meta),
-                                              parsed->stream.include_usage));
+    OpenAiStreamEncoder::Shape stream_shape;
+    stream_shape.n = std::max<int>(1, static_cast<int>(request->options().n()));
+    stream_shape.logprobs = logprobs;
+    ServeStream(res, kFormat, std::move(call),
+                std::make_unique<OpenAiStreamEncoder>(OpenAiStreamEncoder::Kind::kChat,
+                                                      std::move(meta), parsed->stream.include_usage,
+                                                      std::move(stream_shape)));
     return;
   }
-  ServeWhole(res, kFormat, call, [&meta](const GenerationResult& result) {
-    return ToJsonText(OpenAiChatCompletionJson(meta, result));
+  ServeWhole(res, kFormat, call, [&meta, logprobs](const GenerationResult& result) {
+    return ToJsonText(OpenAiChatCompletionJson(meta, result, logprobs));
   });
 }
 
@@ -430,6 +446,10 @@ void HttpGateway::HandleMessages(const httplib::Request& req, httplib::Response&
   res.set_header(std::string(kRequestIdHeader), request_id);
   auto request = std::make_shared<v1::ChatRequest>(std::move(parsed->request));
   request->set_request_id(request_id);
+  // Claude Code names its session: a routing hint that keeps it on one worker.
+  if (std::string session = req.get_header_value("X-Claude-Code-Session-Id"); !session.empty()) {
+    request->mutable_options()->set_session_id(std::move(session));
+  }
   ResponseMeta meta{"msg_" + request_id, UnixSeconds(), ModelName(request->model())};
   CoreCall call = [this, request](const MessageCallback& on_message) {
     return core_.Chat(*request, on_message);
@@ -442,6 +462,73 @@ void HttpGateway::HandleMessages(const httplib::Request& req, httplib::Response&
   ServeWhole(res, kFormat, call, [&meta](const GenerationResult& result) {
     return ToJsonText(AnthropicMessageJson(meta, result));
   });
+}
+
+void HttpGateway::HandleResponses(const httplib::Request& req, httplib::Response& res) {
+  constexpr ApiFormat kFormat = ApiFormat::kOpenAi;
+  if (!Authorize(req, res, kFormat)) return;
+  StatusOr<nlohmann::json> body = ParseJsonObject(req.body);
+  if (!body.ok()) return SendError(res, kFormat, body.status());
+  std::optional<ResponseStore::Entry> previous;
+  if (const std::string previous_id = PreviousResponseId(*body); !previous_id.empty()) {
+    previous = responses_.Get(previous_id);
+    if (!previous) {
+      return SendError(res, kFormat,
+                       NotFoundError("previous_response_id \"" + previous_id +
+                                     "\" names no stored response (it was sent with store: "
+                                     "false, expired, or was evicted; send the whole input)"));
+    }
+  }
+  StatusOr<ResponsesRequest> parsed =
+      ParseResponsesRequest(*body, previous ? &previous->conversation : nullptr);
+  if (!parsed.ok()) return SendError(res, kFormat, parsed.status());
+
+  std::string request_id = NewRequestId();
+  res.set_header(std::string(kRequestIdHeader), request_id);
+  auto request = std::make_shared<const ResponsesRequest>(std::move(parsed).value());
+  auto chat = std::make_shared<v1::ChatRequest>(request->request);
+  chat->set_request_id(request_id);
+  ResponseMeta meta{"resp_" + request_id, UnixSeconds(), ModelName(chat->model())};
+  CoreCall call = [this, chat](const MessageCallback& on_message) {
+    return core_.Chat(*chat, on_message);
+  };
+  // What a later previous_response_id continues: the conversation so far
+  // (without this request's instructions) and the answer.
+  auto store = [this, request, previous, id = meta.id](const nlohmann::ordered_json& response,
+                                                       const GenerationResult& result) {
+    if (!request->store) return;
+    ResponseStore::Entry entry;
+    if (previous) entry.conversation = previous->conversation;
+    for (const v1::ChatMessage& m : request->new_messages) entry.conversation.push_back(m);
+    entry.conversation.push_back(AssistantMessage(result));
+    entry.response_json = ToJsonText(response);
+    responses_.Put(id, std::move(entry));
+  };
+  if (request->stream) {
+    ServeStream(res, kFormat, std::move(call),
+                std::make_unique<ResponsesStreamEncoder>(std::move(meta), request, store));
+    return;
+  }
+  ServeWhole(res, kFormat, call, [&meta, &request, &store](const GenerationResult& result) {
+    const v1::Usage usage = result.total_usage();
+    const v1::FinishReason finish = result.finish_reason == v1::FINISH_REASON_UNSPECIFIED
+                                        ? v1::FINISH_REASON_STOP
+                                        : result.finish_reason;
+    nlohmann::ordered_json response =
+        ResponseJson(meta, *request, ResponsesOutputItems(meta.id, result), finish, &usage);
+    store(response, result);
+    return ToJsonText(response);
+  });
+}
+
+void HttpGateway::HandleGetResponse(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorize(req, res, ApiFormat::kOpenAi)) return;
+  const std::string id = req.matches[1];
+  std::optional<ResponseStore::Entry> entry = responses_.Get(id);
+  if (!entry) {
+    return SendError(res, ApiFormat::kOpenAi, NotFoundError("no stored response \"" + id + "\""));
+  }
+  res.set_content(entry->response_json, std::string(kJsonType));
 }
 
 AnthropicParseOptions HttpGateway::AnthropicOptions() const {

@@ -52,6 +52,7 @@
 #include "router/gateway/anthropic_api.h"
 #include "router/gateway/generation_result.h"
 #include "router/gateway/http_errors.h"
+#include "router/gateway/response_store.h"
 #include "router/inference_core.h"
 
 namespace httplib {
@@ -79,6 +80,8 @@ struct GatewayOptions {
   std::vector<std::string> volatile_prefixes = {
       std::string(AnthropicParseOptions::kDefaultVolatilePrefix)};
   std::chrono::milliseconds keepalive_interval{5000};
+  // Stored Responses API responses (previous_response_id).
+  ResponseStoreOptions response_store;
   // Text for GET /metrics (Prometheus exposition format); unset: 404.
   std::function<std::string()> metrics_text;
   // Readiness for GET /healthz; unset: always healthy.
@@ -116,6 +119,8 @@ class HttpGateway {
   void HandleMessages(const httplib::Request& req, httplib::Response& res);
   void HandleCountTokens(const httplib::Request& req, httplib::Response& res);
   AnthropicParseOptions AnthropicOptions() const;
+  void HandleResponses(const httplib::Request& req, httplib::Response& res);
+  void HandleGetResponse(const httplib::Request& req, httplib::Response& res);
   void HandleModels(const httplib::Request& req, httplib::Response& res);
   void HandleModel(const httplib::Request& req, httplib::Response& res);
 
@@ -133,6 +138,7 @@ class HttpGateway {
 
   InferenceCore& core_;
   GatewayOptions options_;
+  ResponseStore responses_;
   std::unique_ptr<httplib::Server> server_;
   std::thread serve_thread_;
   std::atomic<bool> listen_ended_{false};  // set by serve_thread_

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "common/grammar/json_schema.h"
 #include "router/gateway/chat_tools.h"
 #include "router/gateway/json_fields.h"
+#include "router/gateway/openai_logprobs.h"
 
 namespace kvmesh::router::gateway {
 namespace {
@@ -21,6 +23,64 @@ using nlohmann::ordered_json;
 
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr int64_t kMaxChoices = 16;
+constexpr int64_t kMaxTopLogprobs = 20;
+
+// Completions: logprobs (an integer, the alternatives per token; null: off),
+// echo and best_of.
+Status ParseCompletionShape(const JsonObjectReader& body, const v1::GenerateTextRequest& request,
+                            const StreamOptions& stream, CompletionShape* shape,
+                            v1::GenerationOptions* options) {
+  if (const json* logprobs = body.Find("logprobs"); logprobs != nullptr && !logprobs->is_null()) {
+    if (logprobs->is_boolean()) {
+      return body.TypeError("logprobs",
+                            "an integer (the alternatives per token, 0 to 20) on /v1/completions");
+    }
+    std::optional<int64_t> top;
+    RETURN_IF_ERROR(body.IntegerInRange("logprobs", 0, kMaxTopLogprobs, &top));
+    shape->logprobs = static_cast<int>(*top);
+    options->set_logprobs(true);
+    options->set_top_logprobs(static_cast<uint32_t>(*top));
+  }
+  RETURN_IF_ERROR(body.Bool("echo", &shape->echo));
+  shape->n = options->n() > 0 ? static_cast<int>(options->n()) : 1;
+  std::optional<int64_t> best_of;
+  RETURN_IF_ERROR(body.IntegerInRange("best_of", 1, kMaxChoices, &best_of));
+  shape->best_of = best_of.value_or(shape->n);
+  if (shape->best_of < shape->n) {
+    return body.ValueError("best_of", "must be at least n (" + std::to_string(shape->n) + ")",
+                           *body.Find("best_of"));
+  }
+  if (shape->best_of > shape->n) {
+    if (stream.stream) {
+      return InvalidArgumentError(
+          "best_of above n cannot be streamed (the best are known at the end)");
+    }
+    options->set_n(static_cast<uint32_t>(shape->best_of));
+    options->set_logprobs(true);  // the ranking needs them
+  }
+  if (shape->echo) {
+    // A token prompt's text comes from the scored tokens.
+    shape->prompt_text = request.prompt();
+    if (shape->logprobs >= 0 || request.prompt_tokens_size() > 0)
+      options->set_prompt_logprobs(true);
+  }
+  return Status::Ok();
+}
+
+// Chat: logprobs (a boolean) and top_logprobs (0 to 20, with logprobs).
+Status ParseChatLogprobs(const JsonObjectReader& body, bool* logprobs,
+                         v1::GenerationOptions* options) {
+  RETURN_IF_ERROR(body.Bool("logprobs", logprobs));
+  std::optional<int64_t> top;
+  RETURN_IF_ERROR(body.IntegerInRange("top_logprobs", 0, kMaxTopLogprobs, &top));
+  if (top.has_value() && !*logprobs) {
+    return InvalidArgumentError("field \"top_logprobs\" needs \"logprobs\": true");
+  }
+  options->set_logprobs(*logprobs);
+  options->set_top_logprobs(static_cast<uint32_t>(top.value_or(0)));
+  return Status::Ok();
+}
 
 Status Unsupported(std::string_view what) {
   std::string message(what);
@@ -30,28 +90,9 @@ Status Unsupported(std::string_view what) {
 
 // Rejects request features whose silent omission would change the answer.
 Status RejectUnsupportedFeatures(const JsonObjectReader& body) {
-  std::optional<int64_t> count;
-  RETURN_IF_ERROR(body.Integer("n", &count));
-  if (count.has_value() && *count != 1) {
-    return body.ValueError("n", "must be 1 (kvmesh returns one choice per request)",
-                           *body.Find("n"));
-  }
-  std::optional<int64_t> best_of;
-  RETURN_IF_ERROR(body.Integer("best_of", &best_of));
-  if (best_of.has_value() && *best_of != 1) return Unsupported("\"best_of\" above 1");
-  bool echo = false;
-  RETURN_IF_ERROR(body.Bool("echo", &echo));
-  if (echo) return Unsupported("\"echo\"");
   std::string suffix;
   RETURN_IF_ERROR(body.String("suffix", &suffix));
   if (!suffix.empty()) return Unsupported("\"suffix\"");
-  // logprobs is a boolean for chat and an integer for completions.
-  if (const json* logprobs = body.Find("logprobs");
-      logprobs != nullptr && !(logprobs->is_boolean() && !logprobs->get<bool>()) &&
-      !(logprobs->is_number_integer() && logprobs->get<int64_t>() == 0)) {
-    return Unsupported("\"logprobs\"");
-  }
-  if (body.Find("top_logprobs") != nullptr) return Unsupported("\"top_logprobs\"");
   return Status::Ok();
 }
 
@@ -162,7 +203,8 @@ Status ParseCommonFields(const JsonObjectReader& body, bool chat, v1::Generation
   RETURN_IF_ERROR(RejectUnsupportedFeatures(body));
 
   std::optional<int64_t> max_tokens;
-  RETURN_IF_ERROR(body.IntegerInRange("max_tokens", 1, kMaxInt32, &max_tokens));
+  // Completions: 0 computes (and with echo and logprobs scores) the prompt only.
+  RETURN_IF_ERROR(body.IntegerInRange("max_tokens", chat ? 1 : 0, kMaxInt32, &max_tokens));
   if (chat) {
     RETURN_IF_ERROR(body.IntegerInRange("max_completion_tokens", 1, kMaxInt32, &max_tokens));
   }
@@ -202,11 +244,16 @@ Status ParseCommonFields(const JsonObjectReader& body, bool chat, v1::Generation
   RETURN_IF_ERROR(body.Integer("seed", &integer));
   if (integer.has_value()) sampling->set_seed(static_cast<uint64_t>(*integer));
 
+  std::optional<int64_t> n;
+  RETURN_IF_ERROR(body.IntegerInRange("n", 1, kMaxChoices, &n));
+  if (n.has_value()) options->set_n(static_cast<uint32_t>(*n));
   RETURN_IF_ERROR(ParseStop(body, options));
   RETURN_IF_ERROR(ParseLogitBias(body, sampling));
 
   std::string ignored_user;
   RETURN_IF_ERROR(body.String("user", &ignored_user));
+  // A session's routing hint (session affinity).
+  RETURN_IF_ERROR(body.String("prompt_cache_key", options->mutable_session_id()));
   std::string cache_salt;
   RETURN_IF_ERROR(body.String("cache_salt", &cache_salt));
   options->set_cache_salt(std::move(cache_salt));
@@ -466,6 +513,8 @@ StatusOr<OpenAiCompletionRequest> ParseOpenAiCompletionRequest(const json& body)
       ParseCommonFields(reader, /*chat=*/false, parsed.request.mutable_options(), &parsed.stream));
   RETURN_IF_ERROR(ParseResponseFormat(reader, parsed.request.mutable_options()));
   RETURN_IF_ERROR(ParseGrammarExtensions(reader, parsed.request.mutable_options()));
+  RETURN_IF_ERROR(ParseCompletionShape(reader, parsed.request, parsed.stream, &parsed.shape,
+                                       parsed.request.mutable_options()));
   return parsed;
 }
 
@@ -481,6 +530,7 @@ StatusOr<OpenAiChatRequest> ParseOpenAiChatRequest(const json& body) {
   RETURN_IF_ERROR(reader.Bool("parallel_tool_calls", &ignored_parallel_tool_calls));
   RETURN_IF_ERROR(
       ParseCommonFields(reader, /*chat=*/true, parsed.request.mutable_options(), &parsed.stream));
+  RETURN_IF_ERROR(ParseChatLogprobs(reader, &parsed.logprobs, parsed.request.mutable_options()));
   return parsed;
 }
 
@@ -507,19 +557,47 @@ ordered_json OpenAiUsageJson(const v1::Usage& usage) {
   return out;
 }
 
-ordered_json OpenAiCompletionJson(const ResponseMeta& meta, const GenerationResult& result) {
-  ordered_json choice;
-  choice["text"] = result.text;
-  choice["index"] = 0;
-  choice["logprobs"] = nullptr;
-  choice["finish_reason"] = NullableFinishReason(result.finish_reason);
+ordered_json OpenAiCompletionJson(const ResponseMeta& meta, const GenerationResult& result,
+                                  const CompletionShape& shape) {
+  // best_of: the n choices with the highest mean logprob, in that order.
+  std::vector<int> picked(result.num_choices());
+  std::iota(picked.begin(), picked.end(), 0);
+  if (shape.best_of > shape.n && result.num_choices() > shape.n) {
+    std::stable_sort(picked.begin(), picked.end(), [&result](int a, int b) {
+      return MeanLogprob(result.choice(a).logprobs) > MeanLogprob(result.choice(b).logprobs);
+    });
+    picked.resize(shape.n);
+  }
+  std::string prompt_text = shape.prompt_text;
+  if (shape.echo && prompt_text.empty()) {
+    for (const v1::TokenLogprob& e : result.prompt_logprobs) prompt_text += e.text();
+  }
+  ordered_json choices = ordered_json::array();
+  for (size_t i = 0; i < picked.size(); ++i) {
+    const ChoiceResult& c = result.choice(picked[i]);
+    ordered_json choice;
+    choice["text"] = shape.echo ? prompt_text + c.text : c.text;
+    choice["index"] = i;
+    if (shape.logprobs < 0) {
+      choice["logprobs"] = nullptr;
+    } else {
+      ordered_json logprobs;
+      size_t offset = 0;
+      if (shape.echo) AppendCompletionLogprobs(result.prompt_logprobs, &offset, &logprobs);
+      offset = shape.echo ? prompt_text.size() : 0;
+      AppendCompletionLogprobs(c.logprobs, &offset, &logprobs);
+      choice["logprobs"] = std::move(logprobs);
+    }
+    choice["finish_reason"] = NullableFinishReason(c.finish_reason);
+    choices.push_back(std::move(choice));
+  }
   ordered_json out;
   out["id"] = meta.id;
   out["object"] = "text_completion";
   out["created"] = meta.created;
   out["model"] = meta.model;
-  out["choices"] = ordered_json::array({std::move(choice)});
-  out["usage"] = OpenAiUsageJson(result.usage);
+  out["choices"] = std::move(choices);
+  out["usage"] = OpenAiUsageJson(result.total_usage());
   return out;
 }
 
@@ -531,33 +609,39 @@ ordered_json OpenAiToolCallJson(const v1::ToolCall& call) {
   return out;
 }
 
-ordered_json OpenAiChatCompletionJson(const ResponseMeta& meta, const GenerationResult& result) {
-  ordered_json message;
-  message["role"] = "assistant";
-  if (result.text.empty() && !result.tool_calls.empty()) {
-    message["content"] = nullptr;
-  } else {
-    message["content"] = result.text;
-  }
-  if (!result.reasoning.empty()) message["reasoning_content"] = result.reasoning;
-  if (!result.tool_calls.empty()) {
-    message["tool_calls"] = ordered_json::array();
-    for (const v1::ToolCall& call : result.tool_calls) {
-      message["tool_calls"].push_back(OpenAiToolCallJson(call));
+ordered_json OpenAiChatCompletionJson(const ResponseMeta& meta, const GenerationResult& result,
+                                      bool logprobs) {
+  ordered_json choices = ordered_json::array();
+  for (int i = 0; i < result.num_choices(); ++i) {
+    const ChoiceResult& c = result.choice(i);
+    ordered_json message;
+    message["role"] = "assistant";
+    if (c.text.empty() && !c.tool_calls.empty()) {
+      message["content"] = nullptr;
+    } else {
+      message["content"] = c.text;
     }
+    if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+    if (!c.tool_calls.empty()) {
+      message["tool_calls"] = ordered_json::array();
+      for (const v1::ToolCall& call : c.tool_calls) {
+        message["tool_calls"].push_back(OpenAiToolCallJson(call));
+      }
+    }
+    ordered_json choice;
+    choice["index"] = i;
+    choice["message"] = std::move(message);
+    choice["logprobs"] = logprobs ? ChatLogprobs(c.logprobs) : ordered_json(nullptr);
+    choice["finish_reason"] = NullableFinishReason(c.finish_reason);
+    choices.push_back(std::move(choice));
   }
-  ordered_json choice;
-  choice["index"] = 0;
-  choice["message"] = std::move(message);
-  choice["logprobs"] = nullptr;
-  choice["finish_reason"] = NullableFinishReason(result.finish_reason);
   ordered_json out;
   out["id"] = meta.id;
   out["object"] = "chat.completion";
   out["created"] = meta.created;
   out["model"] = meta.model;
-  out["choices"] = ordered_json::array({std::move(choice)});
-  out["usage"] = OpenAiUsageJson(result.usage);
+  out["choices"] = std::move(choices);
+  out["usage"] = OpenAiUsageJson(result.total_usage());
   return out;
 }
 

@@ -17,12 +17,17 @@
 //   max_completion_tokens wins); temperature; top_p; top_k, min_p,
 //   repetition_penalty (extensions); seed; stop (string or array);
 //   presence_penalty; frequency_penalty; stream; stream_options.include_usage;
-//   n (1 only); user; cache_salt and ignore_eos (extensions).
-// logit_bias ({"token id": -100..100}) is taken.
+//   n (1 … 16 choices from one prefill); user; cache_salt and ignore_eos
+//   (extensions); logit_bias ({"token id": -100..100}); logprobs (chat: a
+//   boolean, with top_logprobs 0 … 20; completions: the number of
+//   alternatives, 0 … 20); completions: echo (the prompt, and with logprobs
+//   its tokens' logprobs, before the completion; max_tokens 0 scores the
+//   prompt only) and best_of (n … 16 generated, the n with the highest mean
+//   logprob returned; not with stream).
 // Features that would change the answer if ignored are rejected with 400:
-// n > 1, best_of > 1, echo, suffix, logprobs, tools on
-// /v1/completions, and a schema or grammar outside the supported subset
-// (the message names the keyword).
+// suffix, tools on /v1/completions, and a schema or grammar outside the
+// supported subset (the message names the keyword). docs/api.md has the
+// table of every field.
 //
 // A chat answer carries the router's split of the model's output: content
 // (null when the model only called tools), reasoning_content (the text it
@@ -46,14 +51,25 @@ struct StreamOptions {
   bool include_usage = false;  // stream_options.include_usage
 };
 
+// How a completion response is shaped beyond what the core returns.
+struct CompletionShape {
+  bool echo = false;
+  std::string prompt_text;  // echo of a text prompt (token prompts use the logprob tokens)
+  int logprobs = -1;        // alternatives per token; -1: no logprobs
+  int n = 1;                // choices returned
+  int best_of = 1;          // choices generated (>= n); the best n are returned
+};
+
 struct OpenAiCompletionRequest {
   v1::GenerateTextRequest request;
   StreamOptions stream;
+  CompletionShape shape;
 };
 
 struct OpenAiChatRequest {
   v1::ChatRequest request;
   StreamOptions stream;
+  bool logprobs = false;
 };
 
 StatusOr<OpenAiCompletionRequest> ParseOpenAiCompletionRequest(const nlohmann::json& body);
@@ -70,7 +86,8 @@ nlohmann::ordered_json OpenAiUsageJson(const v1::Usage& usage);
 
 // The "text_completion" object for POST /v1/completions.
 nlohmann::ordered_json OpenAiCompletionJson(const ResponseMeta& meta,
-                                            const GenerationResult& result);
+                                            const GenerationResult& result,
+                                            const CompletionShape& shape = {});
 
 // {"id","type":"function","function":{"name","arguments"}}, the arguments
 // as a JSON string.
@@ -78,7 +95,8 @@ nlohmann::ordered_json OpenAiToolCallJson(const v1::ToolCall& call);
 
 // The "chat.completion" object for POST /v1/chat/completions.
 nlohmann::ordered_json OpenAiChatCompletionJson(const ResponseMeta& meta,
-                                                const GenerationResult& result);
+                                                const GenerationResult& result,
+                                                bool logprobs = false);
 
 // The list for GET /v1/models: {"object":"list","data":[{"id","object":"model",
 // "created":0,"owned_by":"kvmesh","context_length","workers"}]}, the last two

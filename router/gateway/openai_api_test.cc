@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "router/gateway/http_errors.h"
 #include "router/gateway/proto_matchers.h"
 
@@ -48,6 +50,7 @@ TEST(OpenAiApiTest, CompletionRequestWithEveryField) {
       stop: "\n"
       ignore_eos: true
       cache_salt: "tenant-a"
+      n: 1
     })pb"));
   EXPECT_TRUE(parsed->stream.stream);
   EXPECT_TRUE(parsed->stream.include_usage);
@@ -80,20 +83,27 @@ TEST(OpenAiApiTest, CompletionRequestErrorsNameTheField) {
             "field \"prompt\" must hold token ids between 0 and 2147483647, got -2");
   EXPECT_EQ(CompletionError(R"({"prompt": "x", "max_tokens": "16"})"),
             "field \"max_tokens\" must be an integer, got string");
-  EXPECT_EQ(CompletionError(R"({"prompt": "x", "max_tokens": 0})"),
-            "field \"max_tokens\" must be between 1 and 2147483647, got 0");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "max_tokens": -1})"),
+            "field \"max_tokens\" must be between 0 and 2147483647, got -1");
   EXPECT_EQ(CompletionError(R"({"prompt": "x", "temperature": 3})"),
             "field \"temperature\" must be between 0 and 2, got 3");
   EXPECT_EQ(CompletionError(R"({"prompt": "x", "stop": ["a", 1]})"),
             "field \"stop\" must be a string or an array of strings, got array");
   EXPECT_EQ(CompletionError(R"({"prompt": "x", "stop": ""})"),
             "field \"stop\" must not contain empty strings, got \"\"");
-  EXPECT_EQ(CompletionError(R"({"prompt": "x", "n": 2})"),
-            "field \"n\" must be 1 (kvmesh returns one choice per request), got 2");
-  EXPECT_EQ(CompletionError(R"({"prompt": "x", "echo": true})"),
-            "\"echo\" is not supported by kvmesh");
-  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logprobs": 3})"),
-            "\"logprobs\" is not supported by kvmesh");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "n": 17})"),
+            "field \"n\" must be between 1 and 16, got 17");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logprobs": 21})"),
+            "field \"logprobs\" must be between 0 and 20, got 21");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "logprobs": true})"),
+            "field \"logprobs\" must be an integer (the alternatives per token, 0 to 20) on "
+            "/v1/completions, got boolean");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "n": 3, "best_of": 2})"),
+            "field \"best_of\" must be at least n (3), got 2");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "best_of": 2, "stream": true})"),
+            "best_of above n cannot be streamed (the best are known at the end)");
+  EXPECT_EQ(CompletionError(R"({"prompt": "x", "suffix": "y"})"),
+            "\"suffix\" is not supported by kvmesh");
   EXPECT_EQ(CompletionError(R"({"prompt": "x", "stream_options": true})"),
             "field \"stream_options\" must be an object, got boolean");
 }
@@ -290,4 +300,97 @@ TEST(OpenAiApiTest, ModelsJson) {
 }
 
 }  // namespace
+v1::TokenLogprob Lp(int32_t token, std::string text, std::optional<float> logprob,
+                    std::vector<std::pair<std::string, float>> top = {}) {
+  v1::TokenLogprob lp;
+  lp.set_token(token);
+  lp.set_text(std::move(text));
+  if (logprob) lp.set_logprob(*logprob);
+  for (auto& [t, l] : top) {
+    v1::TokenLogprob* alt = lp.add_top();
+    alt->set_text(t);
+    alt->set_logprob(l);
+  }
+  return lp;
+}
+
+TEST(OpenAiApiTest, CompletionEchoWithLogprobs) {
+  StatusOr<OpenAiCompletionRequest> parsed = ParseOpenAiCompletionRequest(
+      json::parse(R"({"prompt": "Hi there", "echo": true, "logprobs": 1, "max_tokens": 0})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const v1::GenerationOptions& o = parsed->request.options();
+  EXPECT_TRUE(o.has_max_tokens());
+  EXPECT_EQ(o.max_tokens(), 0);
+  EXPECT_TRUE(o.logprobs());
+  EXPECT_TRUE(o.prompt_logprobs());
+  EXPECT_EQ(o.top_logprobs(), 1u);
+
+  GenerationResult result;
+  result.prompt_logprobs = {Lp(1, "Hi", std::nullopt), Lp(2, " there", -1.5f, {{" you", -0.5f}})};
+  result.text = "!";
+  result.logprobs = {Lp(3, "!", -0.25f, {{"!", -0.25f}})};
+  result.finish_reason = v1::FINISH_REASON_LENGTH;
+  const auto out = OpenAiCompletionJson({"cmpl-1", 1, "tiny"}, result, parsed->shape);
+  EXPECT_EQ(out["choices"][0]["text"], "Hi there!");
+  EXPECT_EQ(ToJsonText(out["choices"][0]["logprobs"]),
+            R"({"tokens":["Hi"," there","!"],"token_logprobs":[null,-1.5,-0.25],)"
+            R"("top_logprobs":[null,{" you":-0.5," there":-1.5},{"!":-0.25}],)"
+            R"("text_offset":[0,2,8]})");
+}
+
+TEST(OpenAiApiTest, BestOfReturnsTheChoicesWithTheHighestMeanLogprob) {
+  StatusOr<OpenAiCompletionRequest> parsed =
+      ParseOpenAiCompletionRequest(json::parse(R"({"prompt": "x", "n": 2, "best_of": 3})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->request.options().n(), 3u);       // generated
+  EXPECT_TRUE(parsed->request.options().logprobs());  // for the ranking
+  GenerationResult result;
+  result.text = "a";
+  result.logprobs = {Lp(1, "a", -3.0f)};
+  result.more_choices.resize(2);
+  result.more_choices[0].text = "b";
+  result.more_choices[0].logprobs = {Lp(2, "b", -1.0f), Lp(2, "b", -2.0f)};  // mean -1.5
+  result.more_choices[1].text = "c";
+  result.more_choices[1].logprobs = {Lp(3, "c", -0.5f)};
+  result.usage.set_prompt_tokens(5);
+  result.usage.set_completion_tokens(1);
+  result.more_choices[0].usage.set_completion_tokens(2);
+  result.more_choices[1].usage.set_completion_tokens(1);
+  const auto out = OpenAiCompletionJson({"cmpl-1", 1, "tiny"}, result, parsed->shape);
+  ASSERT_EQ(out["choices"].size(), 2u);
+  EXPECT_EQ(out["choices"][0]["text"], "c");
+  EXPECT_EQ(out["choices"][0]["index"], 0);
+  EXPECT_EQ(out["choices"][1]["text"], "b");
+  EXPECT_TRUE(out["choices"][0]["logprobs"].is_null()) << "not asked for";
+  EXPECT_EQ(out["usage"]["completion_tokens"], 4) << "every generated choice counts";
+  EXPECT_EQ(out["usage"]["prompt_tokens"], 5);
+}
+
+TEST(OpenAiApiTest, ChatLogprobsAndChoices) {
+  StatusOr<OpenAiChatRequest> parsed = ParseOpenAiChatRequest(json::parse(
+      R"({"messages": [{"role": "user", "content": "x"}], "n": 2, "logprobs": true,
+          "top_logprobs": 2})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->request.options().n(), 2u);
+  EXPECT_EQ(parsed->request.options().top_logprobs(), 2u);
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})"),
+            "field \"top_logprobs\" needs \"logprobs\": true");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true,
+                          "top_logprobs": 21})"),
+            "field \"top_logprobs\" must be between 0 and 20, got 21");
+  GenerationResult result;
+  result.text = "A";
+  result.logprobs = {Lp(7, "A", -0.5f, {{"A", -0.5f}, {"B", -1.25f}})};
+  result.more_choices.resize(1);
+  result.more_choices[0].text = "B";
+  const auto out = OpenAiChatCompletionJson({"c", 1, "tiny"}, result, /*logprobs=*/true);
+  ASSERT_EQ(out["choices"].size(), 2u);
+  EXPECT_EQ(out["choices"][1]["index"], 1);
+  EXPECT_EQ(out["choices"][1]["message"]["content"], "B");
+  EXPECT_EQ(ToJsonText(out["choices"][0]["logprobs"]),
+            R"({"content":[{"token":"A","logprob":-0.5,"bytes":[65],"top_logprobs":[)"
+            R"({"token":"A","logprob":-0.5,"bytes":[65]},{"token":"B","logprob":-1.25,)"
+            R"("bytes":[66]}]}],"refusal":null})");
+}
+
 }  // namespace kvmesh::router::gateway

@@ -41,7 +41,8 @@ struct RoutingInput {
 
 struct Decision {
   int index = 0;       // into RoutingInput::workers
-  std::string reason;  // metric label: prefix_hit, min_cost, load_guard, round_robin, least_load…
+  std::string reason;  // metric label: prefix_hit, min_cost, load_guard, round_robin, least_load,
+                       // session (the router kept a session on its worker)…
 };
 
 // Weights of the prefix policy (config keys prefix_*).

@@ -80,7 +80,7 @@ Status FakeInferenceCore::Run(const std::string& model, const v1::GenerationOpti
     return NotFoundError(std::move(message));
   }
   size_t count = pieces.size();
-  bool truncated = options.max_tokens() > 0 && static_cast<size_t>(options.max_tokens()) < count;
+  bool truncated = options.has_max_tokens() && static_cast<size_t>(options.max_tokens()) < count;
   if (truncated) count = static_cast<size_t>(options.max_tokens());
 
   for (size_t i = 0; i < count; ++i) {

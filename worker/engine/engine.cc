@@ -76,6 +76,14 @@ Status Engine::Submit(EngineRequest request) {
                                 std::to_string(kv_.pool().num_blocks()));
   }
   RETURN_IF_ERROR(request.sampling.Validate());
+  if (request.n < 1 || request.n > kMaxChoices) {
+    return InvalidArgumentError("n must be in 1.." + std::to_string(kMaxChoices) + ", got " +
+                                std::to_string(request.n));
+  }
+  if (request.top_logprobs < 0 || request.top_logprobs > kMaxTopLogprobs) {
+    return InvalidArgumentError("top_logprobs must be in 0.." + std::to_string(kMaxTopLogprobs) +
+                                ", got " + std::to_string(request.top_logprobs));
+  }
   if (!request.on_output) return InvalidArgumentError("no output callback");
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -92,6 +100,7 @@ Status Engine::Submit(EngineRequest request) {
     active_ids_.insert(request.id);
     auto r = std::make_unique<Request>(std::move(request), model_.n_vocab, tokenizer_);
     r->kv.root = RootHash(config_.model_identity, r->spec.cache_salt);
+    if (r->spec.n > 1) r->family = std::make_shared<RequestFamily>(RequestFamily{r->spec.id, 1});
     new_requests_.push_back(std::move(r));
   }
   cv_.notify_all();
@@ -186,7 +195,13 @@ void Engine::DrainInbox() {
   }
   for (const std::string& id : cancels) {
     auto it = requests_.find(id);
-    if (it != requests_.end()) it->second->cancel_requested = true;
+    if (it != requests_.end() && !it->second->family) {
+      it->second->cancel_requested = true;
+      continue;
+    }
+    for (auto& [rid, r] : requests_) {  // every choice of the request
+      if (r->family_id() == id) r->cancel_requested = true;
+    }
   }
   for (Command& c : commands) c.run();
 }
@@ -258,7 +273,9 @@ bool Engine::Step() {
     seq.num_tokens = c.num_tokens;
     seq.start_pos = r->num_computed;
     seq.block_table = r->kv.table;
-    seq.logits = c.sample ? LogitsMode::kLast : LogitsMode::kNone;
+    // Scoring the prompt needs every position's logits.
+    const bool score_prompt = r->wants_prompt_logprobs() && r->num_computed < r->num_prompt_tokens;
+    seq.logits = score_prompt ? LogitsMode::kAll : c.sample ? LogitsMode::kLast : LogitsMode::kNone;
     batch.tokens.insert(batch.tokens.end(), r->tokens.begin() + r->num_computed,
                         r->tokens.begin() + r->num_computed + c.num_tokens);
     batch.sequences.push_back(seq);
@@ -273,10 +290,16 @@ bool Engine::Step() {
       Finish(r, FinishReason::kError, RequestOutput(), status.WithPrefix("forward pass"));
       continue;
     }
+    const SequenceChunk& seq = batch.sequences[i];
     r->num_computed += c.num_tokens;
     kv_.CommitComputed(&r->kv, r->tokens, r->num_computed);
+    int64_t last_row = fo.first_row[i];
+    if (seq.logits == LogitsMode::kAll) {
+      ScorePrompt(r, fo, fo.first_row[i], seq.start_pos, c.num_tokens);
+      last_row += c.num_tokens - 1;
+    }
     if (c.sample) {
-      SampleAndStream(r, fo.Row(fo.first_row[i]));
+      SampleAndStream(r, fo.Row(last_row));
     } else if (r->spec.report_prefill_progress && r->num_generated() == 0) {
       RequestOutput progress;
       progress.prompt_tokens_computed = r->num_computed;
@@ -291,10 +314,87 @@ bool Engine::Step() {
   return true;
 }
 
+void Engine::ScorePrompt(Request* r, const ForwardOutput& fo, int64_t first_row, int32_t start_pos,
+                         int32_t num_tokens) {
+  // Row j predicts the token at position start_pos + j + 1. Positions scored
+  // before (a prefill redone after preemption) are skipped.
+  for (int32_t j = 0; j < num_tokens; ++j) {
+    const int32_t q = start_pos + j + 1;
+    if (q >= r->num_prompt_tokens) break;
+    if (q != static_cast<int32_t>(r->prompt_logprobs.size()) + 1) continue;
+    r->prompt_logprobs.push_back(
+        scorer_.Score(fo.Row(first_row + j), model_.n_vocab, r->tokens[q], r->spec.top_logprobs));
+  }
+}
+
+void Engine::TakePromptLogprobs(Request* r, RequestOutput* out) {
+  if (!r->spec.prompt_logprobs || r->prompt_logprobs_sent) return;
+  out->prompt_logprobs = std::move(r->prompt_logprobs);
+  r->prompt_logprobs.clear();
+  r->prompt_logprobs_sent = true;
+}
+
+std::vector<Request*> Engine::ForkChoices(Request* r) {
+  r->forked = true;
+  std::vector<Request*> forked;
+  for (int32_t i = 1; i < r->spec.n; ++i) {
+    EngineRequest spec = r->spec;
+    spec.n = 1;
+    spec.prompt_logprobs = false;
+    spec.report_prefill_progress = false;
+    spec.retain.clear();  // the first choice keeps the prompt
+    if (spec.sampling.seed) spec.sampling.seed = *spec.sampling.seed + i;
+    spec.id = r->spec.id + "#" + std::to_string(i);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      while (active_ids_.count(spec.id)) spec.id += "#";
+      active_ids_.insert(spec.id);
+    }
+    auto owned = std::make_unique<Request>(std::move(spec), model_.n_vocab, tokenizer_);
+    Request* c = owned.get();
+    c->choice = i;
+    c->family = r->family;
+    ++r->family->open;
+    c->forked = true;
+    c->arrival = r->arrival;
+    c->first_scheduled = r->first_scheduled;
+    c->kv.root = r->kv.root;
+    requests_[c->spec.id] = std::move(owned);
+    int32_t from = -1, to = -1;
+    bool shared = kv_.Fork(r->kv, r->num_computed, &c->kv, &from, &to);
+    if (shared && from >= 0) {
+      shared = executor_->ReadBlock(from, &block_copy_).ok() &&
+               executor_->WriteBlock(to, block_copy_).ok();
+      if (!shared) kv_.Release(&c->kv);
+    }
+    if (!shared) {
+      // No block for the copy: this choice computes the prompt again (its
+      // full blocks come from the prefix cache).
+      scheduler_.AddWaiting(c);
+      continue;
+    }
+    c->num_computed = r->num_computed;
+    c->num_cached_tokens = c->num_prompt_tokens;  // all of it shared
+    scheduler_.AddRunning(c);
+    forked.push_back(c);
+  }
+  return forked;
+}
+
 void Engine::SampleAndStream(Request* r, const float* logits) {
+  // Choice 0 samples first (its first output carries the prompt logprobs),
+  // then the choices forked from it, from the same logits.
+  std::vector<Request*> forked;
+  if (r->spec.n > 1 && !r->forked) forked = ForkChoices(r);
+  SampleOne(r, logits);
+  for (Request* c : forked) SampleOne(c, logits);
+}
+
+void Engine::SampleOne(Request* r, const float* logits) {
   const SamplingParams& sp = r->spec.sampling;
   const auto now = SteadyClock::now();
-  if (sp.max_tokens == 0) {  // prefill only (e.g. warming the prefix cache)
+  const float* raw_logits = logits;  // what logprobs are computed from
+  if (sp.max_tokens == 0) {          // prefill only (e.g. warming the prefix cache)
     Finish(r, FinishReason::kLength, RequestOutput());
     return;
   }
@@ -325,7 +425,13 @@ void Engine::SampleAndStream(Request* r, const float* logits) {
   }
   r->tokens.push_back(token);
   RequestOutput delta;
+  delta.choice = r->choice;
   delta.tokens.push_back(token);
+  if (r->spec.logprobs) {
+    delta.logprobs.push_back(
+        scorer_.Score(raw_logits, model_.n_vocab, token, r->spec.top_logprobs));
+  }
+  TakePromptLogprobs(r, &delta);
   delta.text = r->stop_matcher.Push(r->detokenizer.Feed(token));
   if (r->stop_matcher.stopped()) {
     Finish(r, FinishReason::kStop, std::move(delta));
@@ -347,6 +453,11 @@ void Engine::Finish(Request* r, FinishReason reason, RequestOutput pending, Stat
   }
   out.finished = true;
   out.finish_reason = reason;
+  out.choice = r->choice;
+  if (reason != FinishReason::kError) TakePromptLogprobs(r, &out);
+  const std::shared_ptr<RequestFamily> family = r->family;
+  const bool family_done = !family || --family->open == 0;
+  out.last_of_request = family_done;
   if (r->stop_matcher.stopped()) out.stop_sequence = r->stop_matcher.matched();
   out.error = std::move(error);
   out.prompt_tokens = r->num_prompt_tokens;
@@ -371,7 +482,9 @@ void Engine::Finish(Request* r, FinishReason reason, RequestOutput pending, Stat
   if (requests_.empty()) PublishLoad(0, 0, 0);  // idle: waiters see the final load
   {
     std::lock_guard<std::mutex> lock(mu_);
-    active_ids_.erase(id);
+    // A request's id stays in use until its last choice ends.
+    if (!family || id != family->id) active_ids_.erase(id);
+    if (family && family_done) active_ids_.erase(family->id);
     if (active_ids_.empty()) idle_cv_.notify_all();
   }
 }

@@ -34,6 +34,9 @@
 
 namespace kvmesh {
 
+// The most choices one request may ask for (EngineRequest::n).
+inline constexpr int32_t kMaxChoices = 16;
+
 struct EngineConfig {
   SchedulerLimits limits;
   int32_t max_model_len = 0;  // tokens per sequence; 0 = the model's training context
@@ -117,6 +120,16 @@ class Engine {
   void ExpireRequests();
   bool Step();
   void SampleAndStream(Request* r, const float* logits);
+  // Scores prompt tokens predicted by rows first_row … of a kAll chunk.
+  void ScorePrompt(Request* r, const ForwardOutput& fo, int64_t first_row, int32_t start_pos,
+                   int32_t num_tokens);
+  void TakePromptLogprobs(Request* r, RequestOutput* out);
+  // Samples the next token of `r` and streams it (or finishes `r`).
+  void SampleOne(Request* r, const float* logits);
+  // Starts choices 1 … n-1 of `r`, whose prompt is computed: they share its
+  // KV pages (and sample their first token from its logits). Returns those
+  // that run now; the others wait to compute their prompt again.
+  std::vector<Request*> ForkChoices(Request* r);
   void Finish(Request* r, FinishReason reason, RequestOutput pending, Status error = Status::Ok());
   void PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t decode_tokens);
   Status RunOnLoop(std::function<void()> fn);
@@ -136,6 +149,8 @@ class Engine {
   RateTracker decode_rate_;
   int64_t steps_ = 0;
   std::vector<float> masked_logits_;  // a constrained request's logits after its mask
+  LogprobScorer scorer_;
+  std::vector<uint8_t> block_copy_;  // a KV block being copied for a fork
 
   KvEventHub hub_;
 

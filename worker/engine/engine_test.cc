@@ -8,6 +8,8 @@
 #include <future>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
 
 #include "common/grammar/json_schema.h"
 #include "common/tokenizer/tokenizer.h"
@@ -354,6 +356,203 @@ TEST_F(EngineTest, KvEventsSnapshotThenDeltas) {
   EXPECT_EQ(next.sequence, snap.sequence + 1);
   ASSERT_EQ(next.events.size(), 1u);
   EXPECT_EQ(next.events[0].kind, KvEvent::Kind::kAllCleared);
+}
+
+// Every output of a request with several choices (or logprobs).
+struct Outputs {
+  std::mutex mu;
+  std::vector<RequestOutput> all;
+  std::promise<void> done;
+  int last_of_request = 0;
+};
+
+OutputCallback Collect(std::shared_ptr<Outputs> sink) {
+  return [sink](RequestOutput&& out) {
+    std::lock_guard<std::mutex> lock(sink->mu);
+    const bool last = out.last_of_request;
+    sink->all.push_back(std::move(out));
+    if (last && sink->last_of_request++ == 0) sink->done.set_value();
+  };
+}
+
+class PrefillCounter : public EngineObserver {
+ public:
+  void OnStep(int32_t prefill_tokens, int32_t, double) override { prefill += prefill_tokens; }
+  std::atomic<int64_t> prefill{0};
+};
+
+TEST_F(EngineTest, PromptLogprobsScoreEveryTokenAndIgnoreTheCache) {
+  auto engine = MakeEngine(64);
+  const std::string prompt = "Once upon a time, there was a little girl named Lily. She liked to";
+  const std::vector<int32_t> ids = tokenizer_->Encode(prompt, true, false);
+  std::vector<std::vector<TokenLogprob>> runs;
+  for (int run = 0; run < 2; ++run) {
+    auto sink = std::make_shared<Outputs>();
+    EngineRequest r;
+    r.id = "score" + std::to_string(run);
+    r.prompt = ids;
+    r.sampling.temperature = 0;
+    r.sampling.max_tokens = 0;
+    r.prompt_logprobs = true;
+    r.top_logprobs = 3;
+    r.on_output = Collect(sink);
+    ASSERT_TRUE(engine->Submit(std::move(r)).ok());
+    sink->done.get_future().wait();
+    ASSERT_EQ(sink->all.size(), 1u);
+    const RequestOutput& out = sink->all[0];
+    EXPECT_EQ(out.cached_tokens, 0) << "scoring must compute every position";
+    ASSERT_EQ(out.prompt_logprobs.size(), ids.size() - 1);
+    for (size_t i = 0; i < out.prompt_logprobs.size(); ++i) {
+      const TokenLogprob& lp = out.prompt_logprobs[i];
+      EXPECT_EQ(lp.token, ids[i + 1]);
+      EXPECT_LE(lp.logprob, 0.0f);
+      ASSERT_EQ(lp.top.size(), 3u);
+      EXPECT_GE(lp.top[0].second, lp.logprob);
+      EXPECT_GE(lp.top[0].second, lp.top[1].second);
+    }
+    runs.push_back(out.prompt_logprobs);
+  }
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    EXPECT_NEAR(runs[0][i].logprob, runs[1][i].logprob, 1e-4) << "token " << i + 1;
+  }
+}
+
+TEST_F(EngineTest, GreedyTokensAreTheirPositionsMostLikely) {
+  auto engine = MakeEngine(64);
+  auto sink = std::make_shared<Outputs>();
+  EngineRequest r;
+  r.id = "lp";
+  r.prompt = tokenizer_->Encode("Lily and Ben", true, false);
+  r.sampling.temperature = 0;
+  r.sampling.max_tokens = 12;
+  r.logprobs = true;
+  r.top_logprobs = 5;
+  r.on_output = Collect(sink);
+  ASSERT_TRUE(engine->Submit(std::move(r)).ok());
+  sink->done.get_future().wait();
+  int scored = 0;
+  for (const RequestOutput& out : sink->all) {
+    ASSERT_EQ(out.logprobs.size(), out.tokens.size());
+    for (size_t i = 0; i < out.tokens.size(); ++i) {
+      EXPECT_EQ(out.logprobs[i].token, out.tokens[i]);
+      ASSERT_EQ(out.logprobs[i].top.size(), 5u);
+      EXPECT_EQ(out.logprobs[i].top[0].first, out.tokens[i]);
+      EXPECT_FLOAT_EQ(out.logprobs[i].top[0].second, out.logprobs[i].logprob);
+      ++scored;
+    }
+  }
+  EXPECT_GT(scored, 0);
+}
+
+TEST_F(EngineTest, ChoicesForkFromOnePrefill) {
+  const ModelConfig& c = model_->config();
+  KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
+  auto options = PlanOptions::Parse("", "", "", 2);
+  ASSERT_TRUE(options.ok());
+  auto exec = ModelExecutor::Create(*model_, layout, *options, 64);
+  ASSERT_TRUE(exec.ok());
+  EngineConfig config;
+  config.model_identity = model_->identity();
+  PrefillCounter counter;
+  Engine engine(c, *tokenizer_, std::move(exec).value(), config, &counter);
+  engine.Start();
+
+  const std::vector<int32_t> prompt =
+      tokenizer_->Encode("Once upon a time, there was a big dog named Max.", true, false);
+  ASSERT_NE(prompt.size() % 16, 0u) << "the test wants a partly filled last block to copy";
+  auto sink = std::make_shared<Outputs>();
+  EngineRequest r;
+  r.id = "four";
+  r.prompt = prompt;
+  r.sampling.temperature = 1.0f;
+  r.sampling.top_k = 0;
+  r.sampling.top_p = 1.0f;
+  r.sampling.min_p = 0.0f;
+  r.sampling.seed = 7;
+  r.sampling.max_tokens = 24;
+  r.n = 4;
+  r.on_output = Collect(sink);
+  ASSERT_TRUE(engine.Submit(std::move(r)).ok());
+  sink->done.get_future().wait();
+  EXPECT_EQ(counter.prefill.load(), static_cast<int64_t>(prompt.size()))
+      << "the prompt is computed once for all four choices";
+
+  std::map<int32_t, std::vector<int32_t>> tokens;
+  std::map<int32_t, RequestOutput> finals;
+  for (RequestOutput& out : sink->all) {
+    auto& t = tokens[out.choice];
+    t.insert(t.end(), out.tokens.begin(), out.tokens.end());
+    if (out.finished) finals[out.choice] = out;
+  }
+  ASSERT_EQ(finals.size(), 4u);
+  EXPECT_EQ(sink->last_of_request, 1);
+  EXPECT_TRUE(sink->all.back().last_of_request);
+  for (const auto& [choice, out] : finals) {
+    EXPECT_EQ(out.prompt_tokens, static_cast<int32_t>(prompt.size()));
+    if (choice > 0) {
+      EXPECT_EQ(out.cached_tokens, out.prompt_tokens) << "forked: all shared";
+    }
+  }
+  // Seeds 7, 8, 9, 10: the choices differ.
+  std::set<std::vector<int32_t>> distinct;
+  for (const auto& [choice, t] : tokens) distinct.insert(t);
+  EXPECT_GE(distinct.size(), 3u);
+
+  // Each choice equals a single request with its seed: the forked pages
+  // (and the copied last block) hold exactly the prompt's K and V.
+  for (int choice = 0; choice < 4; ++choice) {
+    auto one = std::make_shared<Outputs>();
+    EngineRequest single;
+    single.id = "single" + std::to_string(choice);
+    single.prompt = prompt;
+    single.sampling.temperature = 1.0f;
+    single.sampling.top_k = 0;
+    single.sampling.top_p = 1.0f;
+    single.sampling.min_p = 0.0f;
+    single.sampling.seed = 7 + choice;
+    single.sampling.max_tokens = 24;
+    single.on_output = Collect(one);
+    ASSERT_TRUE(engine.Submit(std::move(single)).ok());
+    one->done.get_future().wait();
+    std::vector<int32_t> alone;
+    for (const RequestOutput& out : one->all)
+      alone.insert(alone.end(), out.tokens.begin(), out.tokens.end());
+    EXPECT_EQ(alone, tokens[choice]) << "choice " << choice;
+  }
+  EXPECT_TRUE(engine.WaitIdle(std::chrono::seconds(5)));
+}
+
+TEST_F(EngineTest, CancellingARequestEndsEveryChoice) {
+  auto engine = MakeEngine(64);
+  auto sink = std::make_shared<Outputs>();
+  EngineRequest r;
+  r.id = "many";
+  r.prompt = tokenizer_->Encode("Once upon a time", true, false);
+  r.sampling.temperature = 1.0f;
+  r.sampling.max_tokens = 100000;
+  r.sampling.ignore_eos = true;
+  r.n = 3;
+  r.on_output = Collect(sink);
+  ASSERT_TRUE(engine->Submit(std::move(r)).ok());
+  for (;;) {  // until every choice has streamed
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::lock_guard<std::mutex> lock(sink->mu);
+    std::set<int32_t> seen;
+    for (const RequestOutput& out : sink->all) seen.insert(out.choice);
+    if (seen.size() == 3) break;
+  }
+  engine->Cancel("many");
+  ASSERT_EQ(sink->done.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  int cancelled = 0;
+  std::lock_guard<std::mutex> lock(sink->mu);
+  for (const RequestOutput& out : sink->all) {
+    if (out.finished) {
+      EXPECT_EQ(out.finish_reason, FinishReason::kCancelled);
+      ++cancelled;
+    }
+  }
+  EXPECT_EQ(cancelled, 3);
+  EXPECT_TRUE(engine->WaitIdle(std::chrono::seconds(5)));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "common/tokenizer/streaming_detokenizer.h"
 #include "worker/engine/grammar_constraint.h"
 #include "worker/kv/kv_cache_manager.h"
+#include "worker/sampling/logprobs.h"
 #include "worker/sampling/sampler.h"
 #include "worker/sampling/stop_matcher.h"
 
@@ -48,6 +49,15 @@ struct RequestOutput {
   // A progress output (EngineRequest::report_prefill_progress): nothing
   // generated yet, this many prompt tokens computed.
   int32_t prompt_tokens_computed = 0;
+  // With EngineRequest::logprobs: one per token of `tokens`.
+  std::vector<TokenLogprob> logprobs;
+  // With EngineRequest::prompt_logprobs, on choice 0's first output that
+  // has tokens or finishes: prompt tokens 1 … n-1 (the first has none).
+  std::vector<TokenLogprob> prompt_logprobs;
+  // The choice (0 … n-1) this output belongs to, and whether it is the last
+  // output of the whole request (every choice finished).
+  int32_t choice = 0;
+  bool last_of_request = false;
 };
 
 // Called on the engine thread for every output; must not block (hand the
@@ -76,8 +86,25 @@ struct EngineRequest {
   // Also output progress (an empty RequestOutput with
   // prompt_tokens_computed) after each prefill chunk that is not the last.
   bool report_prefill_progress = false;
+  // Log-probabilities of generated tokens (with the top_logprobs most
+  // likely alternatives) and of the prompt's tokens (computed in the
+  // prefill; the request then reuses no cached prefix).
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
+  bool prompt_logprobs = false;
+  // Choices (>= 1): after the prompt is computed the request forks into n
+  // sequences that share its KV pages, choice i sampling with seed + i when
+  // a seed is set.
+  int32_t n = 1;
   std::optional<SteadyClock::time_point> deadline;
   OutputCallback on_output;
+};
+
+// The choices of one request: they share its id (choice i > 0 runs as
+// "ID#i") and it ends when the last of them finishes.
+struct RequestFamily {
+  std::string id;
+  int32_t open = 1;  // choices not finished yet
 };
 
 struct Request {
@@ -100,6 +127,17 @@ struct Request {
   std::optional<SteadyClock::time_point> first_scheduled;
   std::optional<SteadyClock::time_point> first_token;
   bool cancel_requested = false;
+
+  int32_t choice = 0;
+  std::shared_ptr<RequestFamily> family;      // set when spec.n > 1
+  bool forked = false;                        // choice 0: its siblings exist
+  std::vector<TokenLogprob> prompt_logprobs;  // scored so far (tokens 1 …)
+  bool prompt_logprobs_sent = false;
+
+  // The prompt's logprobs are still to compute (so the prefill needs every
+  // position's logits and no cached prefix).
+  bool wants_prompt_logprobs() const { return spec.prompt_logprobs && !prompt_logprobs_sent; }
+  const std::string& family_id() const { return family ? family->id : spec.id; }
 
   int32_t num_generated() const { return static_cast<int32_t>(tokens.size()) - num_prompt_tokens; }
   int32_t num_uncomputed() const { return static_cast<int32_t>(tokens.size()) - num_computed; }

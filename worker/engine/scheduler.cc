@@ -68,7 +68,10 @@ ScheduleOutput Scheduler::Schedule() {
     while (!waiting_.empty() && budget > 0 &&
            static_cast<int32_t>(running_.size()) < limits_.max_running) {
       Request* r = waiting_.front();
-      const CachedPrefix prefix = kv_->FindCachedPrefix(r->kv.root, r->tokens);
+      // Prompt logprobs need every position computed: no cached prefix.
+      const CachedPrefix prefix = r->wants_prompt_logprobs()
+                                      ? CachedPrefix{}
+                                      : kv_->FindCachedPrefix(r->kv.root, r->tokens);
       const int32_t start = prefix.num_tokens();
       const int32_t n = std::min(static_cast<int32_t>(r->tokens.size()) - start, budget);
       if (!kv_->AllocateSlots(&r->kv, start + n, &prefix)) {

@@ -55,6 +55,9 @@ class Scheduler {
 
   bool waiting_full() const { return static_cast<int32_t>(waiting_.size()) >= limits_.max_waiting; }
   void AddWaiting(Request* request);
+  // A request whose blocks are already allocated and computed (a forked
+  // choice) joins the running ones.
+  void AddRunning(Request* request) { running_.push_back(request); }
 
   ScheduleOutput Schedule();
 

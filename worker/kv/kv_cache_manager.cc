@@ -54,6 +54,31 @@ bool KvCacheManager::AllocateSlots(SequenceBlocks* seq, int32_t num_tokens,
   return true;
 }
 
+bool KvCacheManager::Fork(const SequenceBlocks& parent, int32_t num_tokens, SequenceBlocks* child,
+                          int32_t* copy_from, int32_t* copy_to) {
+  const int32_t bs = block_size();
+  const int32_t full = num_tokens / bs;
+  const bool partial = num_tokens % bs != 0;
+  KVMESH_CHECK(child->table.empty() &&
+               static_cast<int32_t>(parent.table.size()) >= full + (partial ? 1 : 0));
+  *copy_from = *copy_to = -1;
+  if (partial && pool_.num_free() < 1) return false;
+  child->root = parent.root;
+  child->table.assign(parent.table.begin(), parent.table.begin() + full);
+  for (int32_t b : child->table) pool_.Acquire(b);
+  child->num_cached_blocks = std::min(parent.num_cached_blocks, full);
+  child->hashes.assign(
+      parent.hashes.begin(),
+      parent.hashes.begin() + std::min<int32_t>(full, static_cast<int32_t>(parent.hashes.size())));
+  if (partial) {
+    const bool ok = pool_.Allocate(1, &child->table);
+    KVMESH_CHECK(ok);
+    *copy_from = parent.table[full];
+    *copy_to = child->table.back();
+  }
+  return true;
+}
+
 void KvCacheManager::CommitComputed(SequenceBlocks* seq, std::span<const int32_t> tokens,
                                     int32_t num_computed) {
   if (!enable_prefix_caching_) return;

@@ -58,6 +58,14 @@ class KvCacheManager {
   // free.
   bool AllocateSlots(SequenceBlocks* seq, int32_t num_tokens, const CachedPrefix* prefix = nullptr);
 
+  // Starts `child` as a copy of the first `num_tokens` positions of
+  // `parent` (a fresh sequence): it shares the parent's full blocks and gets
+  // a fresh block for a partly filled last one, whose contents the caller
+  // copies from `*copy_from` to `*copy_to` (both -1 when there is none).
+  // Returns false, changing nothing, when that block cannot be had.
+  bool Fork(const SequenceBlocks& parent, int32_t num_tokens, SequenceBlocks* child,
+            int32_t* copy_from, int32_t* copy_to);
+
   // Registers every block of `seq` that is full within the first
   // `num_computed` positions of `tokens` (the sequence's tokens so far).
   void CommitComputed(SequenceBlocks* seq, std::span<const int32_t> tokens, int32_t num_computed);

@@ -91,6 +91,16 @@ StatusOr<SamplingParams> ToSampling(const v1::GenerateRequest& req, int32_t n_vo
   return p;
 }
 
+void ToProto(const TokenLogprob& in, v1::TokenLogprob* out) {
+  out->set_token(in.token);
+  out->set_logprob(in.logprob);
+  for (const auto& [token, logprob] : in.top) {
+    v1::TokenLogprob* alt = out->add_top();
+    alt->set_token(token);
+    alt->set_logprob(logprob);
+  }
+}
+
 }  // namespace
 
 grpc::Status ToGrpc(const Status& status) {
@@ -201,6 +211,10 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
   er.sampling = *sampling;
   er.cache_salt = req->cache_salt();
   er.report_prefill_progress = true;
+  er.logprobs = req->logprobs();
+  er.top_logprobs = static_cast<int32_t>(std::min<uint32_t>(req->top_logprobs(), 1000));
+  er.prompt_logprobs = req->prompt_logprobs();
+  er.n = std::max<int32_t>(1, static_cast<int32_t>(std::min<uint32_t>(req->n(), 1000)));
   if (!req->grammar().empty()) {
     auto constraint = constraints_.Get(req->grammar(), er.render_special_tokens);
     if (!constraint.ok()) return reject(constraint.status());
@@ -225,6 +239,8 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
   auto queue = std::make_shared<OutputQueue>();
   er.on_output = [queue](RequestOutput&& out) { queue->Push(std::move(out)); };
   const std::string id = er.id;
+  const int32_t first_prompt_token = er.prompt.empty() ? 0 : er.prompt[0];
+  bool prompt_logprobs_pending = req->prompt_logprobs();
   if (Status s = engine_.Submit(std::move(er)); !s.ok()) return reject(s);
 
   bool cancelled = false;
@@ -238,21 +254,33 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
       continue;
     }
     if (out.finished && out.finish_reason == FinishReason::kError) {
+      engine_.Cancel(id);  // the request's other choices
       return ToGrpc(out.error);
     }
     v1::GenerateResponse resp;
     resp.mutable_tokens()->Assign(out.tokens.begin(), out.tokens.end());
     resp.set_text(out.text);
     resp.set_prompt_tokens_computed(static_cast<uint32_t>(out.prompt_tokens_computed));
+    resp.set_choice(static_cast<uint32_t>(out.choice));
+    for (const TokenLogprob& lp : out.logprobs) ToProto(lp, resp.add_logprobs());
+    // The engine hands them over with choice 0's first output that has
+    // tokens or finishes.
+    if (prompt_logprobs_pending && out.choice == 0 && (!out.tokens.empty() || out.finished)) {
+      prompt_logprobs_pending = false;
+      resp.add_prompt_logprobs()->set_token(first_prompt_token);  // nothing predicts it
+      for (const TokenLogprob& lp : out.prompt_logprobs) ToProto(lp, resp.add_prompt_logprobs());
+    }
     if (out.finished) {
       if (req->predicted_cached_tokens() > 0 || out.cached_tokens > 0) {
         metrics_.OnPrediction(static_cast<int32_t>(req->predicted_cached_tokens()),
                               out.cached_tokens);
       }
       if (out.finish_reason == FinishReason::kDeadline) {
+        engine_.Cancel(id);
         return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "request deadline passed");
       }
       if (cancelled || out.finish_reason == FinishReason::kCancelled) {
+        engine_.Cancel(id);
         return grpc::Status(grpc::StatusCode::CANCELLED, "request cancelled");
       }
       resp.set_finish_reason(ToProto(out.finish_reason));
@@ -275,7 +303,7 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
       engine_.Cancel(id);  // the client is gone
       cancelled = true;
     }
-    if (out.finished) return grpc::Status::OK;
+    if (out.last_of_request) return grpc::Status::OK;
   }
 }
 

@@ -1,0 +1,57 @@
+// SessionAffinity: which worker each session (GenerationOptions.session_id)
+// was last sent to, so its next request goes there too even before the
+// prefix index has heard of the pages it left there. The hint enters the
+// routing decision as prefix the worker is presumed to hold (the session's
+// last prompt), so the policy's load guard still moves a session off an
+// overloaded worker. Bounded: the least recently used sessions are
+// forgotten first, and any after `ttl`. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace kvmesh::router {
+
+class SessionAffinity {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Hint {
+    std::string worker_id;
+    int32_t prompt_tokens = 0;  // of the session's last request there
+  };
+
+  explicit SessionAffinity(size_t max_sessions = 100000,
+                           std::chrono::seconds ttl = std::chrono::hours(1))
+      : max_sessions_(max_sessions), ttl_(ttl) {}
+
+  // Decisions for one session are serialized: Lock() before looking up the
+  // hint and choosing, so same-session requests that arrive together land
+  // together.
+  std::unique_lock<std::mutex> Lock() { return std::unique_lock<std::mutex>(decide_mu_); }
+
+  std::optional<Hint> Find(const std::string& session, Clock::time_point now = Clock::now());
+  void Record(const std::string& session, Hint hint, Clock::time_point now = Clock::now());
+  size_t size() const;
+
+ private:
+  struct Entry {
+    Hint hint;
+    Clock::time_point used;
+    std::list<std::string>::iterator lru;
+  };
+
+  const size_t max_sessions_;
+  const std::chrono::seconds ttl_;
+  std::mutex decide_mu_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Entry> sessions_;
+  std::list<std::string> lru_;  // most recent first
+};
+
+}  // namespace kvmesh::router
