@@ -26,6 +26,12 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr int64_t kMaxChoices = 16;
 constexpr int64_t kMaxTopLogprobs = 20;
 
+Status Unsupported(std::string_view what) {
+  std::string message(what);
+  message += " is not supported by kvmesh";
+  return InvalidArgumentError(std::move(message));
+}
+
 // Completions: logprobs (an integer, the alternatives per token; null: off),
 // echo and best_of.
 Status ParseCompletionShape(const JsonObjectReader& body, const v1::GenerateTextRequest& request,
@@ -68,6 +74,25 @@ Status ParseCompletionShape(const JsonObjectReader& body, const v1::GenerateText
   return Status::Ok();
 }
 
+// Chat features whose omission would change the answer: legacy function
+// calling, audio, web search.
+Status RejectUnsupportedChatFeatures(const JsonObjectReader& body) {
+  if (body.Find("functions") != nullptr || body.Find("function_call") != nullptr) {
+    return Unsupported("\"functions\" / \"function_call\" (legacy function calling; use tools)");
+  }
+  if (body.Find("audio") != nullptr) return Unsupported("\"audio\" (kvmesh serves text only)");
+  if (const json* modalities = body.Find("modalities"); modalities != nullptr) {
+    if (!modalities->is_array()) return body.TypeError("modalities", "an array of strings");
+    for (const json& m : *modalities) {
+      if (m != "text") return body.ValueError("modalities", "may only hold \"text\"", *modalities);
+    }
+  }
+  if (body.Find("web_search_options") != nullptr) {
+    return Unsupported("\"web_search_options\" (a local model cannot search the web)");
+  }
+  return Status::Ok();
+}
+
 // Chat: logprobs (a boolean) and top_logprobs (0 to 20, with logprobs).
 Status ParseChatLogprobs(const JsonObjectReader& body, bool* logprobs,
                          v1::GenerationOptions* options) {
@@ -80,12 +105,6 @@ Status ParseChatLogprobs(const JsonObjectReader& body, bool* logprobs,
   options->set_logprobs(*logprobs);
   options->set_top_logprobs(static_cast<uint32_t>(top.value_or(0)));
   return Status::Ok();
-}
-
-Status Unsupported(std::string_view what) {
-  std::string message(what);
-  message += " is not supported by kvmesh";
-  return InvalidArgumentError(std::move(message));
 }
 
 // Rejects request features whose silent omission would change the answer.
@@ -522,6 +541,7 @@ StatusOr<OpenAiChatRequest> ParseOpenAiChatRequest(const json& body) {
   JsonObjectReader reader(body, "");
   OpenAiChatRequest parsed;
   RETURN_IF_ERROR(reader.String("model", parsed.request.mutable_model()));
+  RETURN_IF_ERROR(RejectUnsupportedChatFeatures(reader));
   RETURN_IF_ERROR(ParseMessages(reader, &parsed.request));
   RETURN_IF_ERROR(ParseTools(reader, &parsed.request));
   RETURN_IF_ERROR(ParseResponseFormat(reader, parsed.request.mutable_options()));

@@ -25,8 +25,10 @@
 //   prompt only) and best_of (n … 16 generated, the n with the highest mean
 //   logprob returned; not with stream).
 // Features that would change the answer if ignored are rejected with 400:
-// suffix, tools on /v1/completions, and a schema or grammar outside the
-// supported subset (the message names the keyword). docs/api.md has the
+// suffix, tools on /v1/completions; on chat functions/function_call
+// (legacy), audio, non-text modalities and web_search_options; and a schema
+// or grammar outside the supported subset (the message names the keyword).
+// prompt_cache_key is a session-affinity hint (GenerationOptions.session_id). docs/api.md has the
 // table of every field.
 //
 // A chat answer carries the router's split of the model's output: content

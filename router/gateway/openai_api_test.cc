@@ -373,6 +373,13 @@ TEST(OpenAiApiTest, ChatLogprobsAndChoices) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed->request.options().n(), 2u);
   EXPECT_EQ(parsed->request.options().top_logprobs(), 2u);
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
+                          "functions": [{"name": "f"}]})"),
+            "\"functions\" / \"function_call\" (legacy function calling; use tools) is not "
+            "supported by kvmesh");
+  EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}],
+                          "modalities": ["text", "audio"]})"),
+            "field \"modalities\" may only hold \"text\", got array");
   EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})"),
             "field \"top_logprobs\" needs \"logprobs\": true");
   EXPECT_EQ(ChatError(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true,

@@ -125,5 +125,81 @@ TEST(OpenAiStreamTest, ErrorAfterStart) {
             "\n\ndata: [DONE]\n\n");
 }
 
+// The JSON of every data line that holds an object.
+std::vector<nlohmann::json> Chunks(const std::string& sse) {
+  std::vector<nlohmann::json> out;
+  size_t pos = 0;
+  while ((pos = sse.find("data: {", pos)) != std::string::npos) {
+    const size_t end = sse.find('\n', pos);
+    out.push_back(nlohmann::json::parse(sse.substr(pos + 6, end - pos - 6)));
+    pos = end;
+  }
+  return out;
+}
+
+TEST(OpenAiStreamTest, ChoicesStreamApartAndUsageAddsTheirCompletions) {
+  OpenAiStreamEncoder::Shape shape;
+  shape.n = 2;
+  OpenAiStreamEncoder encoder(OpenAiStreamEncoder::Kind::kCompletion, kCompletionMeta,
+                              /*include_usage=*/true, shape);
+  v1::GenerateTextResponse a = LastMessage("A", v1::FINISH_REASON_STOP);
+  v1::GenerateTextResponse b = LastMessage("B", v1::FINISH_REASON_LENGTH);
+  b.set_choice(1);
+  b.mutable_usage()->set_completion_tokens(4);
+  std::string sse = encoder.Encode(b);
+  sse += encoder.Encode(a);
+  sse += encoder.Finish(Status::Ok());
+  const auto chunks = Chunks(sse);
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[0]["choices"][0]["index"], 1);
+  EXPECT_EQ(chunks[0]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(chunks[1]["choices"][0]["index"], 0);
+  EXPECT_EQ(chunks[2]["usage"]["completion_tokens"], 7);
+  EXPECT_EQ(chunks[2]["usage"]["prompt_tokens"], 5) << "the prompt once";
+}
+
+TEST(OpenAiStreamTest, EchoAndLogprobsOnCompletionChunks) {
+  OpenAiStreamEncoder::Shape shape;
+  shape.logprobs = true;
+  shape.echo = true;
+  shape.prompt_text = "Hi";
+  OpenAiStreamEncoder encoder(OpenAiStreamEncoder::Kind::kCompletion, kCompletionMeta, false,
+                              shape);
+  v1::GenerateTextResponse first = Message(" there");
+  v1::TokenLogprob* p0 = first.add_prompt_logprobs();
+  p0->set_text("Hi");
+  v1::TokenLogprob* lp = first.add_logprobs();
+  lp->set_text(" there");
+  lp->set_logprob(-0.5f);
+  std::string sse = encoder.Encode(first);
+  v1::GenerateTextResponse last = LastMessage("!", v1::FINISH_REASON_STOP);
+  v1::TokenLogprob* lp2 = last.add_logprobs();
+  lp2->set_text("!");
+  lp2->set_logprob(-1.0f);
+  sse += encoder.Encode(last);
+  const auto chunks = Chunks(sse);
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(chunks[0]["choices"][0]["text"], "Hi there");
+  EXPECT_EQ(chunks[0]["choices"][0]["logprobs"]["tokens"], nlohmann::json({"Hi", " there"}));
+  EXPECT_EQ(chunks[0]["choices"][0]["logprobs"]["token_logprobs"][0], nullptr);
+  EXPECT_EQ(chunks[0]["choices"][0]["logprobs"]["text_offset"], nlohmann::json({0, 2}));
+  EXPECT_EQ(chunks[1]["choices"][0]["logprobs"]["text_offset"], nlohmann::json({8}));
+}
+
+TEST(OpenAiStreamTest, ChatLogprobsRideOnTheChunkOfTheirTokens) {
+  OpenAiStreamEncoder::Shape shape;
+  shape.logprobs = true;
+  OpenAiStreamEncoder encoder(OpenAiStreamEncoder::Kind::kChat, kChatMeta, false, shape);
+  v1::GenerateTextResponse hidden;  // tokens the parser holds back (no text yet)
+  v1::TokenLogprob* lp = hidden.add_logprobs();
+  lp->set_text("<");
+  lp->set_logprob(-0.25f);
+  const auto chunks = Chunks(encoder.Encode(hidden));
+  ASSERT_EQ(chunks.size(), 2u);  // the role chunk, then an empty delta with the logprobs
+  EXPECT_TRUE(chunks[1]["choices"][0]["delta"].empty());
+  EXPECT_EQ(chunks[1]["choices"][0]["logprobs"]["content"][0]["token"], "<");
+  EXPECT_EQ(chunks[1]["choices"][0]["logprobs"]["content"][0]["bytes"], nlohmann::json({60}));
+}
+
 }  // namespace
 }  // namespace kvmesh::router::gateway

@@ -83,9 +83,10 @@ TEST_F(GatewayTest, WrongFieldTypeIs400NamingTheField) {
             "field \"max_tokens\" must be an integer, got string");
 
   result =
-      Post("/v1/chat/completions", R"({"n": 3, "messages": [{"role": "user", "content": "x"}]})");
+      Post("/v1/chat/completions", R"({"n": 17, "messages": [{"role": "user", "content": "x"}]})");
   ASSERT_TRUE(result);
   EXPECT_EQ(result->status, 400);
+  EXPECT_EQ(Json(result)["error"]["message"], "field \"n\" must be between 1 and 16, got 17");
 }
 
 TEST_F(GatewayTest, UnknownModelIs404) {
