@@ -419,6 +419,8 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
     const grpc::Status status = reader->Finish();
     --worker->inflight;
     ++worker->finished_since_poll;
+    if (metrics_ && (relayed || status.ok()))
+      metrics_->OnRequestDone(Seconds(Clock::now() - arrival));
     if (cancelled) return CancelledError("the client cancelled the request");
     if (status.ok()) return Status::Ok();
     if (watch->timed_out()) {

@@ -58,6 +58,13 @@ RouterMetrics::RouterMetrics(Registry* registry)
                .Register(*prom_)
                .Add({}, Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
                                                     2.5, 5, 10, 30});
+  request_seconds_ =
+      &BuildHistogram()
+           .Name("kvmesh_router_request_duration_seconds")
+           .Help("Time from the router receiving a request to relaying its last message")
+           .Register(*prom_)
+           .Add({}, Histogram::BucketBoundaries{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+                                                30, 60, 120, 300});
   auto counter = [&](const std::string& name, const std::string& help) {
     return &BuildCounter().Name(name).Help(help).Register(*prom_).Add({});
   };
@@ -88,6 +95,8 @@ void RouterMetrics::OnRetry(const std::string& reason) {
 }
 
 void RouterMetrics::OnFirstToken(double seconds) { ttft_->Observe(seconds); }
+
+void RouterMetrics::OnRequestDone(double seconds) { request_seconds_->Observe(seconds); }
 
 void RouterMetrics::OnCachedTokens(int32_t predicted, int32_t reported, int32_t prompt_tokens) {
   predicted_->Increment(predicted);

@@ -25,6 +25,9 @@ class RouterMetrics {
   void OnDecision(const std::string& policy, const std::string& reason, double seconds);
   void OnRetry(const std::string& reason);
   void OnFirstToken(double seconds);
+  // A request relayed to its end (every outcome but a failure before any
+  // worker answered): arrival to the last message.
+  void OnRequestDone(double seconds);
   // The router's prediction of cached prompt tokens against the worker's report.
   void OnCachedTokens(int32_t predicted, int32_t reported, int32_t prompt_tokens);
 
@@ -38,6 +41,7 @@ class RouterMetrics {
   prometheus::Family<prometheus::Counter>* retries_;
   prometheus::Histogram* decision_seconds_;
   prometheus::Histogram* ttft_;
+  prometheus::Histogram* request_seconds_;
   prometheus::Counter* predicted_;
   prometheus::Counter* reported_;
   prometheus::Counter* prompt_tokens_;

@@ -86,6 +86,20 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
                        .Register(*registry_)
                        .Add({}, Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                             0.1, 0.25, 0.5, 1, 2.5});
+  step_tokens_ = &BuildHistogram()
+                      .Name("kvmesh_worker_step_tokens")
+                      .Help(
+                          "Tokens computed in one engine step (the batch: prefill chunks plus "
+                          "one per decoding sequence)")
+                      .Register(*registry_)
+                      .Add({}, Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 512,
+                                                           1024, 2048, 4096});
+  request_seconds_ = &BuildHistogram()
+                          .Name("kvmesh_worker_request_duration_seconds")
+                          .Help("Time from arrival to the end of a finished request")
+                          .Register(*registry_)
+                          .Add({}, Histogram::BucketBoundaries{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                                               2.5, 5, 10, 30, 60, 120, 300});
   auto counter = [&](const std::string& name, const std::string& help) {
     return &BuildCounter().Name(name).Help(help).Register(*registry_).Add({});
   };
@@ -117,12 +131,14 @@ void WorkerMetrics::OnRequestFinished(const RequestOutput& out, double tpot_seco
   cached_tokens_->Increment(out.cached_tokens);
   generated_tokens_->Increment(out.completion_tokens);
   if (tpot_seconds > 0) tpot_->Observe(tpot_seconds);
+  request_seconds_->Observe(out.total_ms / 1e3);
 }
 
 void WorkerMetrics::OnFirstToken(double ttft_seconds) { ttft_->Observe(ttft_seconds); }
 
 void WorkerMetrics::OnStep(int32_t prefill_tokens, int32_t decode_tokens, double seconds) {
   step_seconds_->Observe(seconds);
+  step_tokens_->Observe(prefill_tokens + decode_tokens);
   prefill_tokens_->Increment(prefill_tokens);
 }
 

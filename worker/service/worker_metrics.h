@@ -65,6 +65,8 @@ class WorkerMetrics : public EngineObserver {
   prometheus::Histogram* ttft_;
   prometheus::Histogram* tpot_;
   prometheus::Histogram* step_seconds_;
+  prometheus::Histogram* step_tokens_;
+  prometheus::Histogram* request_seconds_;
   prometheus::Counter* prompt_tokens_;
   prometheus::Counter* cached_tokens_;
   prometheus::Counter* generated_tokens_;
