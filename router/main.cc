@@ -25,7 +25,10 @@ int main(int argc, char** argv) {
               options.policy.c_str());
   std::fflush(stdout);
   kvmesh::WaitForTerminationSignal();
-  kvmesh::Log(kvmesh::LogLevel::kInfo, "router", "signal received: stopping");
+  kvmesh::Log(kvmesh::LogLevel::kInfo, "router", "signal received: draining");
+  (*server)->Drain(
+      std::chrono::milliseconds(static_cast<int64_t>(options.shutdown_grace_seconds * 1000)));
   (*server)->Shutdown();
+  kvmesh::Log(kvmesh::LogLevel::kInfo, "router", "stopped");
   return 0;
 }

@@ -95,8 +95,21 @@ RouterCore::RouterCore(Registry* registry, std::unique_ptr<Policy> policy, Route
       options_(options),
       watchdog_(options.request_timeout) {}
 
+// Counts a call as in flight for its lifetime.
+class RouterCore::ActiveCall {
+ public:
+  explicit ActiveCall(std::atomic<int>* count) : count_(count) { ++*count_; }
+  ~ActiveCall() { --*count_; }
+  ActiveCall(const ActiveCall&) = delete;
+  ActiveCall& operator=(const ActiveCall&) = delete;
+
+ private:
+  std::atomic<int>* count_;
+};
+
 Status RouterCore::Generate(const v1::GenerateTextRequest& request,
                             const MessageCallback& on_message) {
+  const ActiveCall active(&active_);
   RETURN_IF_ERROR(ValidateOptions(request.options()));
   ASSIGN_OR_RETURN(ModelSnapshot snap, registry_->Snapshot(request.model()));
   std::vector<int32_t> tokens;
@@ -167,6 +180,7 @@ StatusOr<RouterCore::RenderedChat> RouterCore::RenderChat(const v1::ChatRequest&
 }
 
 Status RouterCore::Chat(const v1::ChatRequest& request, const MessageCallback& on_message) {
+  const ActiveCall active(&active_);
   RETURN_IF_ERROR(ValidateOptions(request.options()));
   ASSIGN_OR_RETURN(RenderedChat chat, RenderChat(request, /*find_breakpoints=*/true));
   const ModelGroup& g = *chat.snap.group;

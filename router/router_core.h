@@ -49,11 +49,14 @@ class RouterCore final : public InferenceCore {
   Status Chat(const v1::ChatRequest& request, const MessageCallback& on_message) override;
   StatusOr<int64_t> CountChatTokens(const v1::ChatRequest& request) override;
   StatusOr<v1::ListModelsResponse> ListModels() override;
+  // Generate and Chat calls in progress (a draining router waits for them).
+  int active_requests() const { return active_.load(); }
   StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) override;
 
   const Policy& policy() const { return *policy_; }
 
  private:
+  class ActiveCall;
   struct RenderedChat {
     ModelSnapshot snap;
     std::string text;  // the rendered prompt
@@ -81,6 +84,7 @@ class RouterCore final : public InferenceCore {
   RouterMetrics* metrics_;
   RouterCoreOptions options_;
   std::atomic<uint64_t> next_id_{1};
+  std::atomic<int> active_{0};
   StreamWatchdog watchdog_;
   SessionAffinity sessions_;
 };

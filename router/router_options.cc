@@ -56,6 +56,9 @@ void RouterOptions::Register(ConfigSchema* s) {
   s->AddInt("http_threads", &http_threads, 4, 4096, "HTTP connection threads (concurrent streams)");
   s->AddString("log_level", &log_level, "debug, info, warning, error");
   s->AddString("router_id", &router_id, "name in logs (empty: host:grpc_port)");
+  s->AddDouble("shutdown_grace_seconds", &shutdown_grace_seconds, 0, 3600,
+               "on SIGTERM, time requests in flight (streams too) get to finish; /healthz "
+               "answers 503 meanwhile");
 }
 
 Status RouterOptions::Validate() const {

@@ -39,6 +39,7 @@ struct RouterOptions {
   int64_t http_threads = 64;
   std::string log_level = "info";
   std::string router_id;
+  double shutdown_grace_seconds = 30;
 
   void Register(ConfigSchema* schema);
   Status Validate() const;

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/log.h"
 
@@ -84,7 +85,8 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
   RouterMetrics* metrics = r->metrics_.get();
   Registry* registry = r->registry_.get();
   go.metrics_text = [metrics] { return metrics->Render(); };
-  go.health = [registry]() -> Status {
+  go.health = [registry, draining = &r->draining_]() -> Status {
+    if (draining->load()) return UnavailableError("draining: the router is shutting down");
     if (registry->AnyHealthy()) return Status::Ok();
     return UnavailableError("no healthy worker yet");
   };
@@ -100,6 +102,21 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
       "routing with policy " + o.policy + " to " + std::to_string(o.workers.size()) +
           " static workers" + (o.workers_dns.empty() ? "" : " and DNS " + o.workers_dns));
   return r;
+}
+
+void RouterServer::Drain(std::chrono::milliseconds grace) {
+  draining_ = true;
+  if (grpc_server_) {
+    if (auto* health = grpc_server_->GetHealthCheckService()) health->SetServingStatus(false);
+  }
+  const auto give_up = std::chrono::steady_clock::now() + grace;
+  while (core_ && core_->active_requests() > 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const int left = core_ ? core_->active_requests() : 0;
+  Log(left == 0 ? LogLevel::kInfo : LogLevel::kWarning, "router",
+      left == 0 ? "drained: no request in flight"
+                : "grace period over with " + std::to_string(left) + " requests in flight");
 }
 
 void RouterServer::Shutdown() {

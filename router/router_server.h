@@ -5,6 +5,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -27,6 +29,10 @@ class RouterServer {
   Registry& registry() { return *registry_; }
   RouterCore& core() { return *core_; }
 
+  // SIGTERM's first half: /healthz and the gRPC health service turn
+  // unready (load balancers stop sending), requests still arriving are
+  // served, and it waits until none is in flight or `grace` passes.
+  void Drain(std::chrono::milliseconds grace);
   void Shutdown();
 
  private:
@@ -42,6 +48,7 @@ class RouterServer {
   std::unique_ptr<gateway::HttpGateway> gateway_;
   int grpc_port_ = 0;
   bool shut_down_ = false;
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace kvmesh::router
