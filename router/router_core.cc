@@ -339,11 +339,12 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
     const PrefixMatch match = group.index.Match(hashes, candidates);
     // A session's requests are decided one at a time, so those arriving
     // together follow the first one's choice.
-    const std::string& session = options.session_id();
+    const std::string session =
+        options.session_id().empty() ? "" : SessionAffinity::Key(group.name, options.session_id());
     std::unique_lock<std::mutex> session_lock;
     std::optional<SessionAffinity::Hint> hint;
     if (!session.empty()) {
-      session_lock = sessions_.Lock();
+      session_lock = sessions_.Lock(session);
       hint = sessions_.Find(session);
     }
     for (const Candidate& c : snap.healthy) {
@@ -362,8 +363,12 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       v.blocks_free = static_cast<int64_t>(load.kv_blocks_free());
       v.blocks_total = static_cast<int64_t>(load.kv_blocks_total());
       v.blocks_cached = static_cast<int64_t>(load.kv_blocks_cached());
-      v.cached_tokens = std::min(match.blocks[c.slot], max_cacheable_blocks) * group.block_size;
-      if (hint && hint->worker_id == v.id) {
+      // Scoring the prompt reuses no cached prefix (it needs every position's logits).
+      v.cached_tokens =
+          options.prompt_logprobs()
+              ? 0
+              : std::min(match.blocks[c.slot], max_cacheable_blocks) * group.block_size;
+      if (hint && hint->worker_id == v.id && !options.prompt_logprobs()) {
         // Presumed to hold what the session's last prompt left there.
         const int32_t presumed =
             std::min(hint->prompt_tokens, max_cacheable_blocks * group.block_size);
@@ -399,6 +404,14 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       const bool progress_only = resp.tokens_size() == 0 && resp.text().empty() &&
                                  resp.finish_reason() == v1::FINISH_REASON_UNSPECIFIED;
       if (progress_only) continue;  // the prefill moved; nothing for the client
+      if (resp.choice() >= std::max<uint32_t>(1, options.n())) {
+        ctx.TryCancel();
+        cancelled = true;
+        Log(LogLevel::kError, "router",
+            "worker " + worker_id + " sent choice " + std::to_string(resp.choice()) +
+                " of a request with n=" + std::to_string(options.n()) + "; cancelled");
+        continue;
+      }
       v1::GenerateTextResponse out;
       out.set_text(resp.text());
       out.mutable_tokens()->CopyFrom(resp.tokens());
@@ -406,8 +419,19 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       out.set_request_id(request_id);
       out.set_choice(resp.choice());
       for (const v1::TokenLogprob& lp : resp.logprobs()) with_text(lp, out.add_logprobs());
+      // The prompt's token texts concatenate to its detokenized text (what
+      // echo shows): control tokens show nothing, and the space an SPM
+      // vocabulary puts before the text is dropped, as decoding does.
+      bool first_text = true;
       for (const v1::TokenLogprob& lp : resp.prompt_logprobs()) {
-        with_text(lp, out.add_prompt_logprobs());
+        v1::TokenLogprob* entry = out.add_prompt_logprobs();
+        with_text(lp, entry);
+        std::string text = tokenizer.TokenToPiece(lp.token(), /*render_special=*/false);
+        if (first_text && !text.empty()) {
+          if (tokenizer.config().add_space_prefix && text[0] == ' ') text.erase(0, 1);
+          first_text = false;
+        }
+        entry->set_text(std::move(text));
       }
       const bool last = resp.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
       if (last) {

@@ -2,6 +2,12 @@
 
 namespace kvmesh::router {
 
+std::string SessionAffinity::Key(const std::string& model, const std::string& session) {
+  if (session.size() <= 256) return model + '\n' + session;
+  return model + "\n#" + std::to_string(std::hash<std::string>{}(session)) + ":" +
+         std::to_string(session.size());
+}
+
 std::optional<SessionAffinity::Hint> SessionAffinity::Find(const std::string& session,
                                                            Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);

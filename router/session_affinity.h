@@ -7,8 +7,10 @@
 // forgotten first, and any after `ttl`. Thread-safe.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -30,10 +32,16 @@ class SessionAffinity {
                            std::chrono::seconds ttl = std::chrono::hours(1))
       : max_sessions_(max_sessions), ttl_(ttl) {}
 
-  // Decisions for one session are serialized: Lock() before looking up the
-  // hint and choosing, so same-session requests that arrive together land
-  // together.
-  std::unique_lock<std::mutex> Lock() { return std::unique_lock<std::mutex>(decide_mu_); }
+  // Decisions for one session are serialized: Lock(session) before looking
+  // up the hint and choosing, so same-session requests that arrive together
+  // land together (sessions share one of 64 locks by hash).
+  std::unique_lock<std::mutex> Lock(const std::string& session) {
+    return std::unique_lock<std::mutex>(decide_mu_[std::hash<std::string>{}(session) % 64]);
+  }
+
+  // The table's key for a client's session name of a model: scoped by model,
+  // and long names hashed (a key costs at most ~300 bytes).
+  static std::string Key(const std::string& model, const std::string& session);
 
   std::optional<Hint> Find(const std::string& session, Clock::time_point now = Clock::now());
   void Record(const std::string& session, Hint hint, Clock::time_point now = Clock::now());
@@ -48,7 +56,7 @@ class SessionAffinity {
 
   const size_t max_sessions_;
   const std::chrono::seconds ttl_;
-  std::mutex decide_mu_;
+  std::array<std::mutex, 64> decide_mu_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> sessions_;
   std::list<std::string> lru_;  // most recent first

@@ -101,6 +101,18 @@ if (JSON.stringify(cached.choices[0].logprobs.token_logprobs) !== JSON.stringify
   fail("a repeated echo (prefix cached) returned different prompt logprobs");
 }
 
+// Echo of a text prompt: the text is the prompt as given, and every
+// text_offset points at its token in that text.
+const echoed = JSON.parse(await post("/v1/completions",
+  { prompt: "Once upon a time", echo: true, logprobs: 1, max_tokens: 6, temperature: 0 }));
+const ec = echoed.choices[0];
+if (!ec.text.startsWith("Once upon a time")) fail(`echo text ${JSON.stringify(ec.text)}`);
+ec.logprobs.tokens.forEach((t, i) => {
+  const at = ec.logprobs.text_offset[i];
+  if (ec.text.slice(at, at + t.length) !== t) fail(`echo token ${i} ${JSON.stringify(t)} is not at text_offset ${at}`);
+});
+console.log(`echo text: ${JSON.stringify(ec.text)}, ${ec.logprobs.tokens.length} tokens at their offsets`);
+
 // 3. n = 4 from one prefill.
 const workers = (process.env.KVMESH_WORKER_HTTP || "").split(",").filter(Boolean);
 if (workers.length === 0) fail("KVMESH_WORKER_HTTP is not set");

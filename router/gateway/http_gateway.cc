@@ -30,10 +30,14 @@ constexpr std::string_view kRequestIdHeader = "x-request-id";
 
 // 96 random bits as hex: unique enough to name a request in logs and ids.
 std::string NewRequestId() {
-  thread_local std::mt19937_64 random_bits{std::random_device{}()};
+  // From the system's random source (not a seeded generator whose state
+  // could be rebuilt from ids seen): stored responses are named by them.
+  thread_local std::random_device random_bits;
+  unsigned long long words[3];
+  for (unsigned long long& w : words) w = random_bits();
   char text[32];
-  std::snprintf(text, sizeof(text), "%016llx%08llx", static_cast<unsigned long long>(random_bits()),
-                static_cast<unsigned long long>(random_bits() & 0xffffffffull));
+  std::snprintf(text, sizeof(text), "%08llx%08llx%08llx", words[0] & 0xffffffffull,
+                words[1] & 0xffffffffull, words[2] & 0xffffffffull);
   return text;
 }
 
@@ -69,6 +73,14 @@ std::string BearerToken(const httplib::Request& req) {
   while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
   while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
   return std::string(token);
+}
+
+// Who a stored response belongs to: a hash of the request's API key (the
+// same for every request when the gateway takes no keys).
+std::string KeyOwner(const httplib::Request& req) {
+  std::string key = BearerToken(req);
+  if (key.empty()) key = req.get_header_value("x-api-key");
+  return std::to_string(std::hash<std::string>{}("kvmesh-response-owner\n" + key));
 }
 
 ApiFormat FormatForPath(std::string_view path) {
@@ -469,9 +481,11 @@ void HttpGateway::HandleResponses(const httplib::Request& req, httplib::Response
   if (!Authorize(req, res, kFormat)) return;
   StatusOr<nlohmann::json> body = ParseJsonObject(req.body);
   if (!body.ok()) return SendError(res, kFormat, body.status());
+  // Stored responses belong to the API key that made them.
+  const std::string owner = KeyOwner(req);
   std::optional<ResponseStore::Entry> previous;
   if (const std::string previous_id = PreviousResponseId(*body); !previous_id.empty()) {
-    previous = responses_.Get(previous_id);
+    previous = responses_.Get(previous_id, owner);
     if (!previous) {
       return SendError(res, kFormat,
                        NotFoundError("previous_response_id \"" + previous_id +
@@ -494,14 +508,15 @@ void HttpGateway::HandleResponses(const httplib::Request& req, httplib::Response
   };
   // What a later previous_response_id continues: the conversation so far
   // (without this request's instructions) and the answer.
-  auto store = [this, request, previous, id = meta.id](const nlohmann::ordered_json& response,
-                                                       const GenerationResult& result) {
+  auto store = [this, request, previous, owner, id = meta.id](
+                   const nlohmann::ordered_json& response, const GenerationResult& result) {
     if (!request->store) return;
     ResponseStore::Entry entry;
     if (previous) entry.conversation = previous->conversation;
     for (const v1::ChatMessage& m : request->new_messages) entry.conversation.push_back(m);
     entry.conversation.push_back(AssistantMessage(result));
     entry.response_json = ToJsonText(response);
+    entry.owner = owner;
     responses_.Put(id, std::move(entry));
   };
   if (request->stream) {
@@ -524,7 +539,7 @@ void HttpGateway::HandleResponses(const httplib::Request& req, httplib::Response
 void HttpGateway::HandleGetResponse(const httplib::Request& req, httplib::Response& res) {
   if (!Authorize(req, res, ApiFormat::kOpenAi)) return;
   const std::string id = req.matches[1];
-  std::optional<ResponseStore::Entry> entry = responses_.Get(id);
+  std::optional<ResponseStore::Entry> entry = responses_.Get(id, KeyOwner(req));
   if (!entry) {
     return SendError(res, ApiFormat::kOpenAi, NotFoundError("no stored response \"" + id + "\""));
   }

@@ -87,6 +87,14 @@ Status RejectUnsupportedChatFeatures(const JsonObjectReader& body) {
       if (m != "text") return body.ValueError("modalities", "may only hold \"text\"", *modalities);
     }
   }
+  bool echo = false;
+  RETURN_IF_ERROR(body.Bool("echo", &echo));
+  if (echo) return Unsupported("\"echo\" on /v1/chat/completions (a completions feature)");
+  std::optional<int64_t> best_of;
+  RETURN_IF_ERROR(body.Integer("best_of", &best_of));
+  if (best_of.value_or(1) != 1) {
+    return Unsupported("\"best_of\" on /v1/chat/completions (use n)");
+  }
   if (body.Find("web_search_options") != nullptr) {
     return Unsupported("\"web_search_options\" (a local model cannot search the web)");
   }
@@ -588,8 +596,11 @@ ordered_json OpenAiCompletionJson(const ResponseMeta& meta, const GenerationResu
     });
     picked.resize(shape.n);
   }
+  // With prompt logprobs the echo is their tokens' text, so text_offset
+  // indexes the text returned; without, the prompt as given.
   std::string prompt_text = shape.prompt_text;
-  if (shape.echo && prompt_text.empty()) {
+  if (shape.echo && !result.prompt_logprobs.empty()) {
+    prompt_text.clear();
     for (const v1::TokenLogprob& e : result.prompt_logprobs) prompt_text += e.text();
   }
   ordered_json choices = ordered_json::array();

@@ -1,5 +1,6 @@
 #include "router/gateway/openai_logprobs.h"
 
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -74,7 +75,7 @@ double MeanLogprob(const std::vector<v1::TokenLogprob>& entries) {
   double sum = 0;
   int count = 0;
   for (const v1::TokenLogprob& e : entries) {
-    if (!e.has_logprob()) continue;
+    if (!e.has_logprob() || std::isnan(e.logprob())) continue;
     sum += e.logprob();
     ++count;
   }

@@ -98,8 +98,10 @@ std::string OpenAiStreamEncoder::EncodeCompletion(const v1::GenerateTextResponse
   ordered_json logprobs = nullptr;
   if (!state.started && shape_.echo) {
     // Each choice opens with the prompt (and its logprobs).
+    // As in the whole response: the scored tokens' text when there are any.
     std::string prompt = shape_.prompt_text;
-    if (prompt.empty()) {
+    if (!prompt_logprobs_.empty()) {
+      prompt.clear();
       for (const v1::TokenLogprob& e : prompt_logprobs_) prompt += e.text();
     }
     if (shape_.logprobs) {

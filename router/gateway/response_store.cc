@@ -18,11 +18,12 @@ void ResponseStore::Put(const std::string& id, Entry entry) {
   EvictLocked();
 }
 
-std::optional<ResponseStore::Entry> ResponseStore::Get(const std::string& id) {
+std::optional<ResponseStore::Entry> ResponseStore::Get(const std::string& id,
+                                                       const std::string& owner) {
   std::lock_guard<std::mutex> lock(mu_);
   EvictLocked();
   auto it = entries_.find(id);
-  if (it == entries_.end()) return std::nullopt;
+  if (it == entries_.end() || it->second.entry.owner != owner) return std::nullopt;
   return it->second.entry;
 }
 

@@ -36,10 +36,12 @@ class ResponseStore {
   struct Entry {
     std::vector<v1::ChatMessage> conversation;  // input and output, instructions excluded
     std::string response_json;
+    std::string owner;  // only requests of this owner (API key) see it
   };
 
   void Put(const std::string& id, Entry entry);
-  std::optional<Entry> Get(const std::string& id);
+  // Empty when there is no such entry or it belongs to another owner.
+  std::optional<Entry> Get(const std::string& id, const std::string& owner = "");
   size_t size() const;
   size_t bytes() const;
 

@@ -36,6 +36,24 @@ std::string Base64Encode(std::string_view bytes) {
   return out;
 }
 
+// What EncodeReasoning puts first, so another server's encrypted content is
+// never taken for reasoning text.
+constexpr std::string_view kReasoningMarker = "kvmesh-reasoning:";
+
+bool ValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (int k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
 // Empty when `text` is not base64 (another server's encrypted reasoning).
 std::optional<std::string> Base64Decode(std::string_view text) {
   std::string out;
@@ -198,8 +216,10 @@ class ConversationBuilder {
     }
     std::string encrypted;
     RETURN_IF_ERROR(reader.String("encrypted_content", &encrypted));
-    if (text.empty() && !encrypted.empty()) {
-      if (std::optional<std::string> decoded = Base64Decode(encrypted)) text = std::move(*decoded);
+    if (text.empty() && encrypted.rfind(kReasoningMarker, 0) == 0) {
+      std::optional<std::string> decoded =
+          Base64Decode(std::string_view(encrypted).substr(kReasoningMarker.size()));
+      if (decoded && ValidUtf8(*decoded)) text = std::move(*decoded);
     }
     pending_reasoning_ += text;
     (void)item;
@@ -252,6 +272,7 @@ Status ParseTools(const JsonObjectReader& body, v1::ChatRequest* request) {
     JsonObjectReader reader(*choice, "tool_choice");
     std::string type;
     RETURN_IF_ERROR(reader.String("type", &type));
+    if (type.empty()) return reader.Missing("type");
     if (type == "function") {
       RETURN_IF_ERROR(reader.String("name", &mode));
       if (mode.empty()) return reader.Missing("name");
@@ -496,7 +517,9 @@ ordered_json ResponseJson(const ResponseMeta& meta, const ResponsesRequest& requ
   return out;
 }
 
-std::string EncodeReasoning(std::string_view text) { return Base64Encode(text); }
+std::string EncodeReasoning(std::string_view text) {
+  return std::string(kReasoningMarker) + Base64Encode(text);
+}
 
 v1::ChatMessage AssistantMessage(const ChoiceResult& result) {
   v1::ChatMessage message;

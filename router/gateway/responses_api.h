@@ -77,7 +77,8 @@ nlohmann::ordered_json ResponseJson(const ResponseMeta& meta, const ResponsesReq
                                     const nlohmann::ordered_json& output, v1::FinishReason finish,
                                     const v1::Usage* usage);
 
-// A reasoning item's encrypted_content: the text in base64. kvmesh does not
+// A reasoning item's encrypted_content: "kvmesh-reasoning:" and the text in
+// base64 (other servers' content is ignored on input). kvmesh does not
 // encrypt it; it is there so stateless clients (store: false) can send the
 // reasoning back, which the parser decodes.
 std::string EncodeReasoning(std::string_view text);

@@ -27,7 +27,8 @@ constexpr const char* kAgentRequest = R"({
      "content": [{"type": "input_text", "text": "You are a coding agent."}]},
     {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List files"}]},
     {"type": "reasoning", "id": "rs_1", "summary": [], "content": null,
-     "encrypted_content": "VGhpbmtpbmcu"},
+     "encrypted_content": "kvmesh-reasoning:VGhpbmtpbmcu"},
+    {"type": "reasoning", "id": "rs_0", "summary": [], "encrypted_content": "gAAAAABforeign"},
     {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "exec_command",
      "arguments": "{\"cmd\":\"ls\"}"},
     {"type": "function_call_output", "id": "fco_1", "call_id": "call_1", "output": "a.txt"}
@@ -122,6 +123,8 @@ TEST(ResponsesApiTest, ErrorsNameTheField) {
             "item itself, or use previous_response_id)");
   EXPECT_EQ(Error(R"({"input": [{"type": "function_call", "name": "f"}]})"),
             "field \"input[0].call_id\" is required");
+  EXPECT_EQ(Error(R"({"input": "x", "tool_choice": {"name": "f"}})"),
+            "field \"tool_choice.type\" is required");
   EXPECT_EQ(Error(R"({"input": "x", "background": true})"),
             "\"background\": true is not supported by kvmesh");
   EXPECT_EQ(Error(R"({"input": "x", "max_output_tokens": 0})"),
@@ -243,12 +246,16 @@ TEST(ResponseStoreTest, BoundedByEntriesBytesAndTime) {
   auto now = ResponseStore::Clock::now();
   ResponseStore store({.max_entries = 2, .max_bytes = 1000, .ttl = std::chrono::seconds(60)},
                       [&now] { return now; });
-  store.Put("a", {{}, "{}"});
-  store.Put("b", {{}, "{}"});
-  store.Put("c", {{}, "{}"});
-  EXPECT_FALSE(store.Get("a").has_value()) << "the oldest goes first";
+  store.Put("mine", {{}, "{}", "key-1"});
+  EXPECT_TRUE(store.Get("mine", "key-1").has_value());
+  EXPECT_FALSE(store.Get("mine", "key-2").has_value()) << "another key's response";
+  store.Put("a", {{}, "{}", ""});
+  store.Put("b", {{}, "{}", ""});
+  store.Put("c", {{}, "{}", ""});
+  EXPECT_FALSE(store.Get("mine", "key-1").has_value()) << "the oldest goes first";
+  EXPECT_FALSE(store.Get("a").has_value());
   EXPECT_TRUE(store.Get("b").has_value());
-  store.Put("big", {{}, std::string(2000, 'x')});
+  store.Put("big", {{}, std::string(2000, 'x'), ""});
   EXPECT_FALSE(store.Get("big").has_value()) << "never fits";
   now += std::chrono::seconds(61);
   EXPECT_FALSE(store.Get("c").has_value());

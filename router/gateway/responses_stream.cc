@@ -32,6 +32,7 @@ std::string ResponsesStreamEncoder::OpenItem(Open kind) {
   std::string out = CloseItem();
   open_ = kind;
   text_.clear();
+  logprobs_ = ordered_json::array();
   const size_t index = output_.size();
   if (kind == Open::kReasoning) {
     item_ = {{"id", ItemId("rs_")},
@@ -75,13 +76,13 @@ std::string ResponsesStreamEncoder::CloseItem() {
     ordered_json part = {{"type", "output_text"},
                          {"text", text_},
                          {"annotations", ordered_json::array()},
-                         {"logprobs", ordered_json::array()}};
+                         {"logprobs", logprobs_}};
     out += Event({{"type", "response.output_text.done"},
                   {"item_id", item_["id"]},
                   {"output_index", index},
                   {"content_index", 0},
                   {"text", text_},
-                  {"logprobs", ordered_json::array()}});
+                  {"logprobs", logprobs_}});
     out += Event({{"type", "response.content_part.done"},
                   {"item_id", item_["id"]},
                   {"output_index", index},
@@ -140,6 +141,7 @@ std::string ResponsesStreamEncoder::Encode(const v1::GenerateTextResponse& messa
                           {"content_index", 0},
                           {"delta", message.text()}};
     event["logprobs"] = ChatLogprobEntries({message.logprobs().begin(), message.logprobs().end()});
+    for (const auto& entry : event["logprobs"]) logprobs_.push_back(entry);
     out += Event(std::move(event));
   }
   for (const v1::ToolCall& call : message.tool_calls()) out += ToolCall(call);

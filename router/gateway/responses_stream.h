@@ -62,8 +62,9 @@ class ResponsesStreamEncoder : public StreamEncoder {
   GenerationResult result_;
   nlohmann::ordered_json output_ = nlohmann::ordered_json::array();  // closed items
   Open open_ = Open::kNone;
-  nlohmann::ordered_json item_;  // the open item
-  std::string text_;             // its text so far
+  nlohmann::ordered_json item_;                                        // the open item
+  std::string text_;                                                   // its text so far
+  nlohmann::ordered_json logprobs_ = nlohmann::ordered_json::array();  // of its tokens
   int64_t sequence_ = 0;
   bool started_ = false;
 };

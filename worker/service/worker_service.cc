@@ -271,7 +271,8 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
       for (const TokenLogprob& lp : out.prompt_logprobs) ToProto(lp, resp.add_prompt_logprobs());
     }
     if (out.finished) {
-      if (req->predicted_cached_tokens() > 0 || out.cached_tokens > 0) {
+      // The router predicted choice 0's cache hit (forked choices share it).
+      if (out.choice == 0 && (req->predicted_cached_tokens() > 0 || out.cached_tokens > 0)) {
         metrics_.OnPrediction(static_cast<int32_t>(req->predicted_cached_tokens()),
                               out.cached_tokens);
       }
