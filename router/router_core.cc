@@ -386,6 +386,11 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
     const int32_t predicted = views[d.index].cached_tokens;
     group.index.AddOptimistic(slot, hashes);
     if (!session.empty()) sessions_.Record(session, {views[d.index].id, n_prompt});
+    log_.Decided({std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count(),
+                  request_id, group.name, views[d.index].id, std::string(policy_->name()), d.reason,
+                  n_prompt, views[d.index].cached_tokens});
     forward.set_predicted_cached_tokens(predicted);
     const std::string worker_id = worker->worker_id();
 
@@ -440,6 +445,10 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
         *out.mutable_usage() = resp.usage();
         *out.mutable_timings() = resp.timings();
         out.mutable_timings()->set_ttft_ms(resp.timings().ttft_ms());
+        if (resp.choice() == 0) {
+          log_.Finished(request_id, worker_id, n_prompt,
+                        static_cast<int32_t>(resp.usage().cached_tokens()));
+        }
         if (metrics_ && resp.choice() == 0) {
           metrics_->OnCachedTokens(predicted, static_cast<int32_t>(resp.usage().cached_tokens()),
                                    n_prompt);

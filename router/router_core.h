@@ -20,6 +20,7 @@
 #include "router/policies/policy.h"
 #include "router/registry.h"
 #include "router/router_metrics.h"
+#include "router/routing_log.h"
 #include "router/session_affinity.h"
 #include "router/stream_watchdog.h"
 
@@ -51,6 +52,8 @@ class RouterCore final : public InferenceCore {
   StatusOr<v1::ListModelsResponse> ListModels() override;
   // Generate and Chat calls in progress (a draining router waits for them).
   int active_requests() const { return active_.load(); }
+  // Recent decisions and per-worker hits (the status page).
+  const RoutingLog& routing_log() const { return log_; }
   StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) override;
 
   const Policy& policy() const { return *policy_; }
@@ -87,6 +90,7 @@ class RouterCore final : public InferenceCore {
   std::atomic<int> active_{0};
   StreamWatchdog watchdog_;
   SessionAffinity sessions_;
+  RoutingLog log_;
 };
 
 }  // namespace kvmesh::router

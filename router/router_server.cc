@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "router/status_page.h"
 
 namespace kvmesh::router {
 namespace {
@@ -85,6 +86,14 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
   RouterMetrics* metrics = r->metrics_.get();
   Registry* registry = r->registry_.get();
   go.metrics_text = [metrics] { return metrics->Render(); };
+  go.status_html = std::string(StatusHtml());
+  go.status_json = [server = r.get(),
+                    id = o.router_id.empty() ? o.host + ":" + std::to_string(o.grpc_port)
+                                             : o.router_id,
+                    policy = o.policy] {
+    return StatusJson({server->registry_.get(), &server->core_->routing_log(), id, policy,
+                       server->draining_.load()});
+  };
   go.health = [registry, draining = &r->draining_]() -> Status {
     if (draining->load()) return UnavailableError("draining: the router is shutting down");
     if (registry->AnyHealthy()) return Status::Ok();

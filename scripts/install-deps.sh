@@ -31,7 +31,7 @@ PACKAGES=(
   libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   libcpp-httplib-dev libcivetweb-dev civetweb libssl-dev libxxhash-dev
   libspdlog-dev libfmt-dev libcli11-dev prometheus-cpp-dev libpcre2-dev
-  prometheus nghttp2-client jq curl json-schema-test-suite
+  prometheus nghttp2-client jq curl json-schema-test-suite chromium unzip
 )
 
 missing=()

@@ -163,7 +163,8 @@ TEST_F(ClusterTest, ASecondRouterSeesTheSameIndex) {
     // (it routed nothing of this session): wait until its index has them.
     const std::string series = "kvmesh_router_index_blocks{worker=\"" + first.worker + "\"}";
     const double before = std::max(0.0, Metric(metrics_before, series));
-    for (int i = 0; i < 100 && Metric(HttpGet(second.http, "/metrics"), series) < before + 10;
+    // (Up to 10 s: on a loaded machine the events can take a while.)
+    for (int i = 0; i < 500 && Metric(HttpGet(second.http, "/metrics"), series) < before + 10;
          ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }

@@ -90,7 +90,7 @@ ApiFormat FormatForPath(std::string_view path) {
 std::string_view RouteLabel(std::string_view path) {
   for (std::string_view route :
        {"/v1/completions", "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens",
-        "/v1/models", "/v1/responses", "/healthz", "/metrics"}) {
+        "/v1/models", "/v1/responses", "/healthz", "/metrics", "/status", "/status.json"}) {
     if (path == route) return route;
   }
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
@@ -216,6 +216,25 @@ void HttpGateway::RegisterRoutes() {
   });
   server.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
     HandleModel(req, res);
+  });
+  server.Get("/status.json", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!options_.status_json) {
+      SendError(res, FormatForPath(req.path), NotFoundError("this server has no status page"));
+      return;
+    }
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(options_.status_json(), std::string(kJsonType));
+  });
+  server.Get("/status", [this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.status_html.empty()) {
+      SendError(res, FormatForPath(req.path), NotFoundError("this server has no status page"));
+      return;
+    }
+    // Everything is inline: nothing else may load.
+    res.set_header("Content-Security-Policy",
+                   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                   "connect-src 'self'");
+    res.set_content(options_.status_html, "text/html; charset=utf-8");
   });
   server.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     Status health = options_.health ? options_.health() : Status::Ok();

@@ -8,6 +8,7 @@
 //   GET  /v1/models, /v1/models/{id}             OpenAI model list/object
 //   GET  /healthz                                200 "ok", or 503 + reason
 //   GET  /metrics                                text from options.metrics_text
+//   GET  /status, /status.json                   the live status page and its data
 // With api_keys configured, every /v1/ route needs one, given as
 // "Authorization: Bearer KEY" or "x-api-key: KEY" (OpenAI's and Anthropic's
 // SDKs send one or the other); /healthz and /metrics stay open for probes and
@@ -84,6 +85,10 @@ struct GatewayOptions {
   ResponseStoreOptions response_store;
   // Text for GET /metrics (Prometheus exposition format); unset: 404.
   std::function<std::string()> metrics_text;
+  // The status page's data (GET /status.json) and page (GET /status);
+  // unset: 404.
+  std::function<std::string()> status_json;
+  std::string status_html;
   // Readiness for GET /healthz; unset: always healthy.
   std::function<Status()> health;
   // Called after each response with its route pattern ("/v1/messages", or
