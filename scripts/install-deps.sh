@@ -32,6 +32,8 @@ PACKAGES=(
   libcpp-httplib-dev libcivetweb-dev civetweb libssl-dev libxxhash-dev
   libspdlog-dev libfmt-dev libcli11-dev prometheus-cpp-dev libpcre2-dev
   prometheus nghttp2-client jq curl json-schema-test-suite chromium unzip
+  podman buildah runc catatonit debootstrap fuse-overlayfs uidmap netavark aardvark-dns
+  containernetworking-plugins iptables
 )
 
 missing=()

@@ -5,6 +5,7 @@
 #
 #   FUZZ_SECONDS=120 ./scripts/test.sh     # longer fuzzing
 #   SKIP_FUZZ=1 ./scripts/test.sh          # everything but the fuzzing run
+#   SKIP_CONTAINERS=1 ./scripts/test.sh    # no container image build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -22,6 +23,18 @@ BUILD_DIR=${BUILD_DIR:-build/ci}
 
 stamp "running tests"
 ctest --test-dir "$BUILD_DIR" --output-on-failure --parallel "$(nproc)" --timeout 900
+
+# The container images: built with podman and run as a cluster (needs root
+# for the local Debian base; about 10 minutes, most of it compiling the
+# CPU-only binaries the images hold).
+if [ -n "${SKIP_CONTAINERS:-}" ]; then
+  stamp "container images: skipped (SKIP_CONTAINERS is set)"
+elif ! command -v podman >/dev/null || [ "$(id -u)" -ne 0 ]; then
+  stamp "container images: SKIP (needs podman and root; scripts/containers.sh)"
+else
+  stamp "container images (podman): build, run a cluster, query it"
+  ./scripts/containers.sh
+fi
 
 if [ -z "${SKIP_FUZZ:-}" ]; then
   stamp "fuzzing the GGUF reader (${FUZZ_SECONDS:-60}s), the Jinja engine (${JINJA_FUZZ_SECONDS:-30}s) and the grammar front ends (${GRAMMAR_FUZZ_SECONDS:-20}s), ASan+UBSan"
