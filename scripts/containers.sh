@@ -10,7 +10,7 @@
 # debootstrap (needs root) and tagged as docker.io/library/debian:bookworm-slim,
 # so the Dockerfile builds unchanged elsewhere. The binaries are a CPU-only
 # build of this checkout (build/containers) copied into the images
-# (BINARIES=prebuilt), which saves compiling inside the image build; the
+# (PREBUILT_DIR), which saves compiling inside the image build; the
 # Dockerfile's own build stage does the same from source.
 # Env: KVMESH_MODEL (default ../shared/models/stories260K.gguf), PORT_BASE.
 set -euo pipefail
@@ -49,7 +49,7 @@ cmake --build "$work" --target kvmesh-router kvmesh-worker kvmesh | tail -1
 for target in router worker; do
   stamp "podman build --target $target"
   # Docker format: OCI images have no HEALTHCHECK.
-  podman build --format docker --pull=never --network=host --target "$target" --build-arg BINARIES=prebuilt \
+  podman build --format docker --pull=never --network=host --target "$target" \
     --build-arg PREBUILT_DIR="${work#"$root"/}" -t "localhost/kvmesh-$target:dev" \
     -f deploy/docker/Dockerfile . >"$work/build-$target.log" 2>&1 || { tail -30 "$work/build-$target.log" >&2; exit 1; }
 done
