@@ -1,8 +1,21 @@
 #include "worker/engine/scheduler.h"
 
 #include <algorithm>
+#include <climits>
 
 namespace kvmesh {
+
+namespace {
+
+// Prompt chunks that are scored return every position's logits (chunk ×
+// vocabulary floats) and are log-softmaxed on the loop thread: keep them
+// small so a long prompt cannot hold a step (or memory) hostage.
+int32_t ChunkLimit(const Request& r) {
+  return r.wants_prompt_logprobs() && r.num_computed < r.num_prompt_tokens ? kMaxScoredChunkTokens
+                                                                           : INT32_MAX;
+}
+
+}  // namespace
 
 Scheduler::Scheduler(KvCacheManager* kv, SchedulerLimits limits) : kv_(kv), limits_(limits) {}
 
@@ -32,7 +45,7 @@ ScheduleOutput Scheduler::Schedule() {
   // Running requests, oldest first.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request* r = running_[i];
-    const int32_t n = std::min(r->num_uncomputed(), budget);
+    const int32_t n = std::min({r->num_uncomputed(), budget, ChunkLimit(*r)});
     if (n <= 0) {
       ++i;
       continue;
@@ -73,7 +86,8 @@ ScheduleOutput Scheduler::Schedule() {
                                       ? CachedPrefix{}
                                       : kv_->FindCachedPrefix(r->kv.root, r->tokens);
       const int32_t start = prefix.num_tokens();
-      const int32_t n = std::min(static_cast<int32_t>(r->tokens.size()) - start, budget);
+      const int32_t n =
+          std::min({static_cast<int32_t>(r->tokens.size()) - start, budget, ChunkLimit(*r)});
       if (!kv_->AllocateSlots(&r->kv, start + n, &prefix)) {
         if (running_.empty()) {
           // Even an empty engine cannot hold this request's next chunk.

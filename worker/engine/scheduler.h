@@ -25,6 +25,10 @@
 
 namespace kvmesh {
 
+// The most prompt tokens a step computes for a request that scores its
+// prompt (prompt logprobs): each needs a row of logits.
+inline constexpr int32_t kMaxScoredChunkTokens = 128;
+
 struct SchedulerLimits {
   int32_t max_tokens_per_step = 512;
   int32_t max_running = 64;

@@ -162,6 +162,28 @@ TEST_F(SchedulerTest, RequestThatCannotFitAloneIsReported) {
   EXPECT_EQ(kv.pool().num_free(), 2);
 }
 
+TEST_F(SchedulerTest, ScoredPromptsComeInSmallChunksAndSkipTheCache) {
+  KvCacheManager kv(256, 4);
+  Scheduler s(&kv, {.max_tokens_per_step = 512, .max_running = 4, .max_waiting = 8});
+  auto warm = MakeRequest("warm", 300);
+  s.AddWaiting(warm.get());
+  Commit(s.Schedule(), kv);  // its prompt is now cached
+  s.Remove(warm.get());
+  auto scored = MakeRequest("scored", 300);
+  scored->spec.prompt_logprobs = true;
+  s.AddWaiting(scored.get());
+  int steps = 0;
+  while (scored->num_computed < scored->num_prompt_tokens) {
+    ScheduleOutput o = s.Schedule();
+    ASSERT_EQ(o.chunks.size(), 1u);
+    EXPECT_LE(o.chunks[0].num_tokens, kMaxScoredChunkTokens);
+    Commit(o, kv);
+    ++steps;
+  }
+  EXPECT_EQ(scored->num_cached_tokens, 0) << "scoring reuses no cached prefix";
+  EXPECT_EQ(steps, 3);  // 128 + 128 + 44
+}
+
 TEST(RateTrackerTest, MedianOfTheRecentWindowIgnoresOutliers) {
   RateTracker r(4);
   EXPECT_EQ(r.Median(), 0);
