@@ -517,52 +517,6 @@ TEST(ClusterProcessTest, ApiKeysAndOverload) {
   EXPECT_TRUE(retry_after.load());
 }
 
-// SIGTERM to a router with streams in flight: /healthz turns 503 at once,
-// every stream still ends with its finish reason, then the router exits 0.
-TEST(ClusterProcessTest, RouterDrainsStreamsOnSigterm) {
-  ProcessHandle w = StartWorker(kWorkerBin, {}, 0, "drain_w");
-  ProcessHandle r = StartRouter(kRouterBin, {w.grpc}, {}, "drain_router");
-  ASSERT_TRUE(w.ok() && r.ok());
-  ASSERT_TRUE(WaitForHealthyWorkers(r.grpc, 1, std::chrono::seconds(30)));
-  auto stub =
-      v1::Inference::NewStub(grpc::CreateChannel(r.grpc, grpc::InsecureChannelCredentials()));
-  constexpr int kStreams = 6;
-  std::atomic<int> started{0}, finished{0};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kStreams; ++i) {
-    threads.emplace_back([&, i] {
-      grpc::ClientContext ctx;
-      v1::GenerateTextRequest req;
-      req.set_prompt("Once upon a time " + std::to_string(i));
-      req.mutable_options()->set_max_tokens(400);
-      req.mutable_options()->set_ignore_eos(true);
-      auto reader = stub->Generate(&ctx, req);
-      v1::GenerateTextResponse m;
-      bool first = true;
-      v1::FinishReason reason = v1::FINISH_REASON_UNSPECIFIED;
-      while (reader->Read(&m)) {
-        if (first) ++started;
-        first = false;
-        if (m.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) reason = m.finish_reason();
-      }
-      EXPECT_TRUE(reader->Finish().ok());
-      if (reason != v1::FINISH_REASON_UNSPECIFIED) ++finished;
-    });
-  }
-  while (started.load() < kStreams) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  ASSERT_TRUE(r.process->Signal(SIGTERM));
-  // Unready while it drains (the streams are still running).
-  std::string health;
-  for (int i = 0; i < 100 && health.find("draining") == std::string::npos; ++i) {
-    health = HttpGet(r.http, "/healthz");
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  EXPECT_THAT(health, HasSubstr("draining"));
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(finished.load(), kStreams) << "a stream was cut off by the shutdown";
-  EXPECT_EQ(r.process->Wait(std::chrono::seconds(20)), 0);
-}
-
 TEST(ClusterProcessTest, KillNineUnderLoadLosesNoUnstartedRequest) {
   ProcessHandle w0 = StartWorker(kWorkerBin, {"--worker-id", "a"}, 0, "kill_w0");
   ProcessHandle w1 = StartWorker(kWorkerBin, {"--worker-id", "b"}, 0, "kill_w1");
