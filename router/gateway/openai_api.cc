@@ -129,30 +129,7 @@ Status ParseResponseFormat(const JsonObjectReader& body, v1::GenerationOptions* 
   const json* format = body.Find("response_format");
   if (format == nullptr) return Status::Ok();
   if (!format->is_object()) return body.TypeError("response_format", "an object");
-  JsonObjectReader reader(*format, "response_format");
-  std::string type = "text";
-  RETURN_IF_ERROR(reader.String("type", &type));
-  if (type == "text") return Status::Ok();
-  if (type == "json_object") {
-    options->set_grammar(grammar::JsonObjectGbnf());
-    return Status::Ok();
-  }
-  if (type != "json_schema") {
-    return reader.ValueError("type", "must be text, json_object or json_schema", (*format)["type"]);
-  }
-  const json* spec = reader.Find("json_schema");
-  if (spec == nullptr) return reader.Missing("json_schema");
-  if (!spec->is_object()) return NotAnObject("response_format.json_schema", *spec);
-  JsonObjectReader spec_reader(*spec, "response_format.json_schema");
-  bool ignored_strict = false;  // the output always follows the schema
-  RETURN_IF_ERROR(spec_reader.Bool("strict", &ignored_strict));
-  const json* schema = spec_reader.Find("schema");
-  if (schema == nullptr) return spec_reader.Missing("schema");
-  // Converted here too, so an unsupported schema is a 400 naming it.
-  auto gbnf = grammar::JsonSchemaToGbnf(*schema);
-  if (!gbnf.ok()) return gbnf.status().WithPrefix("response_format.json_schema.schema");
-  options->set_json_schema(schema->dump());
-  return Status::Ok();
+  return ApplyOutputFormat(*format, "response_format", /*schema_nested=*/true, options);
 }
 
 // The extensions llama.cpp's server takes: "grammar" (GBNF text) and
@@ -527,6 +504,39 @@ ordered_json NullableFinishReason(v1::FinishReason reason) {
 }
 
 }  // namespace
+
+Status ApplyOutputFormat(const json& format, const std::string& path, bool schema_nested,
+                         v1::GenerationOptions* options) {
+  JsonObjectReader reader(format, path);
+  std::string type = "text";
+  RETURN_IF_ERROR(reader.String("type", &type));
+  if (type == "text") return Status::Ok();
+  if (type == "json_object") {
+    options->set_grammar(grammar::JsonObjectGbnf());
+    return Status::Ok();
+  }
+  if (type != "json_schema") {
+    return reader.ValueError("type", "must be text, json_object or json_schema", format["type"]);
+  }
+  const json* holder = &format;
+  std::string holder_path = path;
+  if (schema_nested) {
+    holder = reader.Find("json_schema");
+    if (holder == nullptr) return reader.Missing("json_schema");
+    holder_path += ".json_schema";
+    if (!holder->is_object()) return NotAnObject(holder_path, *holder);
+  }
+  JsonObjectReader holder_reader(*holder, holder_path);
+  bool ignored_strict = false;  // the output always follows the schema
+  RETURN_IF_ERROR(holder_reader.Bool("strict", &ignored_strict));
+  const json* schema = holder_reader.Find("schema");
+  if (schema == nullptr) return holder_reader.Missing("schema");
+  // Converted here too, so an unsupported schema is a 400 naming it.
+  auto gbnf = grammar::JsonSchemaToGbnf(*schema);
+  if (!gbnf.ok()) return gbnf.status().WithPrefix(holder_path + ".schema");
+  options->set_json_schema(schema->dump());
+  return Status::Ok();
+}
 
 StatusOr<OpenAiCompletionRequest> ParseOpenAiCompletionRequest(const json& body) {
   JsonObjectReader reader(body, "");

@@ -75,6 +75,15 @@ struct OpenAiChatRequest {
 };
 
 StatusOr<OpenAiCompletionRequest> ParseOpenAiCompletionRequest(const nlohmann::json& body);
+
+// An output format object ({"type": text | json_object | json_schema}) into
+// `options`: json_object constrains to any JSON object, json_schema to its
+// "schema" (checked against the supported subset), read from the object
+// itself or, with `schema_nested`, from its "json_schema" member (chat's
+// response_format; the Responses API's text.format is flat). `path` names
+// the object in errors.
+Status ApplyOutputFormat(const nlohmann::json& format, const std::string& path, bool schema_nested,
+                         v1::GenerationOptions* options);
 StatusOr<OpenAiChatRequest> ParseOpenAiChatRequest(const nlohmann::json& body);
 
 // "stop" for STOP (and for a stream that ended without a reason), "length"

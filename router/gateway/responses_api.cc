@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "router/gateway/chat_tools.h"
 #include "router/gateway/json_fields.h"
+#include "router/gateway/openai_api.h"
 #include "router/gateway/openai_logprobs.h"
 
 namespace kvmesh::router::gateway {
@@ -303,23 +304,7 @@ Status ParseTextFormat(const JsonObjectReader& body, v1::GenerationOptions* opti
   const json* format = text_reader.Find("format");
   if (format == nullptr) return Status::Ok();
   if (!format->is_object()) return text_reader.TypeError("format", "an object");
-  JsonObjectReader reader(*format, "text.format");
-  std::string type = "text";
-  RETURN_IF_ERROR(reader.String("type", &type));
-  if (type == "text") return Status::Ok();
-  if (type == "json_object") {
-    options->set_grammar(grammar::JsonObjectGbnf());
-    return Status::Ok();
-  }
-  if (type != "json_schema") {
-    return reader.ValueError("type", "must be text, json_object or json_schema", (*format)["type"]);
-  }
-  const json* schema = reader.Find("schema");
-  if (schema == nullptr) return reader.Missing("schema");
-  auto gbnf = grammar::JsonSchemaToGbnf(*schema);
-  if (!gbnf.ok()) return gbnf.status().WithPrefix("text.format.schema");
-  options->set_json_schema(schema->dump());
-  return Status::Ok();
+  return ApplyOutputFormat(*format, "text.format", /*schema_nested=*/false, options);
 }
 
 // Fields taken as given and echoed, that change nothing here.
