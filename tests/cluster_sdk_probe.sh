@@ -17,12 +17,7 @@ for package in openai @anthropic-ai/sdk ajv; do
     echo "SKIP: npm package $package is not installed in $ci_dir; the cluster SDK check did not run"; exit 0
   fi
 done
-tmp=$(mktemp -d)
-pids=""
-cleanup() { for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
-wait_line() { i=0; while ! grep -q listening "$1" 2>/dev/null; do i=$((i+1)); [ $i -gt 300 ] && { cat "$1" "$1.err" >&2; exit 1; }; sleep 0.1; done; }
-field() { grep -o "$1=[^ ]*" "$2" | head -1 | cut -d= -f2; }
+. "$here/support/probe_lib.sh"
 model_args=""
 if [ -n "${PROBE_SYNTH:-}" ]; then
   synth_bin="${PROBE_SYNTH% *}"; synth_shape="${PROBE_SYNTH#* }"

@@ -23,12 +23,8 @@ fi
 if ! command -v jq >/dev/null 2>&1; then
   echo "SKIP: jq is not installed; the Claude Code check did not run"; exit 0
 fi
-tmp=$(mktemp -d)
-pids=""
-cleanup() { for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
-wait_line() { i=0; while ! grep -q listening "$1" 2>/dev/null; do i=$((i+1)); [ $i -gt 600 ] && { cat "$1" "$1.err" >&2; exit 1; }; sleep 0.1; done; }
-field() { grep -o "$1=[^ ]*" "$2" | head -1 | cut -d= -f2; }
+case "$0" in */*) here="${0%/*}" ;; *) here=. ;; esac
+. "$here/../support/probe_lib.sh"
 
 "$kvmesh" synth --shape tiny-qwen3 --type q8_0 -o "$tmp/tiny-qwen3.gguf" >/dev/null
 "$worker" --model "$tmp/tiny-qwen3.gguf" --context-length 65536 --grpc-port 0 --http-port 0 \

@@ -16,13 +16,8 @@ worker="$1"; router="$2"; src="$3"
 for tool in prometheus promtool curl jq; do
   command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: $tool is not installed; the Prometheus check did not run"; exit 0; }
 done
-tmp=$(mktemp -d)
-pids=""
-cleanup() { for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
-wait_line() { i=0; while ! grep -q listening "$1" 2>/dev/null; do i=$((i+1)); [ $i -gt 300 ] && { cat "$1" "$1.err" >&2; exit 1; }; sleep 0.1; done; }
-field() { grep -o "$1=[^ ]*" "$2" | head -1 | cut -d= -f2; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
+case "$0" in */*) here="${0%/*}" ;; *) here=. ;; esac
+. "$here/../support/probe_lib.sh"
 
 for i in 0 1; do
   "$worker" --grpc-port 0 --http-port 0 --threads 1 --worker-id "w$i" --log-level warning \
