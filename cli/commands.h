@@ -12,6 +12,7 @@ void RegisterTokenizeCommand(CLI::App& app, int* exit_code);
 void RegisterRunCommand(CLI::App& app, int* exit_code);
 void RegisterPerplexityCommand(CLI::App& app, int* exit_code);
 void RegisterKvCalibrateCommand(CLI::App& app, int* exit_code);
+void RegisterKvPlanCommand(CLI::App& app, int* exit_code);
 void RegisterSynthCommand(CLI::App& app, int* exit_code);
 void RegisterBenchCommand(CLI::App& app, int* exit_code);
 void RegisterChatTemplateCommand(CLI::App& app, int* exit_code);

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   kvmesh::cli::RegisterRunCommand(app, &exit_code);
   kvmesh::cli::RegisterPerplexityCommand(app, &exit_code);
   kvmesh::cli::RegisterKvCalibrateCommand(app, &exit_code);
+  kvmesh::cli::RegisterKvPlanCommand(app, &exit_code);
   kvmesh::cli::RegisterTokenizeCommand(app, &exit_code);
   kvmesh::cli::RegisterGgufCommand(app, &exit_code);
   kvmesh::cli::RegisterBenchCommand(app, &exit_code);

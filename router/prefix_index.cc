@@ -4,28 +4,34 @@ namespace kvmesh::router {
 
 PrefixIndex::PrefixIndex(std::chrono::milliseconds optimistic_ttl) : ttl_(optimistic_ttl) {}
 
-void PrefixIndex::AddExact(int slot, std::span<const BlockHash> hashes) {
+void PrefixIndex::AddExact(int slot, std::span<const BlockHash> hashes, IndexTier tier) {
   for (const BlockHash& h : hashes) {
     Shard& s = ShardOf(h);
     std::lock_guard<std::mutex> lock(s.mu);
     Entry& e = s.map[h];
-    if (!e.exact.Contains(slot)) exact_counts_[slot].fetch_add(1, std::memory_order_relaxed);
-    e.exact.Add(slot);
+    const bool known = e.exact.Contains(slot) || e.host.Contains(slot);
+    if (!known) exact_counts_[slot].fetch_add(1, std::memory_order_relaxed);
+    (tier == IndexTier::kHost ? e.host : e.exact).Add(slot);
     e.optimistic.Remove(slot);  // confirmed
   }
 }
 
-void PrefixIndex::RemoveExact(int slot, std::span<const BlockHash> hashes) {
+void PrefixIndex::RemoveExact(int slot, std::span<const BlockHash> hashes, IndexTier tier) {
   for (const BlockHash& h : hashes) {
     Shard& s = ShardOf(h);
     std::lock_guard<std::mutex> lock(s.mu);
     auto it = s.map.find(h);
     if (it == s.map.end()) continue;
-    if (it->second.exact.Contains(slot))
+    Entry& e = it->second;
+    const bool known = e.exact.Contains(slot) || e.host.Contains(slot);
+    (tier == IndexTier::kHost ? e.host : e.exact).Remove(slot);
+    if (known && !e.exact.Contains(slot) && !e.host.Contains(slot)) {
       exact_counts_[slot].fetch_sub(1, std::memory_order_relaxed);
-    it->second.exact.Remove(slot);
-    it->second.optimistic.Remove(slot);
-    if (it->second.exact.empty() && it->second.optimistic.empty()) s.map.erase(it);
+    }
+    // A block leaving the device for the host is still on the worker: an
+    // optimistic entry about it stays until its TTL.
+    if (tier == IndexTier::kDevice) e.optimistic.Remove(slot);
+    if (e.unused()) s.map.erase(it);
   }
 }
 
@@ -33,11 +39,14 @@ void PrefixIndex::RemoveWorker(int slot) {
   for (Shard& s : shards_) {
     std::lock_guard<std::mutex> lock(s.mu);
     for (auto it = s.map.begin(); it != s.map.end();) {
-      if (it->second.exact.Contains(slot))
+      Entry& e = it->second;
+      if (e.exact.Contains(slot) || e.host.Contains(slot)) {
         exact_counts_[slot].fetch_sub(1, std::memory_order_relaxed);
-      it->second.exact.Remove(slot);
-      it->second.optimistic.Remove(slot);
-      if (it->second.exact.empty() && it->second.optimistic.empty()) {
+      }
+      e.exact.Remove(slot);
+      e.host.Remove(slot);
+      e.optimistic.Remove(slot);
+      if (e.unused()) {
         s.map.erase(it++);
       } else {
         ++it;
@@ -53,7 +62,7 @@ void PrefixIndex::AddOptimistic(int slot, std::span<const BlockHash> hashes) {
     std::lock_guard<std::mutex> lock(s.mu);
     Entry& e = s.map[h];
     if (e.exact.Contains(slot)) continue;
-    e.optimistic.Add(slot);
+    e.optimistic.Add(slot);  // on the host tier too: the request restores it
     e.optimistic_until = until;
   }
 }
@@ -64,20 +73,28 @@ PrefixMatch PrefixIndex::Match(std::span<const BlockHash> hashes,
   WorkerSet alive = candidates;        // still matching every block so far
   WorkerSet exact_alive = candidates;  // likewise, counting only exact entries
   const Clock::time_point now = Clock::now();
+  std::array<int32_t, kMaxWorkersPerModel> host_run{};  // host-only blocks so far
   for (size_t i = 0; i < hashes.size() && !alive.empty(); ++i) {
-    WorkerSet holders, exact;
+    WorkerSet holders, exact, host_only;
     {
       const Shard& s = ShardOf(hashes[i]);
       std::lock_guard<std::mutex> lock(s.mu);
       auto it = s.map.find(hashes[i]);
       if (it == s.map.end()) break;
-      exact = it->second.exact;
+      const Entry& e = it->second;
+      exact = e.exact | e.host;
       holders = exact;
-      if (now < it->second.optimistic_until) holders = holders | it->second.optimistic;
+      if (now < e.optimistic_until) holders = holders | e.optimistic;
+      // Routed there since (optimistic) means the request restored it.
+      host_only = e.host - (e.exact | (now < e.optimistic_until ? e.optimistic : WorkerSet()));
     }
     alive = alive & holders;
     exact_alive = exact_alive & exact;
-    alive.ForEach([&](int slot) { m.blocks[slot] = static_cast<int32_t>(i + 1); });
+    alive.ForEach([&](int slot) {
+      m.blocks[slot] = static_cast<int32_t>(i + 1);
+      if (host_only.Contains(slot)) ++host_run[slot];
+      m.host_blocks[slot] = host_run[slot];
+    });
     exact_alive.ForEach([&](int slot) { m.exact_blocks[slot] = static_cast<int32_t>(i + 1); });
   }
   return m;

@@ -7,9 +7,12 @@
 // entries expire after a TTL unless confirmed). The optimistic entries make a
 // burst of same-prefix requests land together.
 //
-// Match() walks a request's chained block hashes from the first and reports,
-// per worker, how many leading blocks it holds; because hashes chain, a
-// worker holding block i holds the whole prefix up to i.
+// Exact entries carry the worker's cache tier: a block on its device is
+// ready, one in its host-RAM tier must be copied back first (cheaper than a
+// recompute, dearer than a hit). Match() walks a request's chained block
+// hashes from the first and reports, per worker, how many leading blocks it
+// holds in any tier, and how many of those only in its host tier; because
+// hashes chain, a worker holding block i holds the whole prefix up to i.
 //
 // Thread-safe: sharded by hash, each shard behind its own mutex, so event
 // streams of many workers and many routing threads proceed in parallel.
@@ -36,7 +39,11 @@ struct PrefixMatch {
   std::array<int32_t, kMaxWorkersPerModel> blocks{};
   // Leading blocks confirmed by the worker's own events, per slot.
   std::array<int32_t, kMaxWorkersPerModel> exact_blocks{};
+  // Of blocks[slot], those the worker holds only in its host tier.
+  std::array<int32_t, kMaxWorkersPerModel> host_blocks{};
 };
+
+enum class IndexTier { kDevice, kHost };
 
 class PrefixIndex {
  public:
@@ -44,8 +51,9 @@ class PrefixIndex {
   explicit PrefixIndex(std::chrono::milliseconds optimistic_ttl = std::chrono::seconds(20));
 
   // Exact updates from a worker's event stream.
-  void AddExact(int slot, std::span<const BlockHash> hashes);
-  void RemoveExact(int slot, std::span<const BlockHash> hashes);
+  void AddExact(int slot, std::span<const BlockHash> hashes, IndexTier tier = IndexTier::kDevice);
+  void RemoveExact(int slot, std::span<const BlockHash> hashes,
+                   IndexTier tier = IndexTier::kDevice);
   // Forgets everything about a worker (failure, AllCleared, resubscribe).
   void RemoveWorker(int slot);
 
@@ -56,13 +64,16 @@ class PrefixIndex {
   PrefixMatch Match(std::span<const BlockHash> hashes, const WorkerSet& candidates) const;
 
   size_t size() const;  // hashes with any holder
-  // Hashes the worker's own events put in the index (kept as a counter).
+  // Hashes the worker's own events put in the index, in any tier (kept as a
+  // counter).
   size_t exact_count(int slot) const;
 
  private:
   struct Entry {
-    WorkerSet exact;
+    WorkerSet exact;  // on the worker's device
+    WorkerSet host;   // in the worker's host tier
     WorkerSet optimistic;
+    bool unused() const { return exact.empty() && host.empty() && optimistic.empty(); }
     Clock::time_point optimistic_until{};
   };
   static constexpr int kShards = 16;

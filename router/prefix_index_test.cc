@@ -35,6 +35,35 @@ TEST(PrefixIndexTest, LeadingBlocksPerWorker) {
   EXPECT_EQ(index.Match(h, Slots({1})).blocks[0], 0);
 }
 
+TEST(PrefixIndexTest, HostTierBlocksMatchAndAreCountedApart) {
+  PrefixIndex index;
+  const auto h = Chain(5);
+  // Worker 0: blocks 0-1 on its device, 2-4 spilled to its host tier.
+  index.AddExact(0, h);
+  index.RemoveExact(0, std::span(h).subspan(2, 3));
+  index.AddExact(0, std::span(h).subspan(2, 3), IndexTier::kHost);
+  index.AddExact(1, std::span(h).subspan(0, 3));
+  PrefixMatch m = index.Match(h, Slots({0, 1}));
+  EXPECT_EQ(m.blocks[0], 5);
+  EXPECT_EQ(m.exact_blocks[0], 5);
+  EXPECT_EQ(m.host_blocks[0], 3);
+  EXPECT_EQ(m.blocks[1], 3);
+  EXPECT_EQ(m.host_blocks[1], 0);
+  EXPECT_EQ(index.exact_count(0), 5u);
+  // Restored: the host entry goes, the device one comes back.
+  index.RemoveExact(0, std::span(h).subspan(2, 1), IndexTier::kHost);
+  index.AddExact(0, std::span(h).subspan(2, 1));
+  m = index.Match(h, Slots({0}));
+  EXPECT_EQ(m.blocks[0], 5);
+  EXPECT_EQ(m.host_blocks[0], 2);
+  // Dropped from the host tier too: gone.
+  index.RemoveExact(0, std::span(h).subspan(3, 2), IndexTier::kHost);
+  EXPECT_EQ(index.Match(h, Slots({0})).blocks[0], 3);
+  EXPECT_EQ(index.exact_count(0), 3u);
+  index.RemoveWorker(0);
+  EXPECT_EQ(index.exact_count(0), 0u);
+}
+
 TEST(PrefixIndexTest, RemovalsAndWorkerLoss) {
   PrefixIndex index;
   const auto h = Chain(3);

@@ -296,10 +296,13 @@ void Registry::OnKvEvents(WorkerConnection* w, const v1::KvEventBatch& batch) {
       BlockHash h;
       if (BlockHash::FromBytes(r, &h)) hashes.push_back(h);
     }
+    // Workers that predate tiers send UNSPECIFIED: their blocks are on the device.
+    const v1::CacheTier tier = e.has_stored() ? e.stored().tier() : e.removed().tier();
+    const IndexTier where = tier == v1::CACHE_TIER_HOST ? IndexTier::kHost : IndexTier::kDevice;
     if (e.has_stored()) {
-      index.AddExact(m->slot, hashes);
+      index.AddExact(m->slot, hashes, where);
     } else if (e.has_removed()) {
-      index.RemoveExact(m->slot, hashes);
+      index.RemoveExact(m->slot, hashes, where);
     } else if (e.has_cleared()) {
       index.RemoveWorker(m->slot);
     }

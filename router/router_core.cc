@@ -368,6 +368,11 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
           options.prompt_logprobs()
               ? 0
               : std::min(match.blocks[c.slot], max_cacheable_blocks) * group.block_size;
+      // Host-tier blocks follow the device ones; a cap trims them first.
+      const int32_t device_blocks = match.blocks[c.slot] - match.host_blocks[c.slot];
+      v.host_cached_tokens = std::max(
+          0, v.cached_tokens - std::min(device_blocks, max_cacheable_blocks) * group.block_size);
+      v.host_restore_tokens_per_s = load.host_restore_tokens_per_s();
       if (hint && hint->worker_id == v.id && !options.prompt_logprobs()) {
         // Presumed to hold what the session's last prompt left there.
         const int32_t presumed =

@@ -27,6 +27,9 @@ void RouterOptions::Register(ConfigSchema* s) {
                "least-loaded worker");
   s->AddInt("prefix_guard_slack", &prefix_guard_slack, 0, 1 << 20,
             "prefix policy: requests added to the guard limit");
+  s->AddBool("prefix_host_tier", &prefix_host_tier,
+             "prefix policy: count blocks in a worker's host-RAM tier as hits priced by its "
+             "measured restore speed (off: treat them as misses)");
   s->AddStringList("api_keys", &api_keys, "accepted API keys (empty: none needed)");
   s->MarkSecret("api_keys");
   s->AddString("chat_template", &chat_template,
@@ -98,6 +101,7 @@ PrefixPolicyWeights RouterOptions::weights() const {
   w.default_prefill_tokens_per_s = prefix_default_prefill_tokens_per_s;
   w.guard_ratio = prefix_guard_ratio;
   w.guard_slack = static_cast<int32_t>(prefix_guard_slack);
+  w.use_host_tier = prefix_host_tier;
   return w;
 }
 

@@ -24,6 +24,7 @@ struct RouterOptions {
   double prefix_default_prefill_tokens_per_s = 2000;
   double prefix_guard_ratio = 2.0;
   int64_t prefix_guard_slack = 4;
+  bool prefix_host_tier = true;
   std::vector<std::string> api_keys;
   std::string chat_template;               // family name overriding the models' templates
   std::vector<std::string> model_aliases;  // PATTERN=MODEL (router/model_names.h)

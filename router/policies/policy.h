@@ -28,6 +28,9 @@ struct WorkerView {
   int64_t blocks_total = 0;
   int64_t blocks_cached = 0;  // free blocks holding cached prefixes (cache pressure)
   int32_t cached_tokens = 0;  // prompt tokens it holds (prefix match × block size)
+  // Of cached_tokens, those only in its host-RAM tier (copied back before use).
+  int32_t host_cached_tokens = 0;
+  double host_restore_tokens_per_s = 0;  // measured by the worker; 0 when unknown
 
   // Requests on the worker as best known: its report or this router's own
   // count, whichever is larger (the report lags; other routers add load).
@@ -58,6 +61,9 @@ struct PrefixPolicyWeights {
   // `guard_ratio` × (least load + 1) + `guard_slack` requests.
   double guard_ratio = 2.0;
   int32_t guard_slack = 4;
+  // Price host-tier hits by the worker's restore speed; false treats them as
+  // misses (as a router that cannot see a worker's RAM cache would).
+  bool use_host_tier = true;
 };
 
 class Policy {

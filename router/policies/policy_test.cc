@@ -92,6 +92,38 @@ TEST(PolicyTest, PrefixWeighsPrefillSpeed) {
   EXPECT_EQ(p->Choose({2000, ws}).index, 0);
 }
 
+TEST(PolicyTest, AHostTierHitCostsItsRestoreNotARecompute) {
+  // 8000-token prompt. w0 holds 6000 tokens, all in its host tier, restored
+  // at 40000 tokens/s (0.15 s); w1 holds 4000 on its device; prefill 1000/s.
+  auto p = MakePrefixPolicy({});
+  WorkerView host = W(0, 0, 6000);
+  host.host_cached_tokens = 6000;
+  host.host_restore_tokens_per_s = 40000;
+  std::vector<WorkerView> ws = {host, W(1, 0, 4000)};
+  Decision d = p->Choose({8000, ws});
+  EXPECT_EQ(d.index, 0);  // 2.15 s against 4 s
+  EXPECT_EQ(d.reason, "prefix_hit");
+  // A slow restore (2000 tokens/s: 3 s) makes the host hit dearer than w1's
+  // device hit plus the recompute (4 s is not within 10% of 5 s).
+  ws[0].host_restore_tokens_per_s = 2000;
+  EXPECT_EQ(p->Choose({8000, ws}).index, 1);
+  // Unmeasured restore speed: the host blocks count as misses.
+  ws[0].host_restore_tokens_per_s = 0;
+  EXPECT_EQ(p->Choose({8000, ws}).index, 1);
+}
+
+TEST(PolicyTest, IgnoringTheHostTierTreatsItsBlocksAsMisses) {
+  PrefixPolicyWeights w;
+  w.use_host_tier = false;
+  auto p = MakePrefixPolicy(w);
+  WorkerView host = W(0, 0, 6000);
+  host.host_cached_tokens = 6000;
+  host.host_restore_tokens_per_s = 40000;
+  std::vector<WorkerView> ws = {host, W(1, 0, 4000)};
+  Decision d = p->Choose({8000, ws});
+  EXPECT_EQ(d.index, 1);
+}
+
 TEST(PolicyTest, GuardStopsOneHotPrefixFromMeltingAWorker) {
   PrefixPolicyWeights weights;
   weights.tokens_per_running_request = 1;  // make the cache dominate the cost

@@ -4,6 +4,11 @@
 //   cost(w) = (prompt tokens not cached on w
 //              + prefill tokens already queued on w
 //              + tokens_per_running_request × requests on w) / prefill speed of w
+//             + prompt tokens in w's host tier / restore speed of w
+//
+// A host-tier hit is copied back rather than recomputed: cheaper than a miss
+// by the ratio of the two measured speeds, dearer than a device hit. A worker
+// that has not measured its restore speed has its host hits priced as misses.
 //
 // A worker that holds the prefix saves its prefill; a busy one costs its
 // queue; a fast one divides both. Costs within 10% of the cheapest count as a
@@ -14,6 +19,7 @@
 // more than guard_ratio × (least load + 1) + guard_slack requests, one hot
 // prefix is about to melt it, so the request goes to the least-loaded worker
 // instead (which then starts caching that prefix too).
+#include <algorithm>
 #include <atomic>
 #include <limits>
 #include <vector>
@@ -32,6 +38,7 @@ class PrefixPolicy final : public Policy {
     const auto& ws = input.workers;
     const int n = static_cast<int>(ws.size());
     std::vector<double> cost(n);
+    std::vector<int32_t> hit(n);  // cached tokens counted as hits
     double best_cost = std::numeric_limits<double>::infinity();
     int least = 0;
     // A worker that has not measured its prefill speed yet is assumed as fast
@@ -43,10 +50,15 @@ class PrefixPolicy final : public Policy {
     for (int i = 0; i < n; ++i) {
       const WorkerView& v = ws[i];
       const double rate = v.prefill_tokens_per_s > 0 ? v.prefill_tokens_per_s : unknown_rate;
-      const double uncached = std::max(0, input.prompt_tokens - v.cached_tokens);
+      const bool price_host = w_.use_host_tier && v.host_restore_tokens_per_s > 0;
+      const int32_t host = std::clamp(v.host_cached_tokens, 0, v.cached_tokens);
+      const int32_t cached = price_host ? v.cached_tokens : v.cached_tokens - host;
+      hit[i] = cached;
+      const double uncached = std::max(0, input.prompt_tokens - cached);
       cost[i] = (uncached + static_cast<double>(v.queued_prefill_tokens) +
                  w_.tokens_per_running_request * v.load()) /
-                rate;
+                    rate +
+                (price_host ? host / v.host_restore_tokens_per_s : 0.0);
       best_cost = std::min(best_cost, cost[i]);
       if (v.load() < ws[least].load()) least = i;
     }
@@ -62,7 +74,7 @@ class PrefixPolicy final : public Policy {
     }
     const double limit = w_.guard_ratio * (ws[least].load() + 1) + w_.guard_slack;
     if (best != least && ws[best].load() > limit) return {least, "load_guard"};
-    return {best, ws[best].cached_tokens > 0 ? "prefix_hit" : "min_cost"};
+    return {best, hit[best] > 0 ? "prefix_hit" : "min_cost"};
   }
 
  private:

@@ -8,6 +8,21 @@ namespace {
 
 double Ms(SteadyClock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
+// The host tier's copies, through the executor's block interface.
+class ExecutorCopier final : public KvBlockCopier {
+ public:
+  explicit ExecutorCopier(Executor* executor) : executor_(executor) {}
+  Status ToHost(int32_t block, std::span<uint8_t> host) override {
+    return executor_->ReadBlockInto(block, host);
+  }
+  Status FromHost(std::span<const uint8_t> host, int32_t block) override {
+    return executor_->WriteBlock(block, host);
+  }
+
+ private:
+  Executor* executor_;
+};
+
 }  // namespace
 
 Engine::Engine(const ModelConfig& model, const Tokenizer& tokenizer,
@@ -24,8 +39,36 @@ Engine::Engine(const ModelConfig& model, const Tokenizer& tokenizer,
       hub_(static_cast<uint64_t>(SteadyClock::now().time_since_epoch().count()) ^
            (static_cast<uint64_t>(std::random_device{}()) << 32)),
       shared_limits_(config_.limits) {
+  if (config_.kv_host_memory_bytes > 0) {
+    copier_ = std::make_unique<ExecutorCopier>(executor_.get());
+    kv_.EnableHostTier(config_.kv_host_memory_bytes, executor_->kv_layout().bytes_per_block(),
+                       copier_.get());
+    if (kv_.host_tier() != nullptr) ProbeRestoreSpeed();
+  }
   load_.blocks_total = kv_.pool().num_blocks();
   load_.blocks_free = kv_.pool().num_free();
+  load_.host_blocks_capacity = kv_.host_tier() ? kv_.host_tier()->capacity() : 0;
+}
+
+void Engine::ProbeRestoreSpeed() {
+  // Block 0 is free and empty now; copying it out and back leaves it as it was.
+  std::vector<uint8_t> bytes(executor_->kv_layout().bytes_per_block());
+  constexpr int kCopies = 16;
+  const auto t0 = SteadyClock::now();
+  for (int i = 0; i < kCopies; ++i) {
+    if (!executor_->ReadBlockInto(0, bytes).ok() || !executor_->WriteBlock(0, bytes).ok()) return;
+  }
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  // Each round is a spill and a restore; a restore is about half of it.
+  if (seconds > 0) probed_restore_tokens_per_s_ = 2.0 * kCopies * kv_.block_size() / seconds;
+}
+
+double Engine::RestoreTokensPerSecond() const {
+  const KvTierStats& st = kv_.stats();
+  if (st.host_hit_blocks >= 8 && st.restore_seconds > 0) {
+    return static_cast<double>(st.host_hit_blocks) * kv_.block_size() / st.restore_seconds;
+  }
+  return probed_restore_tokens_per_s_;
 }
 
 Engine::~Engine() { Stop(); }
@@ -85,6 +128,12 @@ Status Engine::Submit(EngineRequest request) {
                                 ", got " + std::to_string(request.top_logprobs));
   }
   if (!request.on_output) return InvalidArgumentError("no output callback");
+  // The prompt's blocks are hashed once, here on the caller's thread (not
+  // on the loop), and the hashes are kept through preemption.
+  const BlockHash root = RootHash(config_.model_identity, request.cache_salt);
+  std::vector<BlockHash> hashes;
+  if (config_.enable_prefix_caching)
+    hashes = HashFullBlocks(root, request.prompt, kv_.block_size());
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || draining_) return UnavailableError("the worker is shutting down");
@@ -99,7 +148,8 @@ Status Engine::Submit(EngineRequest request) {
     }
     active_ids_.insert(request.id);
     auto r = std::make_unique<Request>(std::move(request), model_.n_vocab, tokenizer_);
-    r->kv.root = RootHash(config_.model_identity, r->spec.cache_salt);
+    r->kv.root = root;
+    r->kv.hashes = std::move(hashes);
     if (r->spec.n > 1) r->family = std::make_shared<RequestFamily>(RequestFamily{r->spec.id, 1});
     new_requests_.push_back(std::move(r));
   }
@@ -154,8 +204,8 @@ Status Engine::SetLimits(const SchedulerLimits& limits) {
 int64_t Engine::ClearCache() {
   int64_t cleared = 0;
   (void)RunOnLoop([this, &cleared] {
-    cleared = kv_.pool().ClearCache();
-    hub_.Publish(kv_.pool().TakeEvents());
+    cleared = kv_.ClearCache();
+    hub_.Publish(kv_.TakeEvents());
   });
   return cleared;
 }
@@ -257,7 +307,8 @@ bool Engine::Step() {
     }
   }
   if (out.chunks.empty()) {
-    hub_.Publish(kv_.pool().TakeEvents());
+    kv_.EndStep();
+    hub_.Publish(kv_.TakeEvents());
     PublishLoad(0, 0, 0);
     return !out.unfittable.empty();
   }
@@ -283,6 +334,7 @@ bool Engine::Step() {
   }
   ForwardOutput fo;
   const Status status = executor_->Forward(batch, &fo);
+  kv_.EndStep();  // the forward pass waited for the host tier's copies
   for (size_t i = 0; i < out.chunks.size(); ++i) {
     const ScheduledChunk& c = out.chunks[i];
     Request* r = c.request;
@@ -306,7 +358,7 @@ bool Engine::Step() {
       r->spec.on_output(std::move(progress));
     }
   }
-  hub_.Publish(kv_.pool().TakeEvents());
+  hub_.Publish(kv_.TakeEvents());
   const double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   ++steps_;
   if (observer_) observer_->OnStep(prefill_tokens, decode_tokens, seconds);
@@ -512,6 +564,12 @@ void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t de
   load.decode_tokens_per_s = decode_rate_.Median();
   load.steps = steps_;
   load.preemptions = scheduler_.num_preemptions();
+  if (const HostKvTier* host = kv_.host_tier()) {
+    load.host_blocks = host->size();
+    load.host_blocks_capacity = host->capacity();
+    load.host_restore_tokens_per_s = RestoreTokensPerSecond();
+  }
+  load.tiers = kv_.stats();
   std::lock_guard<std::mutex> lock(mu_);
   load_ = load;
 }

@@ -42,6 +42,8 @@ struct EngineConfig {
   int32_t max_model_len = 0;  // tokens per sequence; 0 = the model's training context
   bool enable_prefix_caching = true;
   std::string model_identity;  // roots the block hashes (Model::identity())
+  // Host-RAM tier of the KV cache (worker/kv/host_kv_tier.h); 0: none.
+  int64_t kv_host_memory_bytes = 0;
 };
 
 // A snapshot of the engine's load, refreshed every step.
@@ -58,6 +60,12 @@ struct EngineLoad {
   double decode_tokens_per_s = 0;
   int64_t steps = 0;
   int64_t preemptions = 0;
+  int64_t host_blocks = 0;           // blocks held by the host tier
+  int64_t host_blocks_capacity = 0;  // 0: no host tier
+  // Measured speed of restoring host blocks, in tokens per second (a copy at
+  // start, then every restore); 0 without a host tier.
+  double host_restore_tokens_per_s = 0;
+  KvTierStats tiers;  // cumulative
 };
 
 // Hooks for metrics; called on the engine loop thread, must be cheap.
@@ -132,6 +140,10 @@ class Engine {
   std::vector<Request*> ForkChoices(Request* r);
   void Finish(Request* r, FinishReason reason, RequestOutput pending, Status error = Status::Ok());
   void PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t decode_tokens);
+  // Times a few block copies through the host tier's path, so the restore
+  // speed is known before the first restore.
+  void ProbeRestoreSpeed();
+  double RestoreTokensPerSecond() const;
   Status RunOnLoop(std::function<void()> fn);
 
   const ModelConfig& model_;
@@ -150,7 +162,9 @@ class Engine {
   int64_t steps_ = 0;
   std::vector<float> masked_logits_;  // a constrained request's logits after its mask
   LogprobScorer scorer_;
-  std::vector<uint8_t> block_copy_;  // a KV block being copied for a fork
+  std::vector<uint8_t> block_copy_;        // a KV block being copied for a fork
+  std::unique_ptr<KvBlockCopier> copier_;  // the executor, for the host tier
+  double probed_restore_tokens_per_s_ = 0;
 
   KvEventHub hub_;
 

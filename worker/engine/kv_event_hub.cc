@@ -38,24 +38,25 @@ uint64_t KvEventHub::last_sequence() const {
   return sequence_;
 }
 
-size_t KvEventHub::num_cached_hashes() const {
+size_t KvEventHub::num_cached_hashes(CacheTier tier) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return cached_.size();
+  return cached_[TierIndex(tier)].size();
 }
 
 void KvEventHub::Publish(std::vector<KvEvent> events) {
   if (events.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
   for (const KvEvent& e : events) {
+    auto& cached = cached_[TierIndex(e.tier)];
     switch (e.kind) {
       case KvEvent::Kind::kStored:
-        cached_.insert(e.hashes.begin(), e.hashes.end());
+        cached.insert(e.hashes.begin(), e.hashes.end());
         break;
       case KvEvent::Kind::kRemoved:
-        for (const BlockHash& h : e.hashes) cached_.erase(h);
+        for (const BlockHash& h : e.hashes) cached.erase(h);
         break;
       case KvEvent::Kind::kAllCleared:
-        cached_.clear();
+        for (auto& tier : cached_) tier.clear();
         break;
     }
   }
@@ -85,10 +86,11 @@ std::shared_ptr<KvSubscription> KvEventHub::Subscribe(size_t max_queued) {
   sub->max_queued_ = std::max<size_t>(1, max_queued);
   std::lock_guard<std::mutex> lock(mu_);
   KvEventBatch snapshot{epoch_, sequence_, true, {}};
-  if (!cached_.empty()) {
-    KvEvent all{
-        KvEvent::Kind::kStored, {cached_.begin(), cached_.end()}, std::nullopt, CacheTier::kDevice};
-    snapshot.events.push_back(std::move(all));
+  for (CacheTier tier : {CacheTier::kDevice, CacheTier::kHost}) {
+    const auto& cached = cached_[TierIndex(tier)];
+    if (cached.empty()) continue;
+    snapshot.events.push_back(
+        {KvEvent::Kind::kStored, {cached.begin(), cached.end()}, std::nullopt, tier});
   }
   sub->queue_.push_back(std::move(snapshot));
   subscribers_.push_back(sub);

@@ -2,7 +2,7 @@
 // (routers), each getting first a snapshot of every cached hash and then the
 // numbered batches that follow it, with nothing lost or repeated in between.
 //
-// The hub mirrors the set of cached hashes by applying every batch it
+// The hub mirrors the set of cached hashes of each tier by applying every batch it
 // publishes, so a snapshot can be taken at any time, from any thread, without
 // stopping the engine. Batches are numbered 1, 2, 3… under the engine's
 // epoch; the snapshot carries the number of the last batch it includes.
@@ -60,7 +60,7 @@ class KvEventHub {
 
   uint64_t epoch() const { return epoch_; }
   uint64_t last_sequence() const;
-  size_t num_cached_hashes() const;
+  size_t num_cached_hashes(CacheTier tier = CacheTier::kDevice) const;
 
   // Numbers the events as the next batch, applies them to the mirror and
   // queues them for every subscriber. Empty input publishes nothing.
@@ -74,8 +74,10 @@ class KvEventHub {
  private:
   const uint64_t epoch_;
   mutable std::mutex mu_;
-  uint64_t sequence_ = 0;                                   // guarded by mu_
-  std::unordered_set<BlockHash, BlockHashHasher> cached_;   // guarded by mu_
+  uint64_t sequence_ = 0;  // guarded by mu_
+  static size_t TierIndex(CacheTier tier) { return tier == CacheTier::kHost ? 1 : 0; }
+  // Hashes cached per tier (device, host), guarded by mu_.
+  std::unordered_set<BlockHash, BlockHashHasher> cached_[2];
   std::vector<std::weak_ptr<KvSubscription>> subscribers_;  // guarded by mu_
 };
 

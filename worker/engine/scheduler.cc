@@ -82,13 +82,12 @@ ScheduleOutput Scheduler::Schedule() {
            static_cast<int32_t>(running_.size()) < limits_.max_running) {
       Request* r = waiting_.front();
       // Prompt logprobs need every position computed: no cached prefix.
-      const CachedPrefix prefix = r->wants_prompt_logprobs()
-                                      ? CachedPrefix{}
-                                      : kv_->FindCachedPrefix(r->kv.root, r->tokens);
-      const int32_t start = prefix.num_tokens();
+      const CachedPrefix prefix =
+          r->wants_prompt_logprobs() ? CachedPrefix{} : kv_->FindCachedPrefix(&r->kv, r->tokens);
+      const int32_t found = prefix.num_tokens();
       const int32_t n =
-          std::min({static_cast<int32_t>(r->tokens.size()) - start, budget, ChunkLimit(*r)});
-      if (!kv_->AllocateSlots(&r->kv, start + n, &prefix)) {
+          std::min({static_cast<int32_t>(r->tokens.size()) - found, budget, ChunkLimit(*r)});
+      if (!kv_->AllocateSlots(&r->kv, found + n, &prefix)) {
         if (running_.empty()) {
           // Even an empty engine cannot hold this request's next chunk.
           waiting_.pop_front();
@@ -97,12 +96,15 @@ ScheduleOutput Scheduler::Schedule() {
         }
         break;  // first come, first served: wait for blocks to free up
       }
+      // Fewer than found when a host-tier copy failed: those are computed.
+      const int32_t start = std::min(found, r->kv.num_cached_blocks * kv_->block_size());
       r->num_computed = start;
       if (r->num_cached_tokens < 0) r->num_cached_tokens = start;
       waiting_.pop_front();
       running_.push_back(r);
-      out.chunks.push_back({r, n, start + n == static_cast<int32_t>(r->tokens.size())});
-      budget -= n;
+      const int32_t chunk = found + n - start;
+      out.chunks.push_back({r, chunk, found + n == static_cast<int32_t>(r->tokens.size())});
+      budget -= chunk;
     }
   }
   out.num_tokens = limits_.max_tokens_per_step - budget;

@@ -123,6 +123,11 @@ bool BlockPool::Allocate(int32_t n, std::vector<int32_t>* out) {
     const int32_t id =
         lists_[kOrdinary].head >= 0 ? lists_[kOrdinary].head : lists_[kRetained].head;
     RemoveFromFreeList(id);
+    const Block& b = blocks_[id];
+    if (evict_hook_ && b.cached && by_hash_.at(b.hash).size() == 1) {
+      evict_hook_(id, b.hash, b.has_parent ? std::optional<BlockHash>(b.parent) : std::nullopt,
+                  TokensOf(id));
+    }
     Uncache(id);
     blocks_[id].refs = 1;
     blocks_[id].retain_until = 0;
@@ -157,6 +162,8 @@ void BlockPool::Cache(int32_t block, const BlockHash& hash, const std::optional<
   KVMESH_CHECK(b.refs > 0 && !b.cached && static_cast<int>(tokens.size()) == block_size_);
   b.cached = true;
   b.hash = hash;
+  b.has_parent = parent.has_value();
+  if (parent) b.parent = *parent;
   std::memcpy(block_tokens_.data() + static_cast<size_t>(block) * block_size_, tokens.data(),
               tokens.size() * sizeof(int32_t));
   auto& copies = by_hash_[hash];

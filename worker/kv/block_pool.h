@@ -16,6 +16,10 @@
 // retained prefixes outlast others under pressure, yet never block an
 // allocation: retention is a priority, not a pin.
 //
+// Eviction: when Allocate() reuses a free block whose hash has no other copy,
+// the eviction hook (if set) sees the block first, while its contents are
+// still intact, so the host tier can keep a copy (worker/kv/host_kv_tier.h).
+//
 // Running out of blocks is an ordinary outcome: Allocate() returns false and
 // the caller (the scheduler) preempts or waits.
 //
@@ -39,6 +43,12 @@ class BlockPool {
   // Milliseconds of a steady clock (the retention clock); tests inject one.
   using NowMs = std::function<int64_t()>;
   static int64_t SteadyNowMs();
+  // Called with a cached block about to be overwritten (its hash's last copy
+  // in this pool), its hash, its chain parent (nullopt for a sequence's first
+  // block) and its tokens.
+  using EvictHook =
+      std::function<void(int32_t block, const BlockHash& hash,
+                         const std::optional<BlockHash>& parent, std::span<const int32_t> tokens)>;
 
   BlockPool(int32_t num_blocks, int block_size, NowMs now_ms = SteadyNowMs);
 
@@ -57,6 +67,8 @@ class BlockPool {
 
   int32_t ref_count(int32_t block) const { return blocks_[block].refs; }
   bool is_free(int32_t block) const { return blocks_[block].in_free_list; }
+
+  void set_evict_hook(EvictHook hook) { evict_hook_ = std::move(hook); }
 
   // Takes `n` blocks from the least recently used end of the free list, with
   // reference count 1, evicting any cached contents they held. Allocates
@@ -104,7 +116,9 @@ class BlockPool {
     bool cached = false;
     ListId list = kOrdinary;  // which free list, when in_free_list
     int64_t retain_until = 0;
+    bool has_parent = false;
     BlockHash hash;
+    BlockHash parent;
     int32_t prev = -1;  // free-list links
     int32_t next = -1;
   };
@@ -135,6 +149,7 @@ class BlockPool {
   // computed the same block concurrently).
   std::unordered_map<BlockHash, std::vector<int32_t>, BlockHashHasher> by_hash_;
   std::vector<KvEvent> events_;
+  EvictHook evict_hook_;
 };
 
 }  // namespace kvmesh

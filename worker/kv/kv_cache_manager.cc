@@ -1,10 +1,19 @@
 #include "worker/kv/kv_cache_manager.h"
 
 #include <algorithm>
+#include <chrono>
+#include <iterator>
 
 #include "common/check.h"
 
 namespace kvmesh {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
 
 KvCacheManager::KvCacheManager(int32_t num_blocks, int block_size, bool enable_prefix_caching)
     : pool_(num_blocks, block_size), enable_prefix_caching_(enable_prefix_caching) {}
@@ -14,44 +23,123 @@ int32_t KvCacheManager::BlocksNeeded(int32_t have_blocks, int32_t num_tokens) co
   return want > have_blocks ? want - have_blocks : 0;
 }
 
-CachedPrefix KvCacheManager::FindCachedPrefix(const BlockHash& root,
-                                              std::span<const int32_t> prompt) const {
+void KvCacheManager::EnableHostTier(int64_t capacity_bytes, size_t block_bytes,
+                                    KvBlockCopier* copier) {
+  if (!enable_prefix_caching_ || capacity_bytes <= 0) return;
+  KVMESH_CHECK(copier != nullptr);
+  host_ = std::make_unique<HostKvTier>(capacity_bytes, block_bytes, block_size());
+  copier_ = copier;
+  pool_.set_evict_hook(
+      [this](int32_t block, const BlockHash& hash, const std::optional<BlockHash>& parent,
+             std::span<const int32_t> tokens) { Spill(block, hash, parent, tokens); });
+}
+
+void KvCacheManager::Spill(int32_t block, const BlockHash& hash,
+                           const std::optional<BlockHash>& parent,
+                           std::span<const int32_t> tokens) {
+  const std::optional<HostKvTier::Inserted> in = host_->Insert(hash, parent, tokens);
+  if (!in) {
+    ++stats_.dropped_spills;
+    return;
+  }
+  if (!in->needs_copy) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!copier_->ToHost(block, host_->Bytes(in->slot)).ok()) {
+    host_->Abandon(in->slot);
+    ++stats_.failed_copies;
+    return;
+  }
+  stats_.spill_seconds += SecondsSince(t0);
+  ++stats_.spilled_blocks;
+  stats_.spilled_bytes += static_cast<int64_t>(host_->block_bytes());
+}
+
+void KvCacheManager::HashBlocks(SequenceBlocks* seq, std::span<const int32_t> tokens) {
+  const size_t bs = static_cast<size_t>(block_size());
+  for (size_t i = seq->hashes.size(); (i + 1) * bs <= tokens.size(); ++i) {
+    const BlockHash& parent = i == 0 ? seq->root : seq->hashes[i - 1];
+    seq->hashes.push_back(ChainBlockHash(parent, tokens.subspan(i * bs, bs)));
+    ++stats_.blocks_hashed;
+  }
+}
+
+CachedPrefix KvCacheManager::FindCachedPrefix(SequenceBlocks* seq,
+                                              std::span<const int32_t> prompt) {
   CachedPrefix prefix;
   prefix.block_size = block_size();
   if (!enable_prefix_caching_ || prompt.empty()) return prefix;
-  const int bs = block_size();
-  prefix.hashes = HashFullBlocks(root, prompt, bs);
+  const size_t bs = static_cast<size_t>(block_size());
+  HashBlocks(seq, prompt);
   // Leave at least one token to compute.
-  const size_t max_blocks = (prompt.size() - 1) / bs;
-  for (size_t i = 0; i < prefix.hashes.size() && i < max_blocks; ++i) {
-    auto block = pool_.FindCached(prefix.hashes[i], prompt.subspan(i * bs, bs));
+  const size_t max_blocks = std::min((prompt.size() - 1) / bs, seq->hashes.size());
+  size_t i = 0;
+  for (; i < max_blocks; ++i) {
+    auto block = pool_.FindCached(seq->hashes[i], prompt.subspan(i * bs, bs));
     if (!block) break;
     prefix.blocks.push_back(*block);
+  }
+  if (host_ == nullptr) return prefix;
+  // Device blocks first, then host blocks: a device block after a host one
+  // (computed again while its copy sat on the host) ends the prefix.
+  for (; i < max_blocks; ++i) {
+    auto slot = host_->Find(seq->hashes[i], prompt.subspan(i * bs, bs));
+    if (!slot) break;
+    prefix.host_slots.push_back(*slot);
   }
   return prefix;
 }
 
 bool KvCacheManager::AllocateSlots(SequenceBlocks* seq, int32_t num_tokens,
                                    const CachedPrefix* prefix) {
-  const bool take_prefix = prefix != nullptr && !prefix->blocks.empty() && seq->table.empty();
-  const int32_t prefix_blocks = take_prefix ? static_cast<int32_t>(prefix->blocks.size()) : 0;
+  const bool take_prefix = prefix != nullptr && prefix->num_blocks() > 0 && seq->table.empty();
+  const int32_t device_blocks = take_prefix ? static_cast<int32_t>(prefix->blocks.size()) : 0;
+  // Restored blocks need fresh device blocks, like computed ones.
   const int32_t fresh =
-      BlocksNeeded(static_cast<int32_t>(seq->table.size()) + prefix_blocks, num_tokens);
+      BlocksNeeded(static_cast<int32_t>(seq->table.size()) + device_blocks, num_tokens);
   // Taking a free cached block removes it from the free list too.
   int32_t prefix_free = 0;
-  for (int32_t i = 0; i < prefix_blocks; ++i) prefix_free += pool_.is_free(prefix->blocks[i]);
+  for (int32_t i = 0; i < device_blocks; ++i) prefix_free += pool_.is_free(prefix->blocks[i]);
   if (fresh > pool_.num_free() - prefix_free) return false;
   if (take_prefix) {
     for (int32_t b : prefix->blocks) pool_.Acquire(b);
     seq->table = prefix->blocks;
-    seq->hashes.assign(prefix->hashes.begin(), prefix->hashes.begin() + prefix_blocks);
-    seq->num_cached_blocks = prefix_blocks;
+    seq->num_cached_blocks = device_blocks;
+    stats_.device_hit_blocks += device_blocks;
+    // The fresh allocation may spill blocks into the host tier; the ones
+    // about to be restored must not make room for them.
+    for (int32_t slot : prefix->host_slots) host_->Pin(slot);
   }
   if (fresh > 0) {
     const bool ok = pool_.Allocate(fresh, &seq->table);
     KVMESH_CHECK(ok);
   }
+  if (take_prefix && !prefix->host_slots.empty()) RestoreFromHost(seq, prefix->host_slots);
   return true;
+}
+
+void KvCacheManager::RestoreFromHost(SequenceBlocks* seq, std::span<const int32_t> slots) {
+  const auto t0 = std::chrono::steady_clock::now();
+  bool failed = false;
+  for (int32_t slot : slots) {
+    host_->Unpin(slot);
+    if (failed) continue;
+    const int32_t i = seq->num_cached_blocks;
+    const int32_t block = seq->table[i];
+    if (!copier_->FromHost(host_->Bytes(slot), block).ok()) {
+      // This block and those after it are computed instead.
+      ++stats_.failed_copies;
+      failed = true;
+      continue;
+    }
+    pool_.Cache(block, seq->hashes[i],
+                i == 0 ? std::nullopt : std::optional<BlockHash>(seq->hashes[i - 1]),
+                host_->tokens(slot));
+    host_->Erase(slot);  // the tiers are exclusive
+    ++seq->num_cached_blocks;
+    ++stats_.host_hit_blocks;
+    stats_.restored_bytes += static_cast<int64_t>(host_->block_bytes());
+  }
+  stats_.restore_seconds += SecondsSince(t0);
 }
 
 bool KvCacheManager::Fork(const SequenceBlocks& parent, int32_t num_tokens, SequenceBlocks* child,
@@ -85,18 +173,15 @@ void KvCacheManager::CommitComputed(SequenceBlocks* seq, std::span<const int32_t
   const int bs = block_size();
   const int32_t full =
       std::min<int32_t>(num_computed / bs, static_cast<int32_t>(seq->table.size()));
+  if (seq->num_cached_blocks >= full) return;
+  HashBlocks(seq, tokens.first(static_cast<size_t>(full) * bs));
   while (seq->num_cached_blocks < full) {
     const int32_t i = seq->num_cached_blocks;
-    const auto block_tokens = tokens.subspan(static_cast<size_t>(i) * bs, bs);
-    const BlockHash parent = i == 0 ? seq->root : seq->hashes[i - 1];
-    if (static_cast<int32_t>(seq->hashes.size()) <= i) {
-      seq->hashes.push_back(ChainBlockHash(parent, block_tokens));
-    }
-    const BlockHash& hash = seq->hashes[i];
     // Another sequence may have cached the same block meanwhile: keep ours
     // (duplicates are legal; the hash is announced once).
-    pool_.Cache(seq->table[i], hash, i == 0 ? std::nullopt : std::optional<BlockHash>(parent),
-                block_tokens);
+    pool_.Cache(seq->table[i], seq->hashes[i],
+                i == 0 ? std::nullopt : std::optional<BlockHash>(seq->hashes[i - 1]),
+                tokens.subspan(static_cast<size_t>(i) * bs, bs));
     ++seq->num_cached_blocks;
   }
 }
@@ -112,8 +197,31 @@ void KvCacheManager::Release(SequenceBlocks* seq) {
   std::vector<int32_t> reversed(seq->table.rbegin(), seq->table.rend());
   pool_.Release(reversed);
   seq->table.clear();
-  seq->hashes.clear();
   seq->num_cached_blocks = 0;
+}
+
+int64_t KvCacheManager::ClearCache() {
+  const int64_t device = pool_.ClearCache();
+  return device + (host_ ? host_->Clear() : 0);
+}
+
+void KvCacheManager::EndStep() {
+  if (host_) host_->EndStep();
+}
+
+std::vector<BlockHash> KvCacheManager::SnapshotHashes(CacheTier tier) const {
+  if (tier == CacheTier::kHost) return host_ ? host_->SnapshotHashes() : std::vector<BlockHash>{};
+  return pool_.SnapshotHashes();
+}
+
+std::vector<KvEvent> KvCacheManager::TakeEvents() {
+  std::vector<KvEvent> events = pool_.TakeEvents();
+  if (host_) {
+    std::vector<KvEvent> host = host_->TakeEvents();
+    events.insert(events.end(), std::make_move_iterator(host.begin()),
+                  std::make_move_iterator(host.end()));
+  }
+  return events;
 }
 
 }  // namespace kvmesh

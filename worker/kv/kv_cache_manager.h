@@ -8,6 +8,15 @@
 // it. At least one prompt token is always left to compute, so the engine
 // gets the logits it needs to sample.
 //
+// With a host tier (EnableHostTier), blocks the device pool evicts are
+// copied to host RAM first, and a prefix that continues past the device's
+// cached blocks into host blocks gets those copied back into fresh device
+// blocks instead of being recomputed (see worker/kv/host_kv_tier.h).
+//
+// Each full block of a sequence is hashed once: the hashes are kept in
+// SequenceBlocks and survive Release (preemption), since they depend only on
+// the tokens.
+//
 // Running out of blocks is an ordinary outcome (AllocateSlots returns false
 // and changes nothing); the scheduler then preempts a sequence or waits.
 //
@@ -15,11 +24,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "common/block_hash.h"
+#include "common/status.h"
 #include "worker/kv/block_pool.h"
+#include "worker/kv/host_kv_tier.h"
 
 namespace kvmesh {
 
@@ -33,10 +45,35 @@ struct SequenceBlocks {
 
 // A cached prefix found for a prompt; holds no references by itself.
 struct CachedPrefix {
-  std::vector<int32_t> blocks;
-  std::vector<BlockHash> hashes;  // of every full block of the prompt
-  int32_t num_tokens() const { return static_cast<int32_t>(blocks.size()) * block_size; }
+  std::vector<int32_t> blocks;      // device blocks of the first blocks.size() positions
+  std::vector<int32_t> host_slots;  // host-tier slots of the blocks after those
+  int32_t num_blocks() const { return static_cast<int32_t>(blocks.size() + host_slots.size()); }
+  int32_t num_tokens() const { return num_blocks() * block_size; }
   int32_t block_size = 0;
+};
+
+// Moves one block's bytes (Executor::ReadBlock's layout) between the device
+// pool and host memory. A copy may be asynchronous if the executor orders it
+// before its next forward pass and keeps copies in issue order.
+class KvBlockCopier {
+ public:
+  virtual ~KvBlockCopier() = default;
+  virtual Status ToHost(int32_t block, std::span<uint8_t> host) = 0;
+  virtual Status FromHost(std::span<const uint8_t> host, int32_t block) = 0;
+};
+
+// Cumulative counts of the cache's tiers (metrics).
+struct KvTierStats {
+  int64_t device_hit_blocks = 0;  // prompt blocks found on the device
+  int64_t host_hit_blocks = 0;    // prompt blocks restored from the host tier
+  int64_t spilled_blocks = 0;
+  int64_t spilled_bytes = 0;
+  double spill_seconds = 0;
+  int64_t dropped_spills = 0;  // evicted blocks the host tier could not take
+  int64_t restored_bytes = 0;
+  double restore_seconds = 0;
+  int64_t failed_copies = 0;
+  int64_t blocks_hashed = 0;
 };
 
 class KvCacheManager {
@@ -48,14 +85,28 @@ class KvCacheManager {
   int block_size() const { return pool_.block_size(); }
   bool prefix_caching() const { return enable_prefix_caching_; }
 
+  // Adds a host tier of `capacity_bytes` (whole blocks of `block_bytes`);
+  // `copier` must outlive the manager. Does nothing when prefix caching is
+  // off.
+  void EnableHostTier(int64_t capacity_bytes, size_t block_bytes, KvBlockCopier* copier);
+  const HostKvTier* host_tier() const { return host_.get(); }
+  const KvTierStats& stats() const { return stats_; }
+
+  // Extends seq->hashes to every full block of `tokens` (the sequence's
+  // tokens so far), hashing only blocks not hashed before.
+  void HashBlocks(SequenceBlocks* seq, std::span<const int32_t> tokens);
+
   // The longest cached prefix of `prompt` (whole blocks, at most
-  // prompt.size() - 1 tokens). No side effects.
-  CachedPrefix FindCachedPrefix(const BlockHash& root, std::span<const int32_t> prompt) const;
+  // prompt.size() - 1 tokens): device blocks, then host blocks. Hashes the
+  // prompt's blocks not hashed yet; no other side effects.
+  CachedPrefix FindCachedPrefix(SequenceBlocks* seq, std::span<const int32_t> prompt);
 
   // Makes `seq` cover positions [0, num_tokens): on a new sequence first
-  // takes the blocks of `prefix` (may be empty), then allocates fresh blocks
-  // for the rest. Returns false, changing nothing, if not enough blocks are
-  // free.
+  // takes the blocks of `prefix` (may be empty; host blocks are copied into
+  // fresh device blocks), then allocates fresh blocks for the rest. Returns
+  // false, changing nothing, if not enough blocks are free. The valid
+  // prefix is seq->num_cached_blocks blocks: fewer than the prefix's if a
+  // host copy failed.
   bool AllocateSlots(SequenceBlocks* seq, int32_t num_tokens, const CachedPrefix* prefix = nullptr);
 
   // Starts `child` as a copy of the first `num_tokens` positions of
@@ -75,15 +126,34 @@ class KvCacheManager {
   void Retain(const SequenceBlocks& seq, int32_t num_tokens, int64_t for_ms);
 
   // Returns all of the sequence's blocks (its tail is evicted first) and
-  // resets it.
+  // empties its block table (its hashes stay).
   void Release(SequenceBlocks* seq);
+
+  // Forgets every cached block in every tier; returns how many hashes were
+  // dropped.
+  int64_t ClearCache();
+  // The step's forward pass has returned (host copies are done).
+  void EndStep();
+  // Hashes cached in each tier, for a subscriber's snapshot.
+  std::vector<BlockHash> SnapshotHashes(CacheTier tier) const;
+  // Events of every tier since the last call (each tier's in order).
+  std::vector<KvEvent> TakeEvents();
 
   // Blocks needed to grow from `have_blocks` to cover `num_tokens` positions.
   int32_t BlocksNeeded(int32_t have_blocks, int32_t num_tokens) const;
 
  private:
+  // Copies host blocks into seq's table after its num_cached_blocks device
+  // blocks, registering each; stops at a failed copy.
+  void RestoreFromHost(SequenceBlocks* seq, std::span<const int32_t> slots);
+  void Spill(int32_t block, const BlockHash& hash, const std::optional<BlockHash>& parent,
+             std::span<const int32_t> tokens);
+
   BlockPool pool_;
   bool enable_prefix_caching_;
+  std::unique_ptr<HostKvTier> host_;
+  KvBlockCopier* copier_ = nullptr;
+  KvTierStats stats_;
 };
 
 }  // namespace kvmesh

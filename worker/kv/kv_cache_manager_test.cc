@@ -13,12 +13,19 @@ std::vector<int32_t> Prompt(int n, int first = 100) {
   return t;
 }
 
+// The cached prefix a new sequence of `prompt` would get.
+CachedPrefix Find(KvCacheManager& m, const BlockHash& root, const std::vector<int32_t>& prompt) {
+  SequenceBlocks seq;
+  seq.root = root;
+  return m.FindCachedPrefix(&seq, prompt);
+}
+
 // Admits `prompt`, computes it fully, returns the sequence.
 SequenceBlocks RunPrompt(KvCacheManager& m, const BlockHash& root,
                          const std::vector<int32_t>& prompt, int32_t* cached_tokens) {
   SequenceBlocks seq;
   seq.root = root;
-  const CachedPrefix prefix = m.FindCachedPrefix(root, prompt);
+  const CachedPrefix prefix = m.FindCachedPrefix(&seq, prompt);
   *cached_tokens = prefix.num_tokens();
   EXPECT_TRUE(m.AllocateSlots(&seq, static_cast<int32_t>(prompt.size()), &prefix));
   m.CommitComputed(&seq, prompt, static_cast<int32_t>(prompt.size()));
@@ -60,20 +67,20 @@ TEST(KvCacheManagerTest, AlwaysLeavesOneTokenToCompute) {
   SequenceBlocks s1 = RunPrompt(m, root, Prompt(8), &cached);
   m.Release(&s1);
   // The identical prompt: 2 full blocks cached, but only 1 may be reused.
-  const CachedPrefix again = m.FindCachedPrefix(root, Prompt(8));
+  const CachedPrefix again = Find(m, root, Prompt(8));
   EXPECT_EQ(again.num_tokens(), 4);
   // One more token: both blocks reused.
-  EXPECT_EQ(m.FindCachedPrefix(root, Prompt(9)).num_tokens(), 8);
+  EXPECT_EQ(Find(m, root, Prompt(9)).num_tokens(), 8);
 }
 
 TEST(KvCacheManagerTest, SaltsAndModelsNeverShare) {
   KvCacheManager m(8, 4);
   int32_t cached = -1;
   SequenceBlocks s = RunPrompt(m, RootHash("model", "tenant-a"), Prompt(9), &cached);
-  EXPECT_EQ(m.FindCachedPrefix(RootHash("model", "tenant-a"), Prompt(9)).num_tokens(), 8);
-  EXPECT_EQ(m.FindCachedPrefix(RootHash("model", "tenant-b"), Prompt(9)).num_tokens(), 0);
-  EXPECT_EQ(m.FindCachedPrefix(RootHash("model"), Prompt(9)).num_tokens(), 0);
-  EXPECT_EQ(m.FindCachedPrefix(RootHash("other", "tenant-a"), Prompt(9)).num_tokens(), 0);
+  EXPECT_EQ(Find(m, RootHash("model", "tenant-a"), Prompt(9)).num_tokens(), 8);
+  EXPECT_EQ(Find(m, RootHash("model", "tenant-b"), Prompt(9)).num_tokens(), 0);
+  EXPECT_EQ(Find(m, RootHash("model"), Prompt(9)).num_tokens(), 0);
+  EXPECT_EQ(Find(m, RootHash("other", "tenant-a"), Prompt(9)).num_tokens(), 0);
   m.Release(&s);
 }
 
@@ -101,14 +108,14 @@ TEST(KvCacheManagerTest, CountingFreeCachedPrefixBlocksAgainstCapacity) {
   SequenceBlocks s = RunPrompt(m, root, Prompt(8), &cached);
   m.Release(&s);
   auto longer = Prompt(17);
-  CachedPrefix prefix = m.FindCachedPrefix(root, longer);
+  CachedPrefix prefix = Find(m, root, longer);
   ASSERT_EQ(prefix.num_tokens(), 8);
   SequenceBlocks t;
   t.root = root;
   EXPECT_TRUE(m.AllocateSlots(&t, 16, &prefix));
   EXPECT_EQ(t.table.size(), 4u);
   m.Release(&t);
-  prefix = m.FindCachedPrefix(root, longer);
+  prefix = Find(m, root, longer);
   SequenceBlocks u;
   u.root = root;
   EXPECT_FALSE(m.AllocateSlots(&u, 17, &prefix));
@@ -127,6 +134,33 @@ TEST(KvCacheManagerTest, EventsFollowTheCache) {
   EXPECT_EQ(m.pool().SnapshotHashes().size(), 3u);
   m.Release(&s);
   EXPECT_TRUE(m.pool().TakeEvents().empty());  // freeing keeps the cache
+}
+
+TEST(KvCacheManagerTest, HashesEachBlockOnceThroughRetriesAndPreemption) {
+  KvCacheManager m(4, 4);
+  const BlockHash root = RootHash("m");
+  const auto prompt = Prompt(14);  // 3 full blocks
+  SequenceBlocks seq;
+  seq.root = root;
+  for (int attempt = 0; attempt < 5; ++attempt) (void)m.FindCachedPrefix(&seq, prompt);
+  EXPECT_EQ(m.stats().blocks_hashed, 3);
+  ASSERT_TRUE(m.AllocateSlots(&seq, 14));
+  m.CommitComputed(&seq, prompt, 14);
+  EXPECT_EQ(m.stats().blocks_hashed, 3);
+  m.Release(&seq);  // preempted: the hashes stay
+  EXPECT_EQ(seq.hashes.size(), 3u);
+  const CachedPrefix again = m.FindCachedPrefix(&seq, prompt);
+  EXPECT_EQ(again.num_tokens(), 12);
+  EXPECT_EQ(m.stats().blocks_hashed, 3);
+  // Generated tokens that fill a block are hashed once, when committed.
+  auto grown = prompt;
+  grown.push_back(1);
+  grown.push_back(2);
+  ASSERT_TRUE(m.AllocateSlots(&seq, 16, &again));
+  m.CommitComputed(&seq, grown, 16);
+  m.CommitComputed(&seq, grown, 16);
+  EXPECT_EQ(m.stats().blocks_hashed, 4);
+  EXPECT_EQ(seq.hashes, HashFullBlocks(root, grown, 4));
 }
 
 }  // namespace

@@ -10,8 +10,10 @@
 // worker threads or device streams inside Forward().
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -68,6 +70,19 @@ class Executor {
   // tests and for moving pages between tiers.
   virtual Status ReadBlock(int32_t block, std::vector<uint8_t>* out) const = 0;
   virtual Status WriteBlock(int32_t block, std::span<const uint8_t> bytes) = 0;
+  // ReadBlock into memory the caller owns (the host KV tier's slots), which
+  // must be kv_layout().bytes_per_block() long. Executors that copy
+  // asynchronously finish before the next Forward() returns.
+  virtual Status ReadBlockInto(int32_t block, std::span<uint8_t> out) const {
+    std::vector<uint8_t> bytes;
+    RETURN_IF_ERROR(ReadBlock(block, &bytes));
+    if (bytes.size() != out.size()) {
+      return InvalidArgumentError("block buffer has " + std::to_string(out.size()) +
+                                  " bytes, expected " + std::to_string(bytes.size()));
+    }
+    std::copy(bytes.begin(), bytes.end(), out.begin());
+    return Status::Ok();
+  }
 };
 
 }  // namespace kvmesh

@@ -267,11 +267,19 @@ Status ModelExecutor::Forward(const ForwardBatch& batch, ForwardOutput* output) 
 }
 
 Status ModelExecutor::ReadBlock(int32_t block, std::vector<uint8_t>* out) const {
+  out->resize(layout_.bytes_per_block());
+  return ReadBlockInto(block, *out);
+}
+
+Status ModelExecutor::ReadBlockInto(int32_t block, std::span<uint8_t> out) const {
   if (block < 0 || block >= num_blocks_) {
     return InvalidArgumentError("block id " + std::to_string(block) + " is outside the pool");
   }
-  out->resize(layout_.bytes_per_block());
-  for (const auto& b : backends_) b->ReadBlock(block, out->data());
+  if (out.size() != layout_.bytes_per_block()) {
+    return InvalidArgumentError("block buffer has " + std::to_string(out.size()) +
+                                " bytes, expected " + std::to_string(layout_.bytes_per_block()));
+  }
+  for (const auto& b : backends_) b->ReadBlock(block, out.data());
   for (const auto& b : backends_) RETURN_IF_ERROR(b->TakeError());
   return Status::Ok();
 }

@@ -70,6 +70,7 @@ class ModelExecutor : public Executor {
   Status Forward(const ForwardBatch& batch, ForwardOutput* output) override;
   Status ReadBlock(int32_t block, std::vector<uint8_t>* out) const override;
   Status WriteBlock(int32_t block, std::span<const uint8_t> bytes) override;
+  Status ReadBlockInto(int32_t block, std::span<uint8_t> out) const override;
 
   const ParallelPlan& plan() const { return plan_; }
   // Per device, in plan order.

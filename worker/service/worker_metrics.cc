@@ -38,6 +38,72 @@ prometheus::MetricFamily Gauge(const std::string& name, const std::string& help,
   return f;
 }
 
+// A family of series given by their labels.
+prometheus::MetricFamily Labelled(
+    const std::string& name, const std::string& help, prometheus::MetricType type,
+    std::vector<std::pair<std::vector<prometheus::ClientMetric::Label>, double>> series) {
+  prometheus::MetricFamily f;
+  f.name = name;
+  f.help = help;
+  f.type = type;
+  for (auto& [labels, v] : series) {
+    prometheus::ClientMetric m;
+    m.label = std::move(labels);
+    if (type == prometheus::MetricType::Counter) {
+      m.counter.value = v;
+    } else {
+      m.gauge.value = v;
+    }
+    f.metric.push_back(std::move(m));
+  }
+  return f;
+}
+
+// The KV tiers' gauges and counters, from the engine's cumulative counts.
+void AddTierFamilies(const EngineLoad& load, std::vector<prometheus::MetricFamily>* families) {
+  using prometheus::MetricType;
+  const KvTierStats& t = load.tiers;
+  families->push_back(Labelled(
+      "kvmesh_worker_kv_tier_blocks",
+      "KV blocks by tier: device = used + free holding a cached prefix, host = held in host RAM",
+      MetricType::Gauge,
+      {{{{"tier", "device"}}, static_cast<double>(load.blocks_used + load.blocks_cached)},
+       {{{"tier", "host"}}, static_cast<double>(load.host_blocks)}}));
+  families->push_back(Labelled(
+      "kvmesh_worker_kv_tier_capacity_blocks", "KV blocks each tier can hold", MetricType::Gauge,
+      {{{{"tier", "device"}}, static_cast<double>(load.blocks_total)},
+       {{{"tier", "host"}}, static_cast<double>(load.host_blocks_capacity)}}));
+  families->push_back(Labelled("kvmesh_worker_kv_hit_blocks_total",
+                               "Prompt blocks reused from the cache, by the tier they came from",
+                               MetricType::Counter,
+                               {{{{"tier", "device"}}, static_cast<double>(t.device_hit_blocks)},
+                                {{{"tier", "host"}}, static_cast<double>(t.host_hit_blocks)}}));
+  families->push_back(
+      Labelled("kvmesh_worker_kv_tier_copy_bytes_total",
+               "Bytes copied between tiers: spill = device to host, restore = host to device",
+               MetricType::Counter,
+               {{{{"direction", "spill"}}, static_cast<double>(t.spilled_bytes)},
+                {{{"direction", "restore"}}, static_cast<double>(t.restored_bytes)}}));
+  families->push_back(Labelled("kvmesh_worker_kv_tier_copy_seconds_total",
+                               "Time spent copying between tiers (divide by blocks for latency)",
+                               MetricType::Counter,
+                               {{{{"direction", "spill"}}, t.spill_seconds},
+                                {{{"direction", "restore"}}, t.restore_seconds}}));
+  families->push_back(Labelled(
+      "kvmesh_worker_kv_tier_copy_blocks_total", "Blocks copied between tiers", MetricType::Counter,
+      {{{{"direction", "spill"}}, static_cast<double>(t.spilled_blocks)},
+       {{{"direction", "restore"}}, static_cast<double>(t.host_hit_blocks)}}));
+  families->push_back(
+      Labelled("kvmesh_worker_kv_tier_lost_blocks_total",
+               "Evicted blocks not kept: dropped (no host slot free) or failed (a copy failed)",
+               MetricType::Counter,
+               {{{{"reason", "dropped"}}, static_cast<double>(t.dropped_spills)},
+                {{{"reason", "failed"}}, static_cast<double>(t.failed_copies)}}));
+  families->push_back(Labelled("kvmesh_worker_kv_restore_tokens_per_second",
+                               "Measured speed of restoring cached tokens from the host tier",
+                               MetricType::Gauge, {{{}, load.host_restore_tokens_per_s}}));
+}
+
 // One series per device, labelled with its name (and the split).
 prometheus::MetricFamily DeviceFamily(const std::string& name, const std::string& help,
                                       prometheus::MetricType type,
@@ -172,6 +238,7 @@ std::string WorkerMetrics::Render() const {
                {"retained", static_cast<double>(load.blocks_retained)}}));
     families.push_back(Gauge("kvmesh_worker_kv_blocks_capacity", "KV blocks in the pool", {},
                              static_cast<double>(load.blocks_total)));
+    AddTierFamilies(load, &families);
     families.push_back(Gauge("kvmesh_worker_queued_prefill_tokens",
                              "Prompt tokens still to compute", {},
                              static_cast<double>(load.queued_prefill_tokens)));

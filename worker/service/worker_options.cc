@@ -42,6 +42,9 @@ void WorkerOptions::Register(ConfigSchema* s) {
   s->AddString("kv_memory", &kv_memory,
                "KV cache memory: bytes (512MiB, 2G) or a fraction of the memory left after the "
                "weights (0.3, 30%)");
+  s->AddString("kv_host_memory", &kv_host_memory,
+               "host-RAM tier for KV blocks evicted from the device: bytes (32GiB) or a fraction "
+               "of the host's available memory (0.25, 25%); 0: none");
   s->AddInt("block_size", &block_size, 1, 1024, "tokens per KV block");
   s->AddInt("context_length", &context_length, 0, 1 << 24,
             "maximum tokens per sequence (0: the model's, at most 8192; more, up to the "
@@ -75,12 +78,23 @@ Status WorkerOptions::Validate() const {
   if (!kv.ok()) return kv.status();
   auto budget = ParseKvMemoryBudget(kv_memory);
   if (!budget.ok()) return budget.status().WithPrefix("option kv_memory");
+  if (auto host = KvHostMemoryBytes(); !host.ok()) return host.status();
   if (auto plan = Plan(); !plan.ok()) return plan.status();
   if (grpc_port != 0 && grpc_port == http_port) {
     return InvalidArgumentError("options grpc_port and http_port are both " +
                                 std::to_string(grpc_port));
   }
   return Status::Ok();
+}
+
+StatusOr<int64_t> WorkerOptions::KvHostMemoryBytes() const {
+  if (kv_host_memory.empty() || kv_host_memory == "0") return int64_t{0};
+  auto budget = ParseKvMemoryBudget(kv_host_memory);
+  if (!budget.ok()) return budget.status().WithPrefix("option kv_host_memory");
+  if (budget->fraction == 0.0) return static_cast<int64_t>(budget->bytes);
+  auto available = ReadMemAvailable();
+  if (!available.ok()) return available.status().WithPrefix("option kv_host_memory");
+  return static_cast<int64_t>(budget->fraction * static_cast<double>(*available));
 }
 
 StatusOr<PlanOptions> WorkerOptions::Plan() const {

@@ -31,6 +31,7 @@ struct WorkerOptions {
   std::string kv_rotate_v = "auto";  // V rotation, likewise
   std::string kv_rounding = "min-error";
   std::string kv_memory = "512MiB";  // bytes ("512MiB", "2G") or a fraction ("0.3", "30%")
+  std::string kv_host_memory = "0";  // host tier: bytes or a fraction of MemAvailable; 0: none
   int64_t block_size = 16;
   int64_t context_length = 0;  // 0: the model's training context, at most 8192
   // Lets context_length exceed the model's training context (positions it
@@ -51,6 +52,8 @@ struct WorkerOptions {
   Status Validate() const;
   // The KV options as the engine-independent KvCacheOptions.
   StatusOr<KvCacheOptions> KvOptions() const;
+  // The host tier's size in bytes (0: none).
+  StatusOr<int64_t> KvHostMemoryBytes() const;
   // The device options as PlanOptions.
   StatusOr<PlanOptions> Plan() const;
 };

@@ -60,6 +60,7 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   ec.max_model_len = static_cast<int32_t>(context);
   ec.enable_prefix_caching = o.prefix_caching;
   ec.model_identity = w->model_->identity();
+  ASSIGN_OR_RETURN(ec.kv_host_memory_bytes, o.KvHostMemoryBytes());
 
   // Listen first, so the worker id can name the real port.
   grpc::EnableDefaultHealthCheckService(true);

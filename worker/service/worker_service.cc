@@ -174,6 +174,9 @@ grpc::Status WorkerServiceImpl::Load(grpc::ServerContext*, const v1::LoadRequest
   resp->set_kv_blocks_used(load.blocks_used);
   resp->set_kv_blocks_cached(load.blocks_cached);
   resp->set_kv_blocks_free(load.blocks_free);
+  resp->set_kv_host_blocks(load.host_blocks);
+  resp->set_kv_host_blocks_total(load.host_blocks_capacity);
+  resp->set_host_restore_tokens_per_s(load.host_restore_tokens_per_s);
   resp->set_prefill_tokens_per_s(load.prefill_tokens_per_s);
   resp->set_decode_tokens_per_s(load.decode_tokens_per_s);
   resp->set_queued_prefill_tokens(load.queued_prefill_tokens);
