@@ -14,7 +14,7 @@ OTHERS=${OTHERS:-2}
 ROUNDS=${ROUNDS:-3}
 MODEL=${MODEL:-../shared/models/stories260K.gguf}
 HOST_MEMORY=${HOST_MEMORY:-1GiB}
-CONTEXT=$((PREFIX + OTHER + 64))
+CONTEXT=$((PREFIX + 64))  # each request alone; OTHER must not exceed PREFIX
 # Room for the prefix plus a quarter: the other sessions evict most of it.
 DEVICE_TOKENS=$((PREFIX * 5 / 4))
 BYTES_PER_TOKEN=$("$B/cli/kvmesh" kv-plan -m "$MODEL" --context 16 --json |

@@ -63,6 +63,10 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
     creds = grpc::SslServerCredentials(ssl);
   }
   builder.AddListeningPort(o.host + ":" + std::to_string(o.grpc_port), creds, &r->grpc_port_);
+  // gRPC sets SO_REUSEPORT by default, which lets a second process bind the
+  // same port and silently take part of its traffic: a port in use must be
+  // an error at start instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   const std::string router_id =
       o.router_id.empty() ? o.host + ":" + std::to_string(o.grpc_port) : o.router_id;
   r->inference_ = std::make_unique<InferenceServiceImpl>(*r->core_, r->metrics_.get(), o.api_keys);

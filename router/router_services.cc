@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/secret_compare.h"
+
 namespace kvmesh::router {
 namespace {
 
@@ -17,9 +19,14 @@ grpc::Status InferenceServiceImpl::Authorize(grpc::ServerContext* ctx) const {
   const auto& md = ctx->client_metadata();
   auto it = md.find("authorization");
   if (it != md.end()) {
-    const std::string value(it->second.data(), it->second.size());
-    for (const std::string& key : api_keys_) {
-      if (value == "Bearer " + key) return grpc::Status::OK;
+    const std::string_view value(it->second.data(), it->second.size());
+    constexpr std::string_view kScheme = "Bearer ";
+    if (value.substr(0, kScheme.size()) == kScheme) {
+      const std::string_view token = value.substr(kScheme.size());
+      // Every key is compared in full: no early exit on a match.
+      bool accepted = false;
+      for (const std::string& key : api_keys_) accepted |= SecretsEqual(token, key);
+      if (accepted) return grpc::Status::OK;
     }
   }
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,

@@ -28,7 +28,10 @@ std::string StatusJson(const StatusSource& source) {
                    {"used", load.kv_blocks_used()},
                    {"cached", load.kv_blocks_cached()},
                    {"free", load.kv_blocks_free()}};
-    entry["kv_tier"] = "device";
+    entry["kv_tier"] = load.kv_host_blocks_total() > 0 ? "device+host" : "device";
+    entry["kv_host"] = {{"total", load.kv_host_blocks_total()},
+                        {"held", load.kv_host_blocks()},
+                        {"restore_tokens_per_s", load.host_restore_tokens_per_s()}};
     entry["kv_type"] = info.kv_type();
     entry["split"] = info.split();
     std::string devices;
@@ -97,7 +100,7 @@ std::string_view StatusHtml() {
 <h2>Workers</h2>
 <table id="workers"><thead><tr>
   <th>worker</th><th>address</th><th>model</th><th>health</th><th>running</th><th>waiting</th>
-  <th>in flight</th><th>KV blocks (device tier): used / cached / total</th><th>prefix hit rate</th><th>devices</th>
+  <th>in flight</th><th>KV blocks (device tier): used / cached / total</th><th>host tier: held / total</th><th>prefix hit rate</th><th>devices</th>
 </tr></thead><tbody></tbody></table>
 <h2>Recent routing decisions</h2>
 <table id="decisions"><thead><tr>
@@ -139,6 +142,7 @@ function render(s) {
     cell(row, w.healthy ? "healthy" : "down", w.healthy ? "ok" : "down");
     cell(row, w.running, "num"); cell(row, w.waiting, "num"); cell(row, w.inflight, "num");
     kvCell(row, w.kv);
+    cell(row, w.kv_host.total > 0 ? w.kv_host.held + " / " + w.kv_host.total : "none");
     cell(row, w.hit_rate === null ? "–" : (100 * w.hit_rate).toFixed(1) + "% of " + w.requests + " req", "num");
     cell(row, (w.devices || "") + (w.split && w.split !== "none" ? " (" + w.split + ")" : ""));
     wb.appendChild(row);

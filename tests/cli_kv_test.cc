@@ -145,4 +145,25 @@ TEST(CliKvTest, HeadSizeTooSmallForQuantizedCache) {
               HasSubstr("--kv-type q3_k: not a KV cache type; use f32, f16, bf16, q8_0 or q4_0"));
 }
 
+TEST(CliKvTest, KvPlanCountsBytesAndSequencesPerTier) {
+  // tinystories-d64: 4 layers, 2 KV heads of 64. A q8_0 row of 64 values is
+  // 2 blocks of 34 bytes: (68 + 68) x 2 heads x 4 layers = 1088 bytes per token.
+  Result r =
+      RunCli("kv-plan -m " + kModels + "tinystories-d64.gguf --context 1000 --kv-type q8_0 " +
+             "--kv-memory 10MiB --kv-host-memory 1GiB --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["bytes_per_token"], 1088);
+  EXPECT_DOUBLE_EQ(j["bits_per_value"].get<double>(), 8.5);
+  EXPECT_EQ(j["bytes_per_sequence"], 1088 * 1008);  // 63 blocks of 16
+  const int64_t block = 1088 * 16;
+  EXPECT_EQ(j["tiers"]["device"]["blocks"], (10 << 20) / block);
+  EXPECT_EQ(j["tiers"]["device"]["sequences"], (10 << 20) / block / 63);
+  EXPECT_EQ(j["tiers"]["host"]["sequences"], (int64_t{1} << 30) / block / 63);
+  // A bad budget names the option.
+  Result bad = RunCli("kv-plan -m " + kModels + "tinystories-d64.gguf --kv-host-memory 12XB");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.out, HasSubstr("--kv-host-memory"));
+}
+
 }  // namespace

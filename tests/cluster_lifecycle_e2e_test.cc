@@ -1,5 +1,5 @@
 // Process lifecycle of a real cluster on loopback: a router's drain on
-// SIGTERM.
+// SIGTERM; a gRPC port already in use is an error at start.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -7,6 +7,9 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -20,6 +23,7 @@ using ::testing::HasSubstr;
 using testing::ProcessHandle;
 using testing::StartRouter;
 using testing::StartWorker;
+using testing::Subprocess;
 using testing::WaitForHealthyWorkers;
 
 const std::string kWorkerBin = KVMESH_WORKER_BINARY;
@@ -75,6 +79,30 @@ TEST(ClusterProcessTest, RouterDrainsStreamsOnSigterm) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(finished.load(), kStreams) << "a stream was cut off by the shutdown";
   EXPECT_EQ(r.process->Wait(std::chrono::seconds(20)), 0);
+}
+
+// A second process on a port in use must not start and share it (gRPC's
+// default SO_REUSEPORT would let it): it exits non-zero and says why.
+TEST(ClusterProcessTest, APortInUseIsAnErrorAtStart) {
+  ProcessHandle first = StartWorker(kWorkerBin, {}, 0, "port_w1");
+  ASSERT_TRUE(first.ok());
+  for (const std::string& binary : {kWorkerBin, kRouterBin}) {
+    const std::string log = ::testing::TempDir() + "/port_in_use.err";
+    std::vector<std::string> argv = {binary,        "--grpc-port", std::to_string(first.grpc_port),
+                                     "--http-port", "0",           "--log-level",
+                                     "warning"};
+    if (binary == kRouterBin) argv.insert(argv.end(), {"--workers", first.grpc});
+    Subprocess second;
+    ASSERT_TRUE(second.Start(argv, log));
+    const int code = second.Wait(std::chrono::seconds(60));
+    EXPECT_NE(code, 0) << binary << " started on a port in use";
+    EXPECT_NE(code, -1) << binary << " did not exit";
+    if (code == -1) second.Signal(SIGKILL);
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_THAT(text.str(), HasSubstr(std::to_string(first.grpc_port))) << binary;
+  }
 }
 
 }  // namespace

@@ -350,6 +350,16 @@ TEST(WorkerProcessTest, BadConfigIsAnErrorNamingIt) {
   EXPECT_THAT(msg, HasSubstr("kv_type"));
 }
 
+TEST(WorkerProcessTest, BadHostTierSizeIsAnErrorNamingIt) {
+  Subprocess p;
+  ASSERT_TRUE(p.Start({KVMESH_WORKER_BINARY, "--kv-host-memory", "lots"},
+                      ::testing::TempDir() + "/wh.err"));
+  EXPECT_EQ(p.Wait(std::chrono::seconds(10)), 2);
+  std::ifstream err(::testing::TempDir() + "/wh.err");
+  std::string msg((std::istreambuf_iterator<char>(err)), {});
+  EXPECT_THAT(msg, HasSubstr("kv_host_memory"));
+}
+
 // A context past the model's training context (stories260K: 2048 tokens) is
 // refused at start, naming both numbers, unless asked for.
 TEST(WorkerProcessTest, ContextPastTheTrainingContextNeedsTheOverflowFlag) {

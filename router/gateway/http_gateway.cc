@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/secret_compare.h"
 #include "router/gateway/anthropic_api.h"
 #include "router/gateway/anthropic_stream.h"
 #include "router/gateway/generation_stream.h"
@@ -45,19 +46,6 @@ int64_t UnixSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// Compares every byte, so the time taken does not reveal how much of a
-// guessed key was right.
-bool KeysEqual(std::string_view a, std::string_view b) {
-  size_t length = std::max(a.size(), b.size());
-  unsigned diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < length; ++i) {
-    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= x ^ y;
-  }
-  return diff == 0;
 }
 
 // The token of "Authorization: Bearer <token>" (scheme case-insensitive).
@@ -314,8 +302,8 @@ bool HttpGateway::Authorize(const httplib::Request& req, httplib::Response& res,
   bool accepted = false;
   for (const std::string& key : options_.api_keys) {
     // Check both headers against every key: no early exit on a match.
-    accepted |= !x_api_key.empty() && KeysEqual(x_api_key, key);
-    accepted |= !bearer.empty() && KeysEqual(bearer, key);
+    accepted |= !x_api_key.empty() && SecretsEqual(x_api_key, key);
+    accepted |= !bearer.empty() && SecretsEqual(bearer, key);
   }
   if (!accepted) {
     SendError(res, format, UnauthenticatedError("invalid API key"));

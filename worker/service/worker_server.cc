@@ -67,6 +67,10 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   grpc::ServerBuilder builder;
   builder.AddListeningPort(o.host + ":" + std::to_string(o.grpc_port),
                            grpc::InsecureServerCredentials(), &w->grpc_port_);
+  // gRPC sets SO_REUSEPORT by default, which lets a second worker bind the
+  // same port and silently take part of its traffic: a port in use must be
+  // an error at start instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(64 << 20);
 

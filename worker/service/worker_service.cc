@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "common/log.h"
+#include "common/secret_compare.h"
 #include "common/tokenizer_spec.h"
 
 namespace kvmesh {
@@ -361,7 +362,8 @@ grpc::Status WorkerAdminImpl::Authorize(grpc::ServerContext* ctx) const {
   const auto& md = ctx->client_metadata();
   auto it = md.find("authorization");
   const std::string want = "Bearer " + token_;
-  if (it == md.end() || std::string(it->second.data(), it->second.size()) != want) {
+  if (it == md.end() ||
+      !SecretsEqual(std::string_view(it->second.data(), it->second.size()), want)) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "WorkerAdmin needs the metadata \"authorization: Bearer <admin_token>\"");
   }

@@ -203,7 +203,7 @@ TEST(PagedAttentionTest, BlockKernelsEqualRowKernels) {
     GTEST_SKIP() << "no block attention kernels for f16 rows on this CPU (" << kernels::IsaName(isa)
                  << ")";
   }
-  for (int head_dim : {64, 128, 80}) {
+  for (int head_dim : {64, 128, 80, 8, 16, 24, 32, 96, 256, 72}) {
     KvLayout layout = SmallLayout(TensorType::kF16, TensorType::kF16);
     layout.head_dim = head_dim;
     constexpr int kMaxCtx = 100;

@@ -4,10 +4,12 @@
 //
 // Scores: per block of 16 positions, the K rows widen once for every query
 // head; a head's products with one row are summed as DotF16 sums them (two
-// accumulators over alternate 16-lane chunks, then SumLanes), and the 16
-// lane sums of a block are reduced together (SumLanes16). Outputs: per head,
-// the accumulators of 64 output lanes stay in registers over all positions,
-// and each V row widens once for up to four heads.
+// accumulators over alternate 16-lane chunks, a partial last chunk by masked
+// loads into the second, then SumLanes), and the 16 lane sums of a block are
+// reduced together (SumLanes16). Outputs: per head, the accumulators of up to
+// 64 output lanes stay in registers over all positions, and each V row widens
+// once for up to four heads. Any head size works (8, 64, 80, 96, 128, 256…):
+// small heads, whose row kernels spend most of their time per call, gain most.
 #include <cmath>
 
 #include "worker/kernels/cpu/kernel_records.h"
@@ -20,6 +22,12 @@ constexpr int kBlock = 16;
 
 __m512 LoadF16(const uint8_t* row, int chunk) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row) + chunk));
+}
+
+// The lanes of `mask` of chunk `chunk`, the others 0 (DotF16's tail load).
+__m512 LoadF16Tail(const uint8_t* row, int chunk, __mmask16 mask) {
+  return _mm512_cvtph_ps(
+      _mm256_maskz_loadu_epi16(mask, reinterpret_cast<const uint16_t*>(row) + 16 * chunk));
 }
 
 // Scores of kHeads query heads (kChunks 16-lane chunks each) against the
@@ -46,22 +54,30 @@ void ForEachHeadGroup(int n_q, Body body) {
   }
 }
 
+// kChunks full 16-lane chunks, then a partial one of the lanes in `tail`
+// (none when 0), as DotF16 walks a row: full chunks alternate between two
+// accumulators (even chunks to the first, so a lone last one too), the
+// partial one goes to the second.
 template <int kChunks, int kHeads>
-void ScoreBlock(const uint8_t* const* k_rows, int j0, int n, const float* query, float scale,
-                int n_ctx, float* scores, __m512* max_score) {
-  static_assert(kChunks % 2 == 0, "DotF16's two accumulators take alternate chunks");
+void ScoreBlock(const uint8_t* const* k_rows, int j0, int n, const float* query, int q_stride,
+                __mmask16 tail, float scale, int n_ctx, float* scores, __m512* max_score) {
   alignas(64) __m512 lanes[kHeads][kBlock];
   for (int i = 0; i < n; ++i) {
-    __m512 k[kChunks];
+    __m512 k[kChunks + 1];
     for (int c = 0; c < kChunks; ++c) k[c] = LoadF16(k_rows[j0 + i], c);
+    if (tail != 0) k[kChunks] = LoadF16Tail(k_rows[j0 + i], kChunks, tail);
     for (int g = 0; g < kHeads; ++g) {
-      const float* q = query + g * kChunks * 16;
+      const float* q = query + g * q_stride;
       __m512 acc0 = _mm512_setzero_ps();
       __m512 acc1 = _mm512_setzero_ps();
-      for (int c = 0; c < kChunks; c += 2) {
-        acc0 = _mm512_fmadd_ps(k[c], _mm512_load_ps(q + 16 * c), acc0);
-        acc1 = _mm512_fmadd_ps(k[c + 1], _mm512_load_ps(q + 16 * c + 16), acc1);
+      for (int c = 0; c < kChunks; ++c) {
+        if (c % 2 == 0) {
+          acc0 = _mm512_fmadd_ps(k[c], _mm512_load_ps(q + 16 * c), acc0);
+        } else {
+          acc1 = _mm512_fmadd_ps(k[c], _mm512_load_ps(q + 16 * c), acc1);
+        }
       }
+      if (tail != 0) acc1 = _mm512_fmadd_ps(k[kChunks], _mm512_load_ps(q + 16 * kChunks), acc1);
       lanes[g][i] = _mm512_add_ps(acc0, acc1);
     }
   }
@@ -75,80 +91,129 @@ void ScoreBlock(const uint8_t* const* k_rows, int j0, int n, const float* query,
 }
 
 template <int kChunks, int kHeads>
-void ScoreHeads(const uint8_t* const* k_rows, int n_ctx, const float* query, float scale,
-                float* scores, float* max_score) {
+void ScoreHeads(const uint8_t* const* k_rows, int n_ctx, const float* query, int q_stride,
+                __mmask16 tail, float scale, float* scores, float* max_score) {
   __m512 max_lanes[kHeads];
   for (int g = 0; g < kHeads; ++g) max_lanes[g] = _mm512_set1_ps(-INFINITY);
   for (int j0 = 0; j0 < n_ctx; j0 += kBlock) {
     const int n = n_ctx - j0 < kBlock ? n_ctx - j0 : kBlock;
-    ScoreBlock<kChunks, kHeads>(k_rows, j0, n, query, scale, n_ctx, scores, max_lanes);
+    ScoreBlock<kChunks, kHeads>(k_rows, j0, n, query, q_stride, tail, scale, n_ctx, scores,
+                                max_lanes);
   }
   for (int g = 0; g < kHeads; ++g) max_score[g] = _mm512_reduce_max_ps(max_lanes[g]);
 }
 
+// kChunks = head_dim / 16 full chunks and head_dim % 16 tail lanes.
 template <int kChunks>
-void Scores(const uint8_t* const* k_rows, int n_ctx, const uint8_t* query, int n_q, float scale,
-            float* scores, float* max_score) {
-  constexpr int kDim = 16 * kChunks;
+void Scores(int head_dim, const uint8_t* const* k_rows, int n_ctx, const uint8_t* query, int n_q,
+            float scale, float* scores, float* max_score) {
+  const int rest = head_dim - 16 * kChunks;
+  const __mmask16 tail = rest > 0 ? TailMask(rest) : 0;
+  constexpr int kStride = 16 * (kChunks + 1);  // floats per widened query, padded
   ForEachHeadGroup(n_q, [&]<int kHeads>(int g0) {
-    // The f16 queries widened once (exactly, as DotF16 widens them).
-    alignas(64) float widened[kHeads * kDim];
+    // The f16 queries widened once (exactly, as DotF16 widens them), the
+    // lanes past head_dim zero (as its masked tail load leaves them).
+    alignas(64) float widened[kHeads * kStride];
     for (int g = 0; g < kHeads; ++g) {
-      const uint8_t* q = query + static_cast<size_t>(g0 + g) * kDim * sizeof(uint16_t);
-      for (int c = 0; c < kChunks; ++c) _mm512_store_ps(widened + g * kDim + 16 * c, LoadF16(q, c));
+      const uint8_t* q = query + static_cast<size_t>(g0 + g) * head_dim * sizeof(uint16_t);
+      for (int c = 0; c < kChunks; ++c)
+        _mm512_store_ps(widened + g * kStride + 16 * c, LoadF16(q, c));
+      _mm512_store_ps(widened + g * kStride + 16 * kChunks,
+                      tail != 0 ? LoadF16Tail(q, kChunks, tail) : _mm512_setzero_ps());
     }
-    ScoreHeads<kChunks, kHeads>(k_rows, n_ctx, widened, scale,
+    ScoreHeads<kChunks, kHeads>(k_rows, n_ctx, widened, kStride, tail, scale,
                                 scores + static_cast<size_t>(g0) * n_ctx, max_score + g0);
   });
 }
 
-// out[g] = sum over positions of weight * V row, 64 lanes (kChunks = 4) at
-// `lane0`, for kHeads heads: out = fma(v, w, out) position by position from
-// zero, as AccumulateF16 into a zeroed output.
-template <int kHeads>
+// out[g] = sum over positions of weight * V row, for the kChunks 16-lane
+// chunks at `lane0` (the last one only the lanes of `last`), for kHeads heads:
+// out = fma(v, w, out) position by position from zero, as AccumulateF16 into
+// a zeroed output.
+template <int kChunks, int kHeads>
 void WeightedLanes(const uint8_t* const* v_rows, int n_ctx, const float* weights, int lane0,
-                   int head_dim, float* out) {
-  constexpr int kChunks = 4;
+                   __mmask16 last, int head_dim, float* out) {
   __m512 acc[kHeads][kChunks];
   for (int g = 0; g < kHeads; ++g) {
     for (int c = 0; c < kChunks; ++c) acc[g][c] = _mm512_setzero_ps();
   }
   for (int j = 0; j < n_ctx; ++j) {
     __m512 v[kChunks];
-    for (int c = 0; c < kChunks; ++c) v[c] = LoadF16(v_rows[j] + lane0 * sizeof(uint16_t), c);
+    const uint8_t* row = v_rows[j] + lane0 * sizeof(uint16_t);
+    for (int c = 0; c + 1 < kChunks; ++c) v[c] = LoadF16(row, c);
+    v[kChunks - 1] =
+        last == 0xFFFF ? LoadF16(row, kChunks - 1) : LoadF16Tail(row, kChunks - 1, last);
     for (int g = 0; g < kHeads; ++g) {
       const __m512 w = _mm512_set1_ps(weights[static_cast<size_t>(g) * n_ctx + j]);
       for (int c = 0; c < kChunks; ++c) acc[g][c] = _mm512_fmadd_ps(v[c], w, acc[g][c]);
     }
   }
   for (int g = 0; g < kHeads; ++g) {
-    for (int c = 0; c < kChunks; ++c) {
-      _mm512_storeu_ps(out + g * head_dim + lane0 + 16 * c, acc[g][c]);
-    }
+    float* o = out + g * head_dim + lane0;
+    for (int c = 0; c + 1 < kChunks; ++c) _mm512_storeu_ps(o + 16 * c, acc[g][c]);
+    _mm512_mask_storeu_ps(o + 16 * (kChunks - 1), last, acc[g][kChunks - 1]);
   }
 }
 
 bool ScoresF16(int head_dim, const uint8_t* const* k_rows, int n_ctx, const uint8_t* query, int n_q,
                float scale, float* scores, float* max_score) {
-  switch (head_dim) {
-    case 64:
-      Scores<4>(k_rows, n_ctx, query, n_q, scale, scores, max_score);
+  switch (head_dim / 16) {
+    case 0:
+      Scores<0>(head_dim, k_rows, n_ctx, query, n_q, scale, scores, max_score);
       return true;
-    case 128:
-      Scores<8>(k_rows, n_ctx, query, n_q, scale, scores, max_score);
+    case 1:
+      Scores<1>(head_dim, k_rows, n_ctx, query, n_q, scale, scores, max_score);
+      return true;
+    case 2:
+      Scores<2>(head_dim, k_rows, n_ctx, query, n_q, scale, scores, max_score);
+      return true;
+    case 4:
+      Scores<4>(head_dim, k_rows, n_ctx, query, n_q, scale, scores, max_score);
+      return true;
+    case 5:
+      Scores<5>(head_dim, k_rows, n_ctx, query, n_q, scale, scores, max_score);
+      return true;
+    case 6:
+      Scores<6>(head_dim, k_rows, n_ctx, query, n_q, scale, scores, max_score);
+      return true;
+    case 8:
+      Scores<8>(head_dim, k_rows, n_ctx, query, n_q, scale, scores, max_score);
+      return true;
+    case 16:
+      Scores<16>(head_dim, k_rows, n_ctx, query, n_q, scale, scores, max_score);
       return true;
     default:
-      return false;
+      return false;  // the row kernels handle other sizes
   }
 }
 
 bool WeightedSumF16(int head_dim, const uint8_t* const* v_rows, int n_ctx, const float* weights,
                     int n_q, float* out) {
-  if (head_dim % 64 != 0) return false;
+  if (head_dim <= 0) return false;
   ForEachHeadGroup(n_q, [&]<int kHeads>(int g0) {
-    for (int lane0 = 0; lane0 < head_dim; lane0 += 64) {
-      WeightedLanes<kHeads>(v_rows, n_ctx, weights + static_cast<size_t>(g0) * n_ctx, lane0,
-                            head_dim, out + static_cast<size_t>(g0) * head_dim);
+    const float* w = weights + static_cast<size_t>(g0) * n_ctx;
+    float* o = out + static_cast<size_t>(g0) * head_dim;
+    // 64 lanes (4 chunks) at a time, then what is left in 1-4 chunks.
+    int lane0 = 0;
+    for (; lane0 + 64 <= head_dim; lane0 += 64) {
+      WeightedLanes<4, kHeads>(v_rows, n_ctx, w, lane0, 0xFFFF, head_dim, o);
+    }
+    const int rest = head_dim - lane0;
+    if (rest == 0) return;
+    const __mmask16 last = rest % 16 == 0 ? 0xFFFF : TailMask(rest % 16);
+    switch ((rest + 15) / 16) {
+      case 1:
+        WeightedLanes<1, kHeads>(v_rows, n_ctx, w, lane0, last, head_dim, o);
+        break;
+      case 2:
+        WeightedLanes<2, kHeads>(v_rows, n_ctx, w, lane0, last, head_dim, o);
+        break;
+      case 3:
+        WeightedLanes<3, kHeads>(v_rows, n_ctx, w, lane0, last, head_dim, o);
+        break;
+      default:
+        WeightedLanes<4, kHeads>(v_rows, n_ctx, w, lane0, last, head_dim, o);
+        break;
     }
   });
   return true;
