@@ -7,15 +7,15 @@
 # host-tier hits by the workers' measured restore speed; "ignore"
 # (--prefix-host-tier=false) treats them as misses, as a router that cannot
 # see a worker's RAM cache would. Prints one row per mode and the load.
-#   [SESSIONS=4] [TURNS=4] [USER_TOKENS=1024] [DEVICE_TOKENS=6144] [BUILD_DIR=build]
+#   [SESSIONS=6] [TURNS=3] [USER_TOKENS=1024] [DEVICE_TOKENS=4608] [BUILD_DIR=build]
 #   bench/kv_tier_routing.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
-SESSIONS=${SESSIONS:-4}
-TURNS=${TURNS:-4}
+SESSIONS=${SESSIONS:-6}
+TURNS=${TURNS:-3}
 USER_TOKENS=${USER_TOKENS:-1024}
-DEVICE_TOKENS=${DEVICE_TOKENS:-6144}
+DEVICE_TOKENS=${DEVICE_TOKENS:-4608}
 CONTEXT=$(((USER_TOKENS + 16) * TURNS + 64))
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT

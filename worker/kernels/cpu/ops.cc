@@ -62,22 +62,35 @@ void RoundToHalf(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = HalfToFloat(FloatToHalf(x[i]));
 }
 
+double ExpShifted(float* x, int64_t n, float shift) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - shift);
+    sum += x[i];
+  }
+  return sum;
+}
+
 namespace avx2 {
 void RmsNorm(const float* x, const float* weight, float* out, int64_t n, float eps);
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
 void RoundToHalf(float* x, int64_t n);
+double ExpShifted(float* x, int64_t n, float shift);
 }  // namespace avx2
 namespace avx512 {
 void RmsNorm(const float* x, const float* weight, float* out, int64_t n, float eps);
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
 void RoundToHalf(float* x, int64_t n);
+double ExpShifted(float* x, int64_t n, float shift);
 }  // namespace avx512
 
 const RowOps& GetRowOps(Isa isa) {
-  static constexpr RowOps kScalar = {RmsNorm, SwiGlu, RoundToHalf};
+  static constexpr RowOps kScalar = {RmsNorm, SwiGlu, RoundToHalf, ExpShifted};
 #ifdef KVMESH_X86_SIMD
-  static constexpr RowOps kAvx2 = {avx2::RmsNorm, avx2::SwiGlu, avx2::RoundToHalf};
-  static constexpr RowOps kAvx512 = {avx512::RmsNorm, avx512::SwiGlu, avx512::RoundToHalf};
+  static constexpr RowOps kAvx2 = {avx2::RmsNorm, avx2::SwiGlu, avx2::RoundToHalf,
+                                   avx2::ExpShifted};
+  static constexpr RowOps kAvx512 = {avx512::RmsNorm, avx512::SwiGlu, avx512::RoundToHalf,
+                                     avx512::ExpShifted};
 #else
   static constexpr RowOps kAvx2 = kScalar;  // never chosen: HostIsa() is kScalar
   static constexpr RowOps kAvx512 = kScalar;

@@ -27,6 +27,10 @@ void Silu(const float* x, float* out, int64_t n);
 // out[i] = silu(gate[i]) * up[i]: the gated feed-forward activation.
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
 
+// x[i] <- exp(x[i] - shift) in place (softmax's numerators); returns their
+// sum, added in double from the first to the last.
+double ExpShifted(float* x, int64_t n, float shift);
+
 // x[i] <- the f16 value nearest x[i] (ties to even), as a float, in place:
 // what a value goes through on its way into an f16 operand.
 void RoundToHalf(float* x, int64_t n);
@@ -51,11 +55,14 @@ void RopeNeox(float* head, int head_dim, int n_rot, int64_t pos, float freq_base
 //    ties (glibc 2.36: ~0.06% of inputs), so the two agree to a few ulps and are
 //    equal almost everywhere (the tests count);
 //  - round_to_half equals RoundToHalf bit for bit (F16C conversions, which
-//    round to nearest even as the reference does); a NaN stays a NaN.
+//    round to nearest even as the reference does); a NaN stays a NaN;
+//  - exp_shifted computes its exps like swiglu (the correctly rounded expf
+//    where the reference calls libm's) and sums them in ExpShifted's order.
 struct RowOps {
   void (*rms_norm)(const float* x, const float* weight, float* out, int64_t n, float eps);
   void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
   void (*round_to_half)(float* x, int64_t n);
+  double (*exp_shifted)(float* x, int64_t n, float shift);
 };
 
 // `isa` must be supported by the host.

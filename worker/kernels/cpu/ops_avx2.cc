@@ -87,4 +87,20 @@ void RoundToHalf(float* x, int64_t n) {
   }
 }
 
+double ExpShifted(float* x, int64_t n, float shift) {
+  const __m256 s = _mm256_set1_ps(shift);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(x + i, ExpPs(_mm256_sub_ps(_mm256_loadu_ps(x + i), s)));
+  for (; i < n; ++i) {
+    alignas(32) float one[8] = {x[i] - shift};
+    _mm256_store_ps(one, ExpPs(_mm256_load_ps(one)));
+    x[i] = one[0];
+  }
+  // The sum stays sequential in double, as the reference adds.
+  double sum = 0.0;
+  for (int64_t j = 0; j < n; ++j) sum += x[j];
+  return sum;
+}
+
 }  // namespace kvmesh::kernels::avx2

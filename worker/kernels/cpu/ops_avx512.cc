@@ -69,4 +69,19 @@ void RoundToHalf(float* x, int64_t n) {
   }
 }
 
+double ExpShifted(float* x, int64_t n, float shift) {
+  const __m512 s = _mm512_set1_ps(shift);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(x + i, ExpPs(_mm512_sub_ps(_mm512_loadu_ps(x + i), s)));
+  if (i < n) {
+    const __mmask16 m = FirstLanes(n - i);
+    _mm512_mask_storeu_ps(x + i, m, ExpPs(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s)));
+  }
+  // The sum stays sequential in double, as the reference adds.
+  double sum = 0.0;
+  for (int64_t j = 0; j < n; ++j) sum += x[j];
+  return sum;
+}
+
 }  // namespace kvmesh::kernels::avx512

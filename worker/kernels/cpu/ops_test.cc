@@ -204,6 +204,33 @@ TEST(RowOpsTest, ScalarTierIsTheReference) {
   EXPECT_EQ(GetRowOps(Isa::kScalar).rms_norm, &RmsNorm);
   EXPECT_EQ(GetRowOps(Isa::kScalar).swiglu, &SwiGlu);
   EXPECT_EQ(GetRowOps(Isa::kScalar).round_to_half, &RoundToHalf);
+  EXPECT_EQ(GetRowOps(Isa::kScalar).exp_shifted, &ExpShifted);
+}
+
+// Softmax's exps: each is the correctly rounded expf of x - shift (so within
+// a few ulps of libm's and almost always equal), and the sum is theirs added
+// in order; odd lengths exercise the tails.
+TEST(RowOpsTest, ExpShiftedIsTheRoundedExpAndItsSum) {
+  TestRandom rng(9);
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{17}, int64_t{1000}}) {
+    std::vector<float> x(n);
+    for (float& v : x) v = (rng.Uniform() - 1.0f) * 40.0f;  // scores minus their max: <= 0
+    std::vector<float> want = x;
+    const double want_sum = ExpShifted(want.data(), n, 0.5f);
+    for (Isa isa : SupportedSimdTiers()) {
+      std::vector<float> got = x;
+      const double sum = GetRowOps(isa).exp_shifted(got.data(), n, 0.5f);
+      double sum_of_got = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        const float rounded = static_cast<float>(std::exp(static_cast<double>(x[i] - 0.5f)));
+        ASSERT_EQ(Bits(rounded), Bits(got[i])) << IsaName(isa) << " x " << x[i];
+        ASSERT_LE(std::llabs(static_cast<int64_t>(Bits(want[i])) - Bits(got[i])), 4);
+        sum_of_got += got[i];
+      }
+      EXPECT_EQ(sum, sum_of_got) << IsaName(isa);
+      EXPECT_NEAR(sum, want_sum, 1e-6 * want_sum) << IsaName(isa);
+    }
+  }
 }
 
 // Every float whose top 20 bits are given (the rest random), so every

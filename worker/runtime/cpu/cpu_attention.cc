@@ -22,8 +22,26 @@ AttentionKernels AttentionKernels::For(const KvLayout& layout, kernels::Isa isa)
       *v,
       GetKvBlockKernels(layout.k_type, k->isa),
       GetKvBlockKernels(layout.v_type, v->isa),
-      layout.v_type == TensorType::kF16 ? kernels::GetRowOps(v->isa).round_to_half : nullptr};
+      layout.v_type == TensorType::kF16 ? kernels::GetRowOps(v->isa).round_to_half : nullptr,
+      kernels::GetRowOps(k->isa).exp_shifted};
 }
+
+namespace {
+
+// rows[j] = the K (or V) row of position j < n_ctx, walking the block table a
+// block at a time (no division per position).
+template <typename RowOf>
+void LocateRows(std::span<const int32_t> block_table, int bs, int n_ctx, RowOf row_of,
+                const uint8_t** rows) {
+  for (int j0 = 0, b = 0; j0 < n_ctx; j0 += bs, ++b) {
+    const int n = std::min(bs, n_ctx - j0);
+    const uint8_t* first = row_of(block_table[b], 0);
+    const size_t stride = n > 1 ? static_cast<size_t>(row_of(block_table[b], 1) - first) : 0;
+    for (int s = 0; s < n; ++s) rows[j0 + s] = first + s * stride;
+  }
+}
+
+}  // namespace
 
 void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
                          int kv_head, std::span<const int32_t> block_table, int n_ctx,
@@ -48,7 +66,9 @@ void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernel
   float max_score[kMaxQueryHeadsPerKvHead];
   scratch->rows.resize(n_ctx);
   const uint8_t** rows = scratch->rows.data();
-  for (int j = 0; j < n_ctx; ++j) rows[j] = pages.KRow(layer, block_table[j / bs], j % bs, kv_head);
+  LocateRows(
+      block_table, bs, n_ctx,
+      [&](int32_t block, int slot) { return pages.KRow(layer, block, slot, kv_head); }, rows);
   if (kernels.k_blocks == nullptr ||
       !kernels.k_blocks->scores(head_dim, rows, n_ctx, scratch->query.data(), n_q, scale, scores,
                                 max_score)) {
@@ -63,17 +83,15 @@ void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernel
   }
   for (int g = 0; g < n_q; ++g) {
     float* sg = scores + g * n_ctx;
-    double sum = 0.0;
-    for (int j = 0; j < n_ctx; ++j) {
-      sg[j] = std::exp(sg[j] - max_score[g]);
-      sum += sg[j];
-    }
+    const double sum = kernels.exp_shifted(sg, n_ctx, max_score[g]);
     const float inv_sum = static_cast<float>(1.0 / sum);
     for (int j = 0; j < n_ctx; ++j) sg[j] *= inv_sum;
     if (kernels.round_weights != nullptr) kernels.round_weights(sg, n_ctx);
   }
 
-  for (int j = 0; j < n_ctx; ++j) rows[j] = pages.VRow(layer, block_table[j / bs], j % bs, kv_head);
+  LocateRows(
+      block_table, bs, n_ctx,
+      [&](int32_t block, int slot) { return pages.VRow(layer, block, slot, kv_head); }, rows);
   if (kernels.v_blocks != nullptr &&
       kernels.v_blocks->weighted_sum(head_dim, rows, n_ctx, scores, n_q, out)) {
     return;

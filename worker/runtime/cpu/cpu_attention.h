@@ -39,6 +39,8 @@ struct AttentionKernels {
   // With an f16 V cache, rounds the softmax weights to f16 (RowOps'
   // round_to_half of the V kernels' ISA); nullptr otherwise.
   void (*round_weights)(float* w, int64_t n);
+  // Softmax's exps and their sum (RowOps' exp_shifted of the K kernels' ISA).
+  double (*exp_shifted)(float* x, int64_t n, float shift);
 };
 
 struct AttentionScratch {
