@@ -57,7 +57,9 @@ void RopeNeox(float* head, int head_dim, int n_rot, int64_t pos, float freq_base
 //  - round_to_half equals RoundToHalf bit for bit (F16C conversions, which
 //    round to nearest even as the reference does); a NaN stays a NaN;
 //  - exp_shifted computes its exps like swiglu (the correctly rounded expf
-//    where the reference calls libm's) and sums them in ExpShifted's order.
+//    where the reference calls libm's) and sums them in double, in SIMD lanes
+//    reduced in a fixed order (the reference adds one after another), so the
+//    sums agree to a few double ulps.
 struct RowOps {
   void (*rms_norm)(const float* x, const float* weight, float* out, int64_t n, float eps);
   void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);

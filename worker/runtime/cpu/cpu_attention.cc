@@ -111,4 +111,78 @@ void PagedAttention(const CpuKvPages& pages, const AttentionKernels& kernels, in
                       out);
 }
 
+void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
+                        int kv_head, std::span<const int32_t> block_table, int n_ctx, int n_tokens,
+                        const float* q, int64_t q_stride, int n_q, float scale,
+                        AttentionScratch* scratch, float* out, int64_t out_stride) {
+  const int total = n_tokens * n_q;
+  KVMESH_CHECK(n_tokens >= 1 && n_q >= 1 && total <= kMaxQueryHeadsPerKvHead);
+  auto one_by_one = [&] {
+    for (int i = 0; i < n_tokens; ++i) {
+      PagedAttentionGroup(pages, kernels, layer, kv_head, block_table, n_ctx + i, q + i * q_stride,
+                          n_q, scale, scratch, out + i * out_stride);
+    }
+  };
+  if (n_tokens == 1 || kernels.k_blocks == nullptr || kernels.v_blocks == nullptr) {
+    one_by_one();
+    return;
+  }
+  const KvLayout& layout = pages.layout();
+  const int head_dim = layout.head_dim;
+  const int n_max = n_ctx + n_tokens - 1;  // the last token's context
+
+  const size_t query_bytes = kernels::RowSizeBytes(*kernels.query_traits, head_dim);
+  scratch->query.resize(query_bytes * total);
+  for (int h = 0; h < total; ++h) {
+    const float* head = q + (h / n_q) * q_stride + (h % n_q) * head_dim;
+    kernels.query_traits->from_float(head, scratch->query.data() + h * query_bytes, head_dim);
+  }
+  scratch->scores.resize(static_cast<size_t>(n_max) * total);
+  float* scores = scratch->scores.data();  // [total][n_max]
+  float max_score[kMaxQueryHeadsPerKvHead];
+  scratch->rows.resize(n_max);
+  const uint8_t** rows = scratch->rows.data();
+  LocateRows(
+      block_table, layout.block_size, n_max,
+      [&](int32_t block, int slot) { return pages.KRow(layer, block, slot, kv_head); }, rows);
+  if (!kernels.k_blocks->scores(head_dim, rows, n_max, scratch->query.data(), total, scale, scores,
+                                max_score)) {
+    one_by_one();
+    return;
+  }
+  for (int h = 0; h < total; ++h) {
+    const int n = n_ctx + h / n_q;  // this head's context
+    float* sg = scores + static_cast<size_t>(h) * n_max;
+    float max = max_score[h];
+    if (n < n_max) {
+      max = -INFINITY;  // over its own positions only, as it would be alone
+      for (int j = 0; j < n; ++j) max = std::max(max, sg[j]);
+    }
+    const double sum = kernels.exp_shifted(sg, n, max);
+    const float inv_sum = static_cast<float>(1.0 / sum);
+    for (int j = 0; j < n; ++j) sg[j] *= inv_sum;
+    if (kernels.round_weights != nullptr) kernels.round_weights(sg, n);
+    std::fill(sg + n, sg + n_max, 0.0f);  // later positions: weight 0
+  }
+  LocateRows(
+      block_table, layout.block_size, n_max,
+      [&](int32_t block, int slot) { return pages.VRow(layer, block, slot, kv_head); }, rows);
+  scratch->outputs.resize(static_cast<size_t>(total) * head_dim);
+  float* outputs = scratch->outputs.data();
+  if (!kernels.v_blocks->weighted_sum(head_dim, rows, n_max, scores, total, outputs)) {
+    std::fill(outputs, outputs + static_cast<size_t>(total) * head_dim, 0.0f);
+    for (int h = 0; h < total; ++h) {
+      const int n = n_ctx + h / n_q;
+      for (int j = 0; j < n; ++j) {
+        kernels.v.accumulate(head_dim, rows[j], scores[static_cast<size_t>(h) * n_max + j],
+                             outputs + h * head_dim);
+      }
+    }
+  }
+  for (int h = 0; h < total; ++h) {
+    std::copy_n(outputs + h * head_dim, head_dim,
+                out + (h / n_q) * out_stride + (h % n_q) * head_dim);
+  }
+}
+
 }  // namespace kvmesh

@@ -45,6 +45,7 @@ struct AttentionKernels {
 
 struct AttentionScratch {
   std::vector<float> scores;
+  std::vector<float> outputs;        // a tile's outputs before they are scattered
   std::vector<uint8_t> query;        // converted query
   std::vector<const uint8_t*> rows;  // K or V row of each position
 };
@@ -62,5 +63,17 @@ void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernel
                          int kv_head, std::span<const int32_t> block_table, int n_ctx,
                          const float* q, int n_q, float scale, AttentionScratch* scratch,
                          float* out);
+
+// The query heads of `n_tokens` consecutive positions of one sequence,
+// together: token i's n_q heads (at q + i * q_stride, consecutive) attend to
+// the first n_ctx + i positions, and their outputs go to out + i *
+// out_stride. Each head's result is bit for bit what PagedAttentionGroup
+// gives it (a zero weight adds nothing to a sum); with block kernels the K
+// and V rows are walked once for the whole tile rather than once per token.
+// n_tokens * n_q must not exceed kMaxQueryHeadsPerKvHead.
+void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
+                        int kv_head, std::span<const int32_t> block_table, int n_ctx, int n_tokens,
+                        const float* q, int64_t q_stride, int n_q, float scale,
+                        AttentionScratch* scratch, float* out, int64_t out_stride);
 
 }  // namespace kvmesh

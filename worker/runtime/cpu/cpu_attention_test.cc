@@ -243,5 +243,52 @@ TEST(PagedAttentionTest, BlockKernelsEqualRowKernels) {
   }
 }
 
+// A tile of consecutive positions gives each head what it gets alone, bit
+// for bit, for every K/V type (with and without block kernels), head size and
+// tile shape; queries and outputs sit at a stride, as in the executor.
+TEST(PagedAttentionTest, TileEqualsEachTokenAlone) {
+  const kernels::Isa isa = kernels::ActiveIsa();
+  for (TensorType type : kKvTypes) {
+    for (int head_dim : {8, 64, 96}) {
+      if (type == TensorType::kQ8_0 || type == TensorType::kQ4_0) {
+        if (head_dim % 32 != 0) continue;
+      }
+      KvLayout layout = SmallLayout(type, type);
+      layout.head_dim = head_dim;
+      constexpr int kMaxCtx = 60;
+      std::vector<int32_t> table(kMaxCtx / layout.block_size);
+      for (size_t i = 0; i < table.size(); ++i) {
+        table[i] = static_cast<int32_t>((5 * i + 2) % table.size());
+      }
+      CpuKvPages pages(layout, static_cast<int>(table.size()));
+      FillPositions(&pages, table, kMaxCtx);
+      const AttentionKernels kernels = AttentionKernels::For(layout, isa);
+      kernels::TestRandom rng(head_dim + 7);
+      for (int n_q : {1, 2, 4}) {
+        for (int n_tokens : {1, 2, 3, 4}) {
+          for (int n_ctx : {1, 16, 17, kMaxCtx - n_tokens + 1}) {
+            const int64_t stride = (n_q + 1) * head_dim;  // room for other heads
+            std::vector<float> q(n_tokens * stride);
+            for (float& x : q) x = rng.Bell();
+            std::vector<float> got(q.size(), -1.0f), want(q.size(), -1.0f);
+            AttentionScratch scratch;
+            PagedAttentionTile(pages, kernels, 1, 1, table, n_ctx, n_tokens, q.data(), stride, n_q,
+                               0.125f, &scratch, got.data(), stride);
+            for (int i = 0; i < n_tokens; ++i) {
+              PagedAttentionGroup(pages, kernels, 1, 1, table, n_ctx + i, q.data() + i * stride,
+                                  n_q, 0.125f, &scratch, want.data() + i * stride);
+            }
+            for (size_t i = 0; i < got.size(); ++i) {
+              ASSERT_EQ(got[i], want[i])
+                  << TensorTypeName(type) << " head_dim " << head_dim << " n_q " << n_q
+                  << " tokens " << n_tokens << " n_ctx " << n_ctx << " at " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvmesh

@@ -225,20 +225,40 @@ void CpuExecutor::Attention(int layer) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int group = n_head / n_head_kv;
   float* attn = Buf(Act::kAttention).data.data();
+  // Tiles of consecutive positions of one sequence (a prefill chunk), so
+  // that K and V rows are walked once for up to kTileHeads query heads; each
+  // head's result is the same as alone (PagedAttentionTile).
+  constexpr int kTileHeads = 4;
+  const int tile_tokens = std::max(1, kTileHeads / group);
+  tiles_.clear();
+  for (int64_t t = 0; t < n_tokens_;) {
+    int64_t end = t + 1;
+    while (end < n_tokens_ && end - t < tile_tokens && step_.token_seq[end] == step_.token_seq[t] &&
+           step_.positions[end] == step_.positions[end - 1] + 1) {
+      ++end;
+    }
+    tiles_.push_back({t, static_cast<int32_t>(end - t)});
+    t = end;
+  }
+  const int64_t n_tiles = static_cast<int64_t>(tiles_.size());
   // Items are numbered head-major: a causal prompt's later tokens cost more,
   // and token-major chunks would give one thread most of that work.
-  const int64_t items = n_tokens_ * n_head_kv;
+  const int64_t items = n_tiles * n_head_kv;
   pool_.ParallelFor(items, [&](int64_t b, int64_t e) {
     thread_local AttentionScratch scratch;
     for (int64_t it = b; it < e; ++it) {
-      const int kv_head = static_cast<int>(it / n_tokens_);
-      const int64_t t = it % n_tokens_;
+      const int kv_head = static_cast<int>(it / n_tiles);
+      const Tile& tile = tiles_[it % n_tiles];
+      const int64_t t = tile.first_token;
       const SequenceChunk& seq = sequences[step_.token_seq[t]];
       const int64_t first = t * q_dim + static_cast<int64_t>(kv_head) * group * head_dim;
-      float* out = attn + first;
-      PagedAttentionGroup(pages_, attention_kernels_, local_layer, kv_head, seq.block_table,
-                          step_.positions[t] + 1, q_all + first, group, scale, &scratch, out);
-      for (int g = 0; g < group; ++g) RestoreAttentionOutput(layout_, out + g * head_dim);
+      PagedAttentionTile(pages_, attention_kernels_, local_layer, kv_head, seq.block_table,
+                         step_.positions[t] + 1, tile.num_tokens, q_all + first, q_dim, group,
+                         scale, &scratch, attn + first, q_dim);
+      for (int i = 0; i < tile.num_tokens; ++i) {
+        float* out = attn + first + i * q_dim;
+        for (int g = 0; g < group; ++g) RestoreAttentionOutput(layout_, out + g * head_dim);
+      }
     }
   });
 }

@@ -101,6 +101,12 @@ class CpuExecutor : public GraphBackend {
   PackedWeights packed_;
   const kernels::RowOps& row_ops_;  // norm and SwiGLU of the same tier
   RopeTable rope_;
+  // Attention's tiles of consecutive positions (rebuilt per layer call).
+  struct Tile {
+    int64_t first_token = 0;
+    int32_t num_tokens = 0;
+  };
+  std::vector<Tile> tiles_;
   Communicator* comm_;
 
   // The step being computed (valid between BeginStep and the next).
