@@ -28,9 +28,8 @@ void PrefixIndex::RemoveExact(int slot, std::span<const BlockHash> hashes, Index
     if (known && !e.exact.Contains(slot) && !e.host.Contains(slot)) {
       exact_counts_[slot].fetch_sub(1, std::memory_order_relaxed);
     }
-    // A block leaving the device for the host is still on the worker: an
-    // optimistic entry about it stays until its TTL.
-    if (tier == IndexTier::kDevice) e.optimistic.Remove(slot);
+    // The worker's own word on the block ends the router's guess about it.
+    e.optimistic.Remove(slot);
     if (e.unused()) s.map.erase(it);
   }
 }
@@ -74,6 +73,7 @@ PrefixMatch PrefixIndex::Match(std::span<const BlockHash> hashes,
   WorkerSet exact_alive = candidates;  // likewise, counting only exact entries
   const Clock::time_point now = Clock::now();
   std::array<int32_t, kMaxWorkersPerModel> host_run{};  // host-only blocks so far
+  WorkerSet host_seen;  // slots whose run has reached a host-only block
   for (size_t i = 0; i < hashes.size() && !alive.empty(); ++i) {
     WorkerSet holders, exact, host_only;
     {
@@ -88,8 +88,11 @@ PrefixMatch PrefixIndex::Match(std::span<const BlockHash> hashes,
       // Routed there since (optimistic) means the request restored it.
       host_only = e.host - (e.exact | (now < e.optimistic_until ? e.optimistic : WorkerSet()));
     }
-    alive = alive & holders;
+    // A worker restores host blocks only after its device ones: a device
+    // block after a host-only one ends what it would reuse.
+    alive = (alive & holders) - (host_seen - host_only);
     exact_alive = exact_alive & exact;
+    host_seen = host_seen | (alive & host_only);
     alive.ForEach([&](int slot) {
       m.blocks[slot] = static_cast<int32_t>(i + 1);
       if (host_only.Contains(slot)) ++host_run[slot];

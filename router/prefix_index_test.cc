@@ -62,6 +62,14 @@ TEST(PrefixIndexTest, HostTierBlocksMatchAndAreCountedApart) {
   EXPECT_EQ(index.exact_count(0), 3u);
   index.RemoveWorker(0);
   EXPECT_EQ(index.exact_count(0), 0u);
+  // Device, host, device: the worker reuses only the first two (it restores
+  // host blocks after its device ones), so the match stops there.
+  index.AddExact(2, std::span(h).subspan(0, 1));
+  index.AddExact(2, std::span(h).subspan(1, 1), IndexTier::kHost);
+  index.AddExact(2, std::span(h).subspan(2, 3));
+  m = index.Match(h, Slots({2}));
+  EXPECT_EQ(m.blocks[2], 2);
+  EXPECT_EQ(m.host_blocks[2], 1);
 }
 
 TEST(PrefixIndexTest, RemovalsAndWorkerLoss) {

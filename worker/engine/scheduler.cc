@@ -102,8 +102,9 @@ ScheduleOutput Scheduler::Schedule() {
       if (r->num_cached_tokens < 0) r->num_cached_tokens = start;
       waiting_.pop_front();
       running_.push_back(r);
-      const int32_t chunk = found + n - start;
-      out.chunks.push_back({r, chunk, found + n == static_cast<int32_t>(r->tokens.size())});
+      // At most the step's budget even then (the blocks past it stay allocated).
+      const int32_t chunk = std::min(found + n - start, budget);
+      out.chunks.push_back({r, chunk, start + chunk == static_cast<int32_t>(r->tokens.size())});
       budget -= chunk;
     }
   }

@@ -98,7 +98,9 @@ class KvCacheManager {
 
   // The longest cached prefix of `prompt` (whole blocks, at most
   // prompt.size() - 1 tokens): device blocks, then host blocks. Hashes the
-  // prompt's blocks not hashed yet; no other side effects.
+  // prompt's blocks not hashed yet; no other side effects. The prefix holds
+  // no references or pins: pass it to AllocateSlots before anything else
+  // allocates or frees blocks.
   CachedPrefix FindCachedPrefix(SequenceBlocks* seq, std::span<const int32_t> prompt);
 
   // Makes `seq` cover positions [0, num_tokens): on a new sequence first

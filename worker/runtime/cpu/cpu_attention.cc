@@ -162,21 +162,35 @@ void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels
     const float inv_sum = static_cast<float>(1.0 / sum);
     for (int j = 0; j < n; ++j) sg[j] *= inv_sum;
     if (kernels.round_weights != nullptr) kernels.round_weights(sg, n);
-    std::fill(sg + n, sg + n_max, 0.0f);  // later positions: weight 0
   }
   LocateRows(
       block_table, layout.block_size, n_max,
       [&](int32_t block, int slot) { return pages.VRow(layer, block, slot, kv_head); }, rows);
   scratch->outputs.resize(static_cast<size_t>(total) * head_dim);
   float* outputs = scratch->outputs.data();
-  if (!kernels.v_blocks->weighted_sum(head_dim, rows, n_max, scores, total, outputs)) {
-    std::fill(outputs, outputs + static_cast<size_t>(total) * head_dim, 0.0f);
+  // Every head over the positions all share, in one walk; then each later
+  // token's own last positions, continuing the same fma chain with the row
+  // kernel (so no head ever reads a row past its context: a zero weight on
+  // an infinite V value would not add nothing). Scores rows are n_max apart.
+  bool shared = true;
+  if (n_max == n_ctx) {
+    shared = kernels.v_blocks->weighted_sum(head_dim, rows, n_ctx, scores, total, outputs);
+  } else {
+    // weighted_sum reads weights[g * n_ctx + j]: pack the shared columns.
+    scratch->packed.resize(static_cast<size_t>(total) * n_ctx);
     for (int h = 0; h < total; ++h) {
-      const int n = n_ctx + h / n_q;
-      for (int j = 0; j < n; ++j) {
-        kernels.v.accumulate(head_dim, rows[j], scores[static_cast<size_t>(h) * n_max + j],
-                             outputs + h * head_dim);
-      }
+      std::copy_n(scores + static_cast<size_t>(h) * n_max, n_ctx,
+                  scratch->packed.data() + static_cast<size_t>(h) * n_ctx);
+    }
+    shared = kernels.v_blocks->weighted_sum(head_dim, rows, n_ctx, scratch->packed.data(), total,
+                                            outputs);
+  }
+  if (!shared) std::fill(outputs, outputs + static_cast<size_t>(total) * head_dim, 0.0f);
+  for (int h = 0; h < total; ++h) {
+    const int n = n_ctx + h / n_q;
+    for (int j = shared ? n_ctx : 0; j < n; ++j) {
+      kernels.v.accumulate(head_dim, rows[j], scores[static_cast<size_t>(h) * n_max + j],
+                           outputs + h * head_dim);
     }
   }
   for (int h = 0; h < total; ++h) {

@@ -46,6 +46,7 @@ struct AttentionKernels {
 struct AttentionScratch {
   std::vector<float> scores;
   std::vector<float> outputs;        // a tile's outputs before they are scattered
+  std::vector<float> packed;         // a tile's weights over the shared positions
   std::vector<uint8_t> query;        // converted query
   std::vector<const uint8_t*> rows;  // K or V row of each position
 };
@@ -68,8 +69,10 @@ void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernel
 // together: token i's n_q heads (at q + i * q_stride, consecutive) attend to
 // the first n_ctx + i positions, and their outputs go to out + i *
 // out_stride. Each head's result is bit for bit what PagedAttentionGroup
-// gives it (a zero weight adds nothing to a sum); with block kernels the K
-// and V rows are walked once for the whole tile rather than once per token.
+// gives it: scores and max over its own positions, the V sum's fma chain
+// continued past the shared positions with the row kernel. With block
+// kernels the K rows, and the V rows all share, are walked once for the tile
+// rather than once per token.
 // n_tokens * n_q must not exceed kMaxQueryHeadsPerKvHead.
 void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
                         int kv_head, std::span<const int32_t> block_table, int n_ctx, int n_tokens,

@@ -8,7 +8,9 @@
 // loads into the second, then SumLanes), and the 16 lane sums of a block are
 // reduced together (SumLanes16). Outputs: per head, the accumulators of up to
 // 64 output lanes stay in registers over all positions, and each V row widens
-// once for up to four heads. Any head size works (8, 64, 80, 96, 128, 256…):
+// once for up to four heads. Scores take head sizes of 0, 1, 2, 4, 5, 6, 8
+// or 16 whole 16-lane chunks plus any partial one (8, 16-47, 64-111, 128-143,
+// 256-271: 8, 64, 80, 96, 128, 256 among them), the weighted sum any size;
 // small heads, whose row kernels spend most of their time per call, gain most.
 #include <cmath>
 
