@@ -72,6 +72,24 @@ SequenceBlocks Prefill(KvCacheManager& m, FakeDevice& dev, const std::vector<int
   return seq;
 }
 
+// A device pool of 4 blocks and a host tier of 8 over a FakeDevice.
+class HostKvTierManagerTest : public ::testing::Test {
+ protected:
+  HostKvTierManagerTest() { m.EnableHostTier(8 * kBlockBytes, kBlockBytes, &dev); }
+
+  // Prefills `prompt` and releases it (its blocks stay cached); returns the
+  // cached tokens it started from.
+  int32_t PrefillAndRelease(const std::vector<int32_t>& prompt) {
+    int32_t cached = -1;
+    SequenceBlocks seq = Prefill(m, dev, prompt, &cached);
+    m.Release(&seq);
+    return cached;
+  }
+
+  FakeDevice dev{4};
+  KvCacheManager m{4, kBlockSize};
+};
+
 TEST(HostKvTierTest, LeastRecentUnpinnedBlockMakesRoom) {
   HostKvTier tier(3 * kBlockBytes + 5, kBlockBytes, kBlockSize);
   ASSERT_EQ(tier.capacity(), 3);
@@ -107,11 +125,7 @@ TEST(HostKvTierTest, NoCapacityTakesNothing) {
   EXPECT_FALSE(tier.Insert(RootHash("x"), std::nullopt, Prompt(4)));
 }
 
-TEST(HostKvTierTest, EvictedPrefixIsRestoredByteForByteNotRecomputed) {
-  // A device pool of 4 blocks and a host tier of 8.
-  FakeDevice dev(4);
-  KvCacheManager m(4, kBlockSize);
-  m.EnableHostTier(8 * kBlockBytes, kBlockBytes, &dev);
+TEST_F(HostKvTierManagerTest, EvictedPrefixIsRestoredByteForByteNotRecomputed) {
   int32_t cached = -1;
   const auto a = Prompt(13);  // 3 full blocks + 1 token
   SequenceBlocks sa = Prefill(m, dev, a, &cached);
@@ -155,16 +169,11 @@ TEST(HostKvTierTest, EvictedPrefixIsRestoredByteForByteNotRecomputed) {
   m.Release(&again);
 }
 
-TEST(HostKvTierTest, FailedRestoreComputesTheRest) {
-  FakeDevice dev(4);
-  KvCacheManager m(4, kBlockSize);
-  m.EnableHostTier(8 * kBlockBytes, kBlockBytes, &dev);
-  int32_t cached = -1;
+TEST_F(HostKvTierManagerTest, FailedRestoreComputesTheRest) {
   const auto a = Prompt(13);
-  SequenceBlocks sa = Prefill(m, dev, a, &cached);
-  m.Release(&sa);
-  SequenceBlocks sb = Prefill(m, dev, Prompt(16, 500), &cached);
-  m.Release(&sb);
+  PrefillAndRelease(a);
+  PrefillAndRelease(Prompt(16, 500));  // spills a's blocks
+  int32_t cached = -1;
   dev.fail_from_host = 1;  // the first restore fails
   SequenceBlocks again = Prefill(m, dev, a, &cached);
   EXPECT_EQ(cached, 0);
@@ -173,13 +182,9 @@ TEST(HostKvTierTest, FailedRestoreComputesTheRest) {
   m.Release(&again);
 }
 
-TEST(HostKvTierTest, FailedSpillLosesOnlyThatBlock) {
-  FakeDevice dev(4);
-  KvCacheManager m(4, kBlockSize);
-  m.EnableHostTier(8 * kBlockBytes, kBlockBytes, &dev);
+TEST_F(HostKvTierManagerTest, FailedSpillLosesOnlyThatBlock) {
+  PrefillAndRelease(Prompt(13));
   int32_t cached = -1;
-  SequenceBlocks sa = Prefill(m, dev, Prompt(13), &cached);
-  m.Release(&sa);
   dev.fail_to_host = true;
   SequenceBlocks sb = Prefill(m, dev, Prompt(16, 500), &cached);
   EXPECT_EQ(m.stats().failed_copies, 3);
@@ -189,15 +194,9 @@ TEST(HostKvTierTest, FailedSpillLosesOnlyThatBlock) {
   EXPECT_EQ(cached, 0);
 }
 
-TEST(HostKvTierTest, ClearCacheEmptiesEveryTier) {
-  FakeDevice dev(4);
-  KvCacheManager m(4, kBlockSize);
-  m.EnableHostTier(8 * kBlockBytes, kBlockBytes, &dev);
-  int32_t cached = -1;
-  SequenceBlocks sa = Prefill(m, dev, Prompt(13), &cached);
-  m.Release(&sa);
-  SequenceBlocks sb = Prefill(m, dev, Prompt(16, 500), &cached);
-  m.Release(&sb);
+TEST_F(HostKvTierManagerTest, ClearCacheEmptiesEveryTier) {
+  PrefillAndRelease(Prompt(13));
+  PrefillAndRelease(Prompt(16, 500));
   EXPECT_EQ(m.ClearCache(), 4 + 3);
   EXPECT_EQ(m.host_tier()->size(), 0);
   const auto events = m.TakeEvents();
