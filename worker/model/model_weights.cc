@@ -103,6 +103,13 @@ StatusOr<ModelWeights> ModelWeights::Load(const gguf::GgufFile& file, const Mode
   }
   ASSIGN_OR_RETURN(w.rope_freq_factors, load.Vector("rope_freqs.weight", c.rope.n_rot / 2, false));
 
+  // Every layer has tensors of its own: a block count past the file's
+  // tensor count is a malformed header, not a reason to allocate that much.
+  if (c.n_layer < 0 || static_cast<size_t>(c.n_layer) > file.tensors().size()) {
+    return InvalidArgumentError("block_count " + std::to_string(c.n_layer) +
+                                " is more than the file's " +
+                                std::to_string(file.tensors().size()) + " tensors");
+  }
   w.layers.resize(c.n_layer);
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
