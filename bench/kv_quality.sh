@@ -88,6 +88,13 @@ configs=(
   "K q4_0 centered, V f16|--kv-type-k q4_0 --kv-type-v f16 --kv-no-rotate --kv-bias $out/k.bias"
   "K q4_0 rotated, V f16|--kv-type-k q4_0 --kv-type-v f16"
   "K q4_0 centered + rotated, V f16|--kv-type-k q4_0 --kv-type-v f16 --kv-bias $out/k.bias"
+  "q3_nl plain|--kv-type q3_nl --kv-no-rotate"
+  "q3_nl, K centered|--kv-type q3_nl --kv-no-rotate --kv-bias $out/k.bias"
+  "q3_nl, K and V rotated (the default)|--kv-type q3_nl"
+  "q3_nl, K centered + rotated, V rotated|--kv-type q3_nl --kv-bias $out/k.bias"
+  "K q8_0, V q3_nl, rotated|--kv-type-k q8_0 --kv-type-v q3_nl"
+  "K q8_0 centered + rotated, V q3_nl rotated|--kv-type-k q8_0 --kv-type-v q3_nl --kv-bias $out/k.bias"
+  "K q4_0 centered + rotated, V q3_nl rotated|--kv-type-k q4_0 --kv-type-v q3_nl --kv-bias $out/k.bias"
 )
 # A table row from one JSON result (argv: label).
 cat > "$out/row.py" <<'PY'

@@ -4,7 +4,8 @@ namespace kvmesh::cli {
 
 void AddKvOptions(CLI::App* app, KvCliOptions* o, bool with_transforms, bool with_memory) {
   KvCacheOptions& c = o->cache;
-  app->add_option("--kv-type", c.type, "KV cache type for K and V: f32, f16, bf16, q8_0, q4_0")
+  app->add_option("--kv-type", c.type,
+                  "KV cache type for K and V: f32, f16, bf16, q8_0, q4_0, q3_nl")
       ->capture_default_str();
   app->add_option("--kv-type-k", c.type_k, "K cache type (overrides --kv-type for K)");
   app->add_option("--kv-type-v", c.type_v, "V cache type (overrides --kv-type for V)");

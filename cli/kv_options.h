@@ -1,7 +1,7 @@
 // The KV cache flags that `kvmesh run`, `kvmesh perplexity`, `kvmesh bench`
 // and `kvmesh kv-calibrate` share (see worker/kv/kv_cache_options.h):
 //
-//   --kv-type TYPE      K and V storage: f32, f16 (default), bf16, q8_0, q4_0
+//   --kv-type TYPE      K and V storage: f32, f16 (default), bf16, q8_0, q4_0, q3_nl
 //   --kv-type-k TYPE    overrides K's type
 //   --kv-type-v TYPE    overrides V's type
 //   --kv-bias FILE      center K with this `kvmesh kv-calibrate` table

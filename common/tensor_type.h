@@ -44,6 +44,9 @@ enum class TensorType : uint32_t {
   kTQ1_0 = 34,
   kTQ2_0 = 35,
   kMXFP4 = 39,
+  // Not a GGUF type: KV pages only (worker/kernels/cpu/block_types.h,
+  // BlockQ3_NL). Files never hold it; the reader and the writer refuse it.
+  kQ3_NL = 63,
 };
 
 struct TensorTypeInfo {
@@ -55,6 +58,11 @@ struct TensorTypeInfo {
 // Geometry of a type id as found in a file; nullopt for ids that no known
 // writer produces (including the retired ids 4, 5, 31-33 and 36-38).
 std::optional<TensorTypeInfo> LookupTensorType(uint32_t type_id);
+
+// True for the types only KV pages use (kQ3_NL), which no file may hold.
+inline bool IsKvOnlyTensorType(uint32_t type_id) {
+  return type_id == static_cast<uint32_t>(TensorType::kQ3_NL);
+}
 
 // Name for messages; "type#<id>" for unknown ids.
 std::string TensorTypeName(uint32_t type_id);

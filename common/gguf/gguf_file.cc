@@ -335,6 +335,11 @@ class GgufFile::Parser {
     if (!info) {
       return Error(type_at, field, "unknown tensor type id " + std::to_string(t.type_id));
     }
+    if (IsKvOnlyTensorType(t.type_id)) {
+      return Error(type_at, field,
+                   "tensor type id " + std::to_string(t.type_id) + " (" + std::string(info->name) +
+                       ") is a KV page type, which no file holds");
+    }
     if (static_cast<uint64_t>(t.dims[0]) % info->block_size != 0) {
       return Error(dims_at, field,
                    "row length " + std::to_string(t.dims[0]) + " is not a multiple of the " +

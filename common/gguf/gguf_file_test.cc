@@ -145,6 +145,7 @@ TEST(GgufFileTest, HostileHeadersAreRejectedBeforeAllocation) {
       {Patched<uint64_t>(good, w_name + 5, 15),
        "not a multiple"},  // 15x4 F32 fine, check offsets below
       {Patched<uint32_t>(good, w_name + 21, 4), "unknown tensor type id 4"},
+      {Patched<uint32_t>(good, w_name + 21, 63), "type id 63 (Q3_NL) is a KV page type"},
       {Patched<uint64_t>(good, w_name + 25, 3), "not a multiple of the alignment"},
       {Patched<uint64_t>(good, w_name + 25, 1ull << 62), "extends past the end"},
   };

@@ -96,6 +96,10 @@ Status GgufWriter::AddTensor(const std::string& name, TensorType type, std::vect
                              std::vector<uint8_t>&& data) {
   const auto info = LookupTensorType(static_cast<uint32_t>(type));
   if (!info) return InvalidArgumentError("tensor " + name + ": unknown type");
+  if (IsKvOnlyTensorType(static_cast<uint32_t>(type))) {
+    return InvalidArgumentError("tensor " + name + ": " + std::string(info->name) +
+                                " is a KV page type, not a file type");
+  }
   if (dims.empty() || dims.size() > static_cast<size_t>(kMaxDims)) {
     return InvalidArgumentError("tensor " + name + ": needs 1..4 dimensions");
   }

@@ -9,12 +9,14 @@ StatusOr<TensorType> ParseKvType(const std::string& option, const std::string& t
   std::optional<TensorType> type = ParseTensorType(text);
   if (!type || !IsKvStorageType(*type)) {
     return InvalidArgumentError(option + " " + text +
-                                ": not a KV cache type; use f32, f16, bf16, q8_0 or q4_0");
+                                ": not a KV cache type; use f32, f16, bf16, q8_0, q4_0 or q3_nl");
   }
   return *type;
 }
 
-bool Quantized(TensorType t) { return t == TensorType::kQ8_0 || t == TensorType::kQ4_0; }
+bool Quantized(TensorType t) {
+  return t == TensorType::kQ8_0 || t == TensorType::kQ4_0 || t == TensorType::kQ3_NL;
+}
 
 bool Rotate(KvRotation r, TensorType type, int head_dim) {
   if (r != KvRotation::kAuto) return r == KvRotation::kOn;

@@ -2,11 +2,11 @@
 // `kvmesh run/perplexity/bench`, options of kvmesh-worker), and how it
 // becomes a validated KvLayout for a model.
 //
-//   type, type_k, type_v  f32, f16 (default), bf16, q8_0, q4_0 (K and V, or
+//   type, type_k, type_v  f32, f16 (default), bf16, q8_0, q4_0, q3_nl (K and V, or
 //                         each overridden)
 //   bias_path             center K with a `kvmesh kv-calibrate` mean table
 //   rotate_k, rotate_v    Hadamard rotation of K (with Q) and of V: kAuto
-//                         (default) rotates quantized pages (q8_0, q4_0) when
+//                         (default) rotates quantized pages (q8_0, q4_0, q3_nl) when
 //                         the head size is a power of two, since it lowers
 //                         their error at the cost of one small transform per
 //                         head; f16/bf16/f32 pages are not rotated

@@ -24,7 +24,7 @@ Status CheckType(const char* which, TensorType type, int head_dim) {
   if (!info || !IsKvStorageType(type)) {
     std::string message = std::string(which) + " cache type ";
     message += info ? LowerName(type) : TensorTypeName(type);
-    message += " is not a KV storage type; use f32, f16, bf16, q8_0 or q4_0";
+    message += " is not a KV storage type; use f32, f16, bf16, q8_0, q4_0 or q3_nl";
     return InvalidArgumentError(std::move(message));
   }
   if (head_dim % static_cast<int>(info->block_size) != 0) {
@@ -46,6 +46,7 @@ bool IsKvStorageType(TensorType type) {
     case TensorType::kBF16:
     case TensorType::kQ8_0:
     case TensorType::kQ4_0:
+    case TensorType::kQ3_NL:
       return true;
     default:
       return false;

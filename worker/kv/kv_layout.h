@@ -83,7 +83,7 @@ struct KvLayout {
   std::string ToString() const;
 };
 
-// Whether `type` can be a KV storage type (f32, f16, bf16, q8_0, q4_0).
+// Whether `type` can be a KV storage type (f32, f16, bf16, q8_0, q4_0, q3_nl).
 bool IsKvStorageType(TensorType type);
 
 }  // namespace kvmesh

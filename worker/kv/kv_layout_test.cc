@@ -55,7 +55,7 @@ TEST(KvLayoutTest, QuantBlockMustDivideHeadSize) {
 TEST(KvLayoutTest, OnlyKvStorageTypes) {
   KvLayout layout = D64(TensorType::kQ4_K, TensorType::kF16);
   EXPECT_EQ(layout.Validate().message(),
-            "K cache type q4_k is not a KV storage type; use f32, f16, bf16, q8_0 or q4_0");
+            "K cache type q4_k is not a KV storage type; use f32, f16, bf16, q8_0, q4_0 or q3_nl");
   EXPECT_TRUE(IsKvStorageType(TensorType::kBF16));
   EXPECT_FALSE(IsKvStorageType(TensorType::kQ5_0));
 }

@@ -32,7 +32,7 @@ void WorkerOptions::Register(ConfigSchema* s) {
   s->AddString("layer_split", &layer_split,
                "layers per device for split layer, e.g. 10,6 (empty: balanced by weight bytes)");
   s->AddString("kv_type", &kv_type,
-               "KV cache storage type for K and V: f32, f16, bf16, q8_0, q4_0");
+               "KV cache storage type for K and V: f32, f16, bf16, q8_0, q4_0, q3_nl");
   s->AddString("kv_type_k", &kv_type_k, "K storage type (overrides kv_type for K)");
   s->AddString("kv_type_v", &kv_type_v, "V storage type (overrides kv_type for V)");
   s->AddString("kv_bias", &kv_bias, "K centering table from `kvmesh kv-calibrate` (same model)");
@@ -122,7 +122,7 @@ StatusOr<KvCacheOptions> WorkerOptions::KvOptions() const {
     const auto type = ParseTensorType(*t);
     if (!type || !IsKvStorageType(*type)) {
       return InvalidArgumentError("option kv_type: \"" + *t +
-                                  "\" is not a KV cache type (f32, f16, bf16, q8_0, q4_0)");
+                                  "\" is not a KV cache type (f32, f16, bf16, q8_0, q4_0, q3_nl)");
     }
   }
   if (kv_rounding != "min-error" && kv_rounding != "reference") {

@@ -62,6 +62,22 @@ struct BlockQ8_0 {
   int8_t qs[kLegacyBlockSize];
 };
 
+// KV pages only (TensorType::kQ3_NL, 3.5 bits per value): x = d *
+// kQ3NlLevels[code], code in 0..7. The levels are the 8-level Lloyd-Max
+// quantizer of a unit Gaussian (+-0.2451, 0.7560, 1.3440, 2.1520) scaled so
+// that the outermost is 127 and rounded to integers, so that a dot product
+// with a q8_0 query is an exact integer sum, as q4_0's is. Rows are Hadamard
+// rotated before they are encoded, which makes their values close to
+// Gaussian. Bits (element j of 32): the low two bits of its code are bits
+// 2 * (j / 8) and up of ql[j % 8]; the high bit is bit j of the little-endian
+// 32-bit word qh.
+struct BlockQ3_NL {
+  uint16_t d;
+  uint8_t ql[kLegacyBlockSize / 4];
+  uint8_t qh[kLegacyBlockSize / 8];
+};
+inline constexpr int8_t kQ3NlLevels[8] = {-127, -79, -45, -14, 14, 45, 79, 127};
+
 // Activation block paired with Q4_1 / Q5_1: x = d * qs[j], and s caches
 // d * sum(qs) so the weight's offset m contributes m * s without a loop.
 struct BlockQ8_1 {
@@ -125,6 +141,7 @@ static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ3_NL) == 14);
 static_assert(sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);

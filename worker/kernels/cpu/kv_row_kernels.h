@@ -3,7 +3,7 @@
 //
 //   dot:        score = K row · query, with the query already converted to the
 //               K type's vec_dot_type (f32→f32, f16→f16, bf16→bf16,
-//               q8_0→q8_0, q4_0→q8_0), exactly the pairing of the reference
+//               q8_0→q8_0, q4_0→q8_0, q3_nl→q8_0), exactly the pairing of the reference
 //               vec_dot in worker/kernels/cpu/type_traits.h;
 //   accumulate: out[0..n) += weight · V row.
 //

@@ -17,8 +17,8 @@
 namespace kvmesh {
 namespace {
 
-constexpr TensorType kKvTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
-                                   TensorType::kQ8_0, TensorType::kQ4_0};
+constexpr TensorType kKvTypes[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16,
+                                   TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ3_NL};
 
 std::vector<kernels::Isa> RunnableSimdIsas() {
   std::vector<kernels::Isa> isas;
@@ -36,6 +36,8 @@ TEST(KvRowKernelsTest, ScalarEntriesAreTheReferenceKernels) {
             kernels::VecDotQ8_0Q8_0);
   EXPECT_EQ(GetKvRowKernels(TensorType::kQ4_0, kernels::Isa::kScalar)->dot,
             kernels::VecDotQ4_0Q8_0);
+  EXPECT_EQ(GetKvRowKernels(TensorType::kQ3_NL, kernels::Isa::kScalar)->dot,
+            kernels::VecDotQ3_NLQ8_0);
   for (TensorType type : kKvTypes) {
     EXPECT_EQ(GetKvRowKernels(type, kernels::Isa::kScalar)->isa, kernels::Isa::kScalar);
   }

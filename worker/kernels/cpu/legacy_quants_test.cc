@@ -1,4 +1,4 @@
-// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1: hand-built blocks decode to known
+// Q4_0, Q3_NL, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1: hand-built blocks decode to known
 // values, the reference quantizers produce known bytes, and hand-computed dot
 // products come out exactly.
 #include <gtest/gtest.h>
@@ -89,6 +89,57 @@ TEST(Q4_0Test, VecDotOfHandBlocks) {
   std::memset(x.qs, 2, sizeof x.qs);  // every activation 0.5
   // sum of the weights is -8, times 0.5.
   EXPECT_EQ(VecDotQ4_0Q8_0(32, &w, &x), -4.0f);
+}
+
+// Byte 0 of ql holds the low code bits of elements 0, 8, 16 and 24 (0, 1, 2,
+// 3); bit 8 of qh is element 8's high bit and bit 31 element 31's. Every other
+// element has code 0.
+BlockQ3_NL HandQ3_NL() {
+  BlockQ3_NL block;
+  block.d = kHalfHalf;
+  std::memset(block.ql, 0, sizeof block.ql);
+  std::memset(block.qh, 0, sizeof block.qh);
+  block.ql[0] = 0xE4;
+  block.qh[1] = 0x01;
+  block.qh[3] = 0x80;
+  return block;
+}
+
+TEST(Q3_NLTest, DequantizesHandBlock) {
+  const BlockQ3_NL block = HandQ3_NL();
+  const std::vector<float> y = Decode(TensorType::kQ3_NL, &block, 32);
+  for (int j = 0; j < 32; ++j) {
+    float expected = -63.5f;         // code 0: -127 * 0.5
+    if (j == 8) expected = 22.5f;    // code 5: 45
+    if (j == 16) expected = -22.5f;  // code 2: -45
+    if (j == 24) expected = -7.0f;   // code 3: -14
+    if (j == 31) expected = 7.0f;    // code 4: 14
+    EXPECT_EQ(y[j], expected) << j;
+  }
+}
+
+// Values on the grid come back exactly, whatever their codes' positions, and
+// the encoder packs them as the hand block does.
+TEST(Q3_NLTest, QuantizerKeepsValuesOnTheGrid) {
+  const BlockQ3_NL hand = HandQ3_NL();
+  const std::vector<float> x = Decode(TensorType::kQ3_NL, &hand, 32);
+  ExpectExactRoundTrip(TensorType::kQ3_NL, x);
+  BlockQ3_NL block;
+  QuantizeRowQ3_NL(x.data(), &block, 32);
+  EXPECT_EQ(std::memcmp(&block, &hand, sizeof block), 0);
+
+  std::vector<float> every(64);
+  for (int j = 0; j < 64; ++j) every[j] = -0.25f * kQ3NlLevels[(3 * j + j / 8) % 8];
+  ExpectExactRoundTrip(TensorType::kQ3_NL, every);
+}
+
+TEST(Q3_NLTest, VecDotOfHandBlocks) {
+  const BlockQ3_NL w = HandQ3_NL();
+  BlockQ8_0 x;
+  x.d = kHalfQuarter;
+  std::memset(x.qs, 2, sizeof x.qs);  // every activation 0.5
+  // 28 elements of code 0 (-63.5) and four that cancel in pairs.
+  EXPECT_EQ(VecDotQ3_NLQ8_0(32, &w, &x), -889.0f);
 }
 
 TEST(Q4_1Test, DequantizesHandBlock) {

@@ -34,6 +34,11 @@ void DequantizeRowQ4_0(const void* src, float* dst, int64_t n);
 void QuantizeRowQ4_0(const float* src, void* dst, int64_t n);
 float VecDotQ4_0Q8_0(int64_t n, const void* w, const void* x);
 
+// q3_nl.cc (KV pages only; vec_dot against Q8_0)
+void DequantizeRowQ3_NL(const void* src, float* dst, int64_t n);
+void QuantizeRowQ3_NL(const float* src, void* dst, int64_t n);
+float VecDotQ3_NLQ8_0(int64_t n, const void* w, const void* x);
+
 // q4_1.cc (vec_dot against Q8_1)
 void DequantizeRowQ4_1(const void* src, float* dst, int64_t n);
 void QuantizeRowQ4_1(const float* src, void* dst, int64_t n);

@@ -9,7 +9,7 @@
 //  - the decode mat-vec's dot product of 32 weights with 32 activations
 //    quantized to 8 bits (ActQ8), four bytes per integer dot (dp4a);
 //  - writing one K or V row into a page (f32, f16, bf16, q8_0, q4_0 with
-//    either rounding), with centering and the Hadamard rotation: the same
+//    either rounding, q3_nl), with centering and the Hadamard rotation: the same
 //    bytes as the CPU's encoders for the same input, so pages move between
 //    the CPU, the GPU and any tier unchanged. Kernels that call these are
 //    compiled without FMA contraction (-fmad=false), as the CPU code is.
@@ -33,6 +33,7 @@
 
 namespace kvmesh::cuda {
 
+using kernels::BlockQ3_NL;
 using kernels::BlockQ4_0;
 using kernels::BlockQ4_K;
 using kernels::BlockQ5_K;
@@ -189,6 +190,20 @@ KVMESH_HD float RowElement<TensorType::kQ4_0>(const uint8_t* row, int64_t i) {
   const int j = static_cast<int>(i % 32);
   const int level = j < 16 ? (b.qs[j] & 0x0F) : (b.qs[j - 16] >> 4);
   return (level - 8) * HalfToFloat(b.d);
+}
+
+// kernels::kQ3NlLevels[code], as a table the device can index.
+KVMESH_HD int Q3NlLevel(int code) {
+  const int levels[8] = {-127, -79, -45, -14, 14, 45, 79, 127};
+  return levels[code];
+}
+
+template <>
+KVMESH_HD float RowElement<TensorType::kQ3_NL>(const uint8_t* row, int64_t i) {
+  const BlockQ3_NL& b = reinterpret_cast<const BlockQ3_NL*>(row)[i / 32];
+  const int j = static_cast<int>(i % 32);
+  const int code = ((b.ql[j % 8] >> (2 * (j / 8))) & 3) | (((b.qh[j / 8] >> (j % 8)) & 1) << 2);
+  return static_cast<float>(Q3NlLevel(code)) * HalfToFloat(b.d);
 }
 
 template <>
@@ -478,6 +493,83 @@ KVMESH_HD void EncodeQ4_0MinErrorBlock(const float* x, BlockQ4_0* out) {
   for (int j = 0; j < 16; ++j) out->qs[j] = static_cast<uint8_t>(best[j] | (best[j + 16] << 4));
 }
 
+// The q3_nl encoder of types/q3_nl.cc, step for step.
+KVMESH_HD int Q3NearestCode(float v) {
+  const float midpoints[7] = {-103.0f, -62.0f, -29.5f, 0.0f, 29.5f, 62.0f, 103.0f};
+  int code = 0;
+  for (int k = 0; k < 7; ++k) code += v > midpoints[k] ? 1 : 0;
+  return code;
+}
+
+KVMESH_HD float Q3EncodeWithScale(const float* x, float d, uint8_t* codes, uint16_t* stored_d) {
+  *stored_d = FloatToHalf(d);
+  const float dh = HalfToFloat(*stored_d);
+  const float inv = dh != 0.0f ? 1.0f / dh : 0.0f;
+  float error = 0.0f;
+  for (int j = 0; j < 32; ++j) {
+    const int code = Q3NearestCode(x[j] * inv);
+    codes[j] = static_cast<uint8_t>(code);
+    const float r = x[j] - dh * static_cast<float>(Q3NlLevel(code));
+    error += r * r;
+  }
+  return error;
+}
+
+KVMESH_HD float Q3FitScale(const float* x, float inv, float* scale) {
+  float xl[8] = {}, ll[8] = {};
+  for (int j = 0; j < 32; j += 8) {
+    for (int i = 0; i < 8; ++i) {
+      const float l = static_cast<float>(Q3NlLevel(Q3NearestCode(x[j + i] * inv)));
+      xl[i] += x[j + i] * l;
+      ll[i] += l * l;
+    }
+  }
+  float sum_xl = 0.0f, sum_ll = 0.0f;
+  for (int i = 0; i < 8; ++i) {
+    sum_xl += xl[i];
+    sum_ll += ll[i];
+  }
+  *scale = sum_xl / sum_ll;
+  return sum_xl * sum_xl / sum_ll;
+}
+
+KVMESH_HD void EncodeQ3_NLBlock(const float* x, BlockQ3_NL* out) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+  uint8_t best[32];
+  uint16_t best_d = 0;
+  float best_error = Q3EncodeWithScale(x, amax / 127.0f, best, &best_d);
+  if (amax > 0.0f) {
+    float best_fit = -1.0f, best_scale = 0.0f;
+    for (int k = 0; k <= 10; ++k) {
+      float scale = 0.0f;
+      const float fit = Q3FitScale(x, (60.0f + 8.0f * static_cast<float>(k)) / amax, &scale);
+      if (fit > best_fit) {
+        best_fit = fit;
+        best_scale = scale;
+      }
+    }
+    if (best_scale != 0.0f) {
+      float scale = 0.0f;
+      if (Q3FitScale(x, 1.0f / best_scale, &scale) > best_fit) best_scale = scale;
+    }
+    uint8_t trial[32];
+    uint16_t trial_d = 0;
+    const float error = Q3EncodeWithScale(x, best_scale, trial, &trial_d);
+    if (error < best_error) {
+      best_d = trial_d;
+      for (int j = 0; j < 32; ++j) best[j] = trial[j];
+    }
+  }
+  out->d = best_d;
+  for (int j = 0; j < 8; ++j) out->ql[j] = 0;
+  for (int j = 0; j < 4; ++j) out->qh[j] = 0;
+  for (int j = 0; j < 32; ++j) {
+    out->ql[j % 8] = static_cast<uint8_t>(out->ql[j % 8] | ((best[j] & 3) << (2 * (j / 8))));
+    out->qh[j / 8] = static_cast<uint8_t>(out->qh[j / 8] | ((best[j] >> 2) << (j % 8)));
+  }
+}
+
 // One row of n values (after its transforms) into a page row of `type`.
 // `min_error` selects q4_0's rounding (KvRounding::kMinError).
 KVMESH_HD void EncodeKvRow(TensorType type, bool min_error, const float* x, uint8_t* dst, int n) {
@@ -506,6 +598,11 @@ KVMESH_HD void EncodeKvRow(TensorType type, bool min_error, const float* x, uint
         }
       }
       return;
+    case TensorType::kQ3_NL:
+      for (int b = 0; b < n / 32; ++b) {
+        EncodeQ3_NLBlock(x + 32 * b, reinterpret_cast<BlockQ3_NL*>(dst) + b);
+      }
+      return;
     default:
       return;
   }
@@ -524,6 +621,8 @@ KVMESH_HD float KvElement(TensorType type, const uint8_t* row, int i) {
       return RowElement<TensorType::kQ8_0>(row, i);
     case TensorType::kQ4_0:
       return RowElement<TensorType::kQ4_0>(row, i);
+    case TensorType::kQ3_NL:
+      return RowElement<TensorType::kQ3_NL>(row, i);
     default:
       return 0.0f;
   }

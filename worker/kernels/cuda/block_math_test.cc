@@ -78,6 +78,7 @@ TEST(BlockMathTest, RowElementIsBitExactWithToFloat) {
   CheckRowElement<TensorType::kBF16>();
   CheckRowElement<TensorType::kQ8_0>();
   CheckRowElement<TensorType::kQ4_0>();
+  CheckRowElement<TensorType::kQ3_NL>();
   CheckRowElement<TensorType::kQ4_K>();
   CheckRowElement<TensorType::kQ5_K>();
   CheckRowElement<TensorType::kQ6_K>();
@@ -161,6 +162,10 @@ std::vector<std::vector<float>> KvRows(int n) {
   return rows;
 }
 
+TEST(BlockMathTest, Q3NlLevelsAreTheCpuTable) {
+  for (int code = 0; code < 8; ++code) EXPECT_EQ(Q3NlLevel(code), kernels::kQ3NlLevels[code]);
+}
+
 TEST(BlockMathTest, KvRowsEncodeToTheCpuBytes) {
   struct Case {
     TensorType type;
@@ -169,7 +174,8 @@ TEST(BlockMathTest, KvRowsEncodeToTheCpuBytes) {
   const Case cases[] = {
       {TensorType::kF32, KvRounding::kReference},  {TensorType::kF16, KvRounding::kReference},
       {TensorType::kBF16, KvRounding::kReference}, {TensorType::kQ8_0, KvRounding::kReference},
-      {TensorType::kQ4_0, KvRounding::kReference}, {TensorType::kQ4_0, KvRounding::kMinError}};
+      {TensorType::kQ4_0, KvRounding::kReference}, {TensorType::kQ4_0, KvRounding::kMinError},
+      {TensorType::kQ3_NL, KvRounding::kMinError}};
   for (int n : {64, 128}) {
     for (const Case& c : cases) {
       const KvEncodeFn cpu = GetKvEncoder(c.type, c.rounding);

@@ -14,8 +14,8 @@
 namespace kvmesh {
 namespace {
 
-constexpr TensorType kKvTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
-                                   TensorType::kQ8_0, TensorType::kQ4_0};
+constexpr TensorType kKvTypes[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16,
+                                   TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ3_NL};
 
 KvLayout SmallLayout(TensorType k_type, TensorType v_type) {
   KvLayout layout;
@@ -250,9 +250,7 @@ TEST(PagedAttentionTest, TileEqualsEachTokenAlone) {
   const kernels::Isa isa = kernels::ActiveIsa();
   for (TensorType type : kKvTypes) {
     for (int head_dim : {8, 64, 96}) {
-      if (type == TensorType::kQ8_0 || type == TensorType::kQ4_0) {
-        if (head_dim % 32 != 0) continue;
-      }
+      if (kernels::GetTypeTraits(type)->block_size > 1 && head_dim % 32 != 0) continue;
       KvLayout layout = SmallLayout(type, type);
       layout.head_dim = head_dim;
       constexpr int kMaxCtx = 60;

@@ -20,6 +20,9 @@ using kernels::BlockQ4_0;
 TEST(KvQuantizerTest, EncoderChoice) {
   EXPECT_EQ(GetKvEncoder(TensorType::kQ4_0, KvRounding::kMinError), QuantizeRowQ4_0MinError);
   EXPECT_EQ(GetKvEncoder(TensorType::kQ4_0, KvRounding::kReference), kernels::QuantizeRowQ4_0);
+  // q3_nl has one rounding, its least-error quantizer, under either name.
+  EXPECT_EQ(GetKvEncoder(TensorType::kQ3_NL, KvRounding::kMinError), kernels::QuantizeRowQ3_NL);
+  EXPECT_EQ(GetKvEncoder(TensorType::kQ3_NL, KvRounding::kReference), kernels::QuantizeRowQ3_NL);
   // Other types have one rounding.
   EXPECT_EQ(GetKvEncoder(TensorType::kQ8_0, KvRounding::kMinError),
             GetKvEncoder(TensorType::kQ8_0, KvRounding::kReference));

@@ -40,6 +40,29 @@ static inline __m256i UnpackQ4_0(const kernels::BlockQ4_0& block) {
   return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
 }
 
+// The 32 values of a q3_nl block as signed bytes (kQ3NlLevels[code]), in
+// element order: the low code bits are shifted out of four copies of ql (one
+// per 8 elements), the high bits are spread from qh a byte per element, and
+// the codes index the level table.
+static inline __m256i UnpackQ3_NL(const kernels::BlockQ3_NL& block) {
+  uint64_t ql;
+  uint32_t qh;
+  std::memcpy(&ql, block.ql, sizeof(ql));
+  std::memcpy(&qh, block.qh, sizeof(qh));
+  const __m256i low =
+      _mm256_and_si256(_mm256_srlv_epi64(_mm256_set1_epi64x(static_cast<long long>(ql)),
+                                         _mm256_set_epi64x(6, 4, 2, 0)),
+                       _mm256_set1_epi8(3));
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(qh)),
+      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  const __m256i high =
+      _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(4));
+  const __m128i levels = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kernels::kQ3NlLevels));
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(levels), _mm256_or_si256(low, high));
+}
+
 // Sums of products of 32 signed bytes w·x, as 8 partial sums (each over 4
 // adjacent bytes) converted to float. maddubs multiplies unsigned by signed
 // bytes, so |w| is paired with x carrying w's sign. Exact for |w|, |x| <= 127
