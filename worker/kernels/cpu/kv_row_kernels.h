@@ -53,11 +53,11 @@ struct KvBlockKernels {
   // head_dim it does not handle.
   bool (*scores)(int head_dim, const uint8_t* const* k_rows, int n_ctx, const uint8_t* query,
                  int n_q, float scale, float* scores, float* max_score);
-  // out[g * head_dim + d] = sum over j of weights[g * n_ctx + j] · (V row
-  // j)[d], for g < n_q. Returns false, writing nothing, for a head_dim it does
-  // not handle.
+  // out[g * head_dim + d] = sum over j < n_ctx of weights[g * weights_stride
+  // + j] · (V row j)[d], for g < n_q (weights_stride >= n_ctx). Returns false,
+  // writing nothing, for a head_dim it does not handle.
   bool (*weighted_sum)(int head_dim, const uint8_t* const* v_rows, int n_ctx, const float* weights,
-                       int n_q, float* out);
+                       int64_t weights_stride, int n_q, float* out);
 };
 
 // The block kernels for rows of `type` on `isa`, or nullptr where there are

@@ -58,6 +58,10 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = SiluOne(gate[i]) * up[i];
 }
 
+void Scale(float* x, int64_t n, float factor) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= factor;
+}
+
 void RoundToHalf(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = HalfToFloat(FloatToHalf(x[i]));
 }
@@ -76,21 +80,23 @@ void RmsNorm(const float* x, const float* weight, float* out, int64_t n, float e
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
 void RoundToHalf(float* x, int64_t n);
 double ExpShifted(float* x, int64_t n, float shift);
+void Scale(float* x, int64_t n, float factor);
 }  // namespace avx2
 namespace avx512 {
 void RmsNorm(const float* x, const float* weight, float* out, int64_t n, float eps);
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
 void RoundToHalf(float* x, int64_t n);
 double ExpShifted(float* x, int64_t n, float shift);
+void Scale(float* x, int64_t n, float factor);
 }  // namespace avx512
 
 const RowOps& GetRowOps(Isa isa) {
-  static constexpr RowOps kScalar = {RmsNorm, SwiGlu, RoundToHalf, ExpShifted};
+  static constexpr RowOps kScalar = {RmsNorm, SwiGlu, RoundToHalf, ExpShifted, Scale};
 #ifdef KVMESH_X86_SIMD
-  static constexpr RowOps kAvx2 = {avx2::RmsNorm, avx2::SwiGlu, avx2::RoundToHalf,
-                                   avx2::ExpShifted};
+  static constexpr RowOps kAvx2 = {avx2::RmsNorm, avx2::SwiGlu, avx2::RoundToHalf, avx2::ExpShifted,
+                                   avx2::Scale};
   static constexpr RowOps kAvx512 = {avx512::RmsNorm, avx512::SwiGlu, avx512::RoundToHalf,
-                                     avx512::ExpShifted};
+                                     avx512::ExpShifted, avx512::Scale};
 #else
   static constexpr RowOps kAvx2 = kScalar;  // never chosen: HostIsa() is kScalar
   static constexpr RowOps kAvx512 = kScalar;

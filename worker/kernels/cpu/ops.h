@@ -31,6 +31,9 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
 // sum, added in double from the first to the last.
 double ExpShifted(float* x, int64_t n, float shift);
 
+// x[i] <- x[i] * factor in place (softmax's normalisation).
+void Scale(float* x, int64_t n, float factor);
+
 // x[i] <- the f16 value nearest x[i] (ties to even), as a float, in place:
 // what a value goes through on its way into an f16 operand.
 void RoundToHalf(float* x, int64_t n);
@@ -54,6 +57,7 @@ void RopeNeox(float* head, int head_dim, int n_rot, int64_t pos, float freq_base
 //    takes the reference's float steps. libm's expf is off by an ulp near
 //    ties (glibc 2.36: ~0.06% of inputs), so the two agree to a few ulps and are
 //    equal almost everywhere (the tests count);
+//  - scale equals Scale bit for bit (one rounded product per value);
 //  - round_to_half equals RoundToHalf bit for bit (F16C conversions, which
 //    round to nearest even as the reference does); a NaN stays a NaN;
 //  - exp_shifted computes its exps like swiglu (the correctly rounded expf
@@ -65,6 +69,7 @@ struct RowOps {
   void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
   void (*round_to_half)(float* x, int64_t n);
   double (*exp_shifted)(float* x, int64_t n, float shift);
+  void (*scale)(float* x, int64_t n, float factor);
 };
 
 // `isa` must be supported by the host.

@@ -87,6 +87,13 @@ void RoundToHalf(float* x, int64_t n) {
   }
 }
 
+void Scale(float* x, int64_t n, float factor) {
+  const __m256 f = _mm256_set1_ps(factor);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), f));
+  for (; i < n; ++i) x[i] *= factor;
+}
+
 double ExpShifted(float* x, int64_t n, float shift) {
   const __m256 s = _mm256_set1_ps(shift);
   // The sum in double, 8 lanes in two accumulators, reduced in a fixed order

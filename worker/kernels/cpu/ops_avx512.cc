@@ -60,6 +60,14 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+void Scale(float* x, int64_t n, float factor) {
+  const __m512 f = _mm512_set1_ps(factor);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = FirstLanes(n - i);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), f));
+  }
+}
+
 void RoundToHalf(float* x, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = FirstLanes(n - i);

@@ -205,6 +205,7 @@ TEST(RowOpsTest, ScalarTierIsTheReference) {
   EXPECT_EQ(GetRowOps(Isa::kScalar).swiglu, &SwiGlu);
   EXPECT_EQ(GetRowOps(Isa::kScalar).round_to_half, &RoundToHalf);
   EXPECT_EQ(GetRowOps(Isa::kScalar).exp_shifted, &ExpShifted);
+  EXPECT_EQ(GetRowOps(Isa::kScalar).scale, &Scale);
 }
 
 // Softmax's exps: each is the correctly rounded expf of x - shift (so within
@@ -264,6 +265,22 @@ TEST(RowOpsTest, RoundToHalfEqualsTheReferenceBitForBit) {
     float nan = std::numeric_limits<float>::quiet_NaN();
     GetRowOps(isa).round_to_half(&nan, 1);
     EXPECT_TRUE(std::isnan(nan)) << IsaName(isa);
+  }
+}
+
+TEST(RowOpsTest, ScaleEqualsTheReferenceBitForBit) {
+  for (Isa isa : SupportedSimdTiers()) {
+    TestRandom rng(37);
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{16}, int64_t{33}, int64_t{1000}}) {
+      const std::vector<float> x = MakeTestRow(rng, n);
+      std::vector<float> want = x, got = x;
+      Scale(want.data(), n, 0.3f);
+      GetRowOps(isa).scale(got.data(), n, 0.3f);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(Bits(want[i]), Bits(got[i])) << IsaName(isa) << " n " << n << " i " << i;
+        ASSERT_EQ(want[i], x[i] * 0.3f);
+      }
+    }
   }
 }
 

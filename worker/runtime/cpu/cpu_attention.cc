@@ -23,7 +23,8 @@ AttentionKernels AttentionKernels::For(const KvLayout& layout, kernels::Isa isa)
       GetKvBlockKernels(layout.k_type, k->isa),
       GetKvBlockKernels(layout.v_type, v->isa),
       layout.v_type == TensorType::kF16 ? kernels::GetRowOps(v->isa).round_to_half : nullptr,
-      kernels::GetRowOps(k->isa).exp_shifted};
+      kernels::GetRowOps(k->isa).exp_shifted,
+      kernels::GetRowOps(k->isa).scale};
 }
 
 namespace {
@@ -39,6 +40,20 @@ void LocateRows(std::span<const int32_t> block_table, int bs, int n_ctx, RowOf r
     const size_t stride = n > 1 ? static_cast<size_t>(row_of(block_table[b], 1) - first) : 0;
     for (int s = 0; s < n; ++s) rows[j0 + s] = first + s * stride;
   }
+}
+
+// The largest of x[0..n), n >= 1 (scores are never NaN). Eight running
+// maxima, so that the loop vectorises without reassociating one chain.
+float MaxOf(const float* x, int n) {
+  constexpr int kLanes = 8;
+  float lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, -INFINITY);
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int i = 0; i < kLanes; ++i) lanes[i] = lanes[i] < x[j + i] ? x[j + i] : lanes[i];
+  }
+  for (; j < n; ++j) lanes[0] = lanes[0] < x[j] ? x[j] : lanes[0];
+  return *std::max_element(lanes, lanes + kLanes);
 }
 
 }  // namespace
@@ -84,8 +99,7 @@ void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernel
   for (int g = 0; g < n_q; ++g) {
     float* sg = scores + g * n_ctx;
     const double sum = kernels.exp_shifted(sg, n_ctx, max_score[g]);
-    const float inv_sum = static_cast<float>(1.0 / sum);
-    for (int j = 0; j < n_ctx; ++j) sg[j] *= inv_sum;
+    kernels.scale(sg, n_ctx, static_cast<float>(1.0 / sum));
     if (kernels.round_weights != nullptr) kernels.round_weights(sg, n_ctx);
   }
 
@@ -93,7 +107,7 @@ void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernel
       block_table, bs, n_ctx,
       [&](int32_t block, int slot) { return pages.VRow(layer, block, slot, kv_head); }, rows);
   if (kernels.v_blocks != nullptr &&
-      kernels.v_blocks->weighted_sum(head_dim, rows, n_ctx, scores, n_q, out)) {
+      kernels.v_blocks->weighted_sum(head_dim, rows, n_ctx, scores, n_ctx, n_q, out)) {
     return;
   }
   std::fill(out, out + static_cast<size_t>(head_dim) * n_q, 0.0f);
@@ -153,14 +167,10 @@ void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels
   for (int h = 0; h < total; ++h) {
     const int n = n_ctx + h / n_q;  // this head's context
     float* sg = scores + static_cast<size_t>(h) * n_max;
-    float max = max_score[h];
-    if (n < n_max) {
-      max = -INFINITY;  // over its own positions only, as it would be alone
-      for (int j = 0; j < n; ++j) max = std::max(max, sg[j]);
-    }
+    // Over its own positions only, as it would be alone.
+    const float max = n < n_max ? MaxOf(sg, n) : max_score[h];
     const double sum = kernels.exp_shifted(sg, n, max);
-    const float inv_sum = static_cast<float>(1.0 / sum);
-    for (int j = 0; j < n; ++j) sg[j] *= inv_sum;
+    kernels.scale(sg, n, static_cast<float>(1.0 / sum));
     if (kernels.round_weights != nullptr) kernels.round_weights(sg, n);
   }
   LocateRows(
@@ -172,19 +182,9 @@ void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels
   // token's own last positions, continuing the same fma chain with the row
   // kernel (so no head ever reads a row past its context: a zero weight on
   // an infinite V value would not add nothing). Scores rows are n_max apart.
-  bool shared = true;
-  if (n_max == n_ctx) {
-    shared = kernels.v_blocks->weighted_sum(head_dim, rows, n_ctx, scores, total, outputs);
-  } else {
-    // weighted_sum reads weights[g * n_ctx + j]: pack the shared columns.
-    scratch->packed.resize(static_cast<size_t>(total) * n_ctx);
-    for (int h = 0; h < total; ++h) {
-      std::copy_n(scores + static_cast<size_t>(h) * n_max, n_ctx,
-                  scratch->packed.data() + static_cast<size_t>(h) * n_ctx);
-    }
-    shared = kernels.v_blocks->weighted_sum(head_dim, rows, n_ctx, scratch->packed.data(), total,
-                                            outputs);
-  }
+  // Scores rows are n_max apart; the shared walk reads their first n_ctx.
+  const bool shared =
+      kernels.v_blocks->weighted_sum(head_dim, rows, n_ctx, scores, n_max, total, outputs);
   if (!shared) std::fill(outputs, outputs + static_cast<size_t>(total) * head_dim, 0.0f);
   for (int h = 0; h < total; ++h) {
     const int n = n_ctx + h / n_q;

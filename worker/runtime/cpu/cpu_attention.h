@@ -41,12 +41,13 @@ struct AttentionKernels {
   void (*round_weights)(float* w, int64_t n);
   // Softmax's exps and their sum (RowOps' exp_shifted of the K kernels' ISA).
   double (*exp_shifted)(float* x, int64_t n, float shift);
+  // Softmax's normalisation (RowOps' scale of the K kernels' ISA).
+  void (*scale)(float* x, int64_t n, float factor);
 };
 
 struct AttentionScratch {
   std::vector<float> scores;
   std::vector<float> outputs;        // a tile's outputs before they are scattered
-  std::vector<float> packed;         // a tile's weights over the shared positions
   std::vector<uint8_t> query;        // converted query
   std::vector<const uint8_t*> rows;  // K or V row of each position
 };

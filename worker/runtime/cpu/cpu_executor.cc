@@ -228,7 +228,7 @@ void CpuExecutor::Attention(int layer) {
   // Tiles of consecutive positions of one sequence (a prefill chunk), so
   // that K and V rows are walked once for up to kTileHeads query heads; each
   // head's result is the same as alone (PagedAttentionTile).
-  constexpr int kTileHeads = 4;
+  constexpr int kTileHeads = 8;
   const int tile_tokens = std::max(1, kTileHeads / group);
   tiles_.clear();
   for (int64_t t = 0; t < n_tokens_;) {

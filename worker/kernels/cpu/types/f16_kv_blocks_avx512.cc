@@ -13,6 +13,7 @@
 // 256-271: 8, 64, 80, 96, 128, 256 among them), the weighted sum any size;
 // small heads, whose row kernels spend most of their time per call, gain most.
 #include <cmath>
+#include <utility>
 
 #include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/kv_rows_float_avx512.h"
@@ -21,6 +22,19 @@ namespace kvmesh::kv_rows::avx512 {
 namespace {
 
 constexpr int kBlock = 16;
+// Query heads that share one walk over the rows (the executor tiles up to
+// this many).
+constexpr int kMaxGroup = 8;
+// Rows are fetched this many positions ahead: pages are scattered, so the
+// hardware prefetcher loses the stream at each block boundary, and the walks
+// are otherwise bound by the latency of those misses.
+constexpr int kAhead = 16;
+
+// Touches the first `bytes` (at most 128) of a row that will be read soon.
+inline void Prefetch(const uint8_t* row, int bytes) {
+  _mm_prefetch(reinterpret_cast<const char*>(row), _MM_HINT_T0);
+  if (bytes > 64) _mm_prefetch(reinterpret_cast<const char*>(row) + 64, _MM_HINT_T0);
+}
 
 __m512 LoadF16(const uint8_t* row, int chunk) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row) + chunk));
@@ -35,24 +49,17 @@ __m512 LoadF16Tail(const uint8_t* row, int chunk, __mmask16 mask) {
 // Scores of kHeads query heads (kChunks 16-lane chunks each) against the
 // positions [j0, j0 + n) of one block, n <= 16.
 // Calls body.template operator()<kHeads>(g0) for the query heads
-// [g0, g0 + kHeads) of n_q, in groups of up to four.
-template <typename Body>
+// [g0, g0 + kHeads) of n_q, in groups of up to kMax: every row a group walks
+// is loaded once for all its heads, so larger groups read K and V fewer
+// times.
+template <int kMax, typename Body>
 void ForEachHeadGroup(int n_q, Body body) {
-  for (int g0 = 0; g0 < n_q; g0 += 4) {
-    switch (n_q - g0) {
-      case 1:
-        body.template operator()<1>(g0);
-        break;
-      case 2:
-        body.template operator()<2>(g0);
-        break;
-      case 3:
-        body.template operator()<3>(g0);
-        break;
-      default:
-        body.template operator()<4>(g0);
-        break;
+  for (int g0 = 0; g0 < n_q; g0 += kMax) {
+    const int n = n_q - g0 < kMax ? n_q - g0 : kMax;
+    [&]<int... kI>(std::integer_sequence<int, kI...>) {
+      (void)((n == kI + 1 && (body.template operator()<kI + 1>(g0), true)) || ...);
     }
+    (std::make_integer_sequence<int, kMax>{});
   }
 }
 
@@ -64,7 +71,9 @@ template <int kChunks, int kHeads>
 void ScoreBlock(const uint8_t* const* k_rows, int j0, int n, const float* query, int q_stride,
                 __mmask16 tail, float scale, int n_ctx, float* scores, __m512* max_score) {
   alignas(64) __m512 lanes[kHeads][kBlock];
+  const int ahead = n_ctx - j0 - kAhead;  // rows left to prefetch
   for (int i = 0; i < n; ++i) {
+    if (i < ahead) Prefetch(k_rows[j0 + i + kAhead], 32 * kChunks + 2);
     __m512 k[kChunks + 1];
     for (int c = 0; c < kChunks; ++c) k[c] = LoadF16(k_rows[j0 + i], c);
     if (tail != 0) k[kChunks] = LoadF16Tail(k_rows[j0 + i], kChunks, tail);
@@ -112,7 +121,7 @@ void Scores(int head_dim, const uint8_t* const* k_rows, int n_ctx, const uint8_t
   const int rest = head_dim - 16 * kChunks;
   const __mmask16 tail = rest > 0 ? TailMask(rest) : 0;
   constexpr int kStride = 16 * (kChunks + 1);  // floats per widened query, padded
-  ForEachHeadGroup(n_q, [&]<int kHeads>(int g0) {
+  ForEachHeadGroup<kMaxGroup>(n_q, [&]<int kHeads>(int g0) {
     // The f16 queries widened once (exactly, as DotF16 widens them), the
     // lanes past head_dim zero (as its masked tail load leaves them).
     alignas(64) float widened[kHeads * kStride];
@@ -133,20 +142,21 @@ void Scores(int head_dim, const uint8_t* const* k_rows, int n_ctx, const uint8_t
 // out = fma(v, w, out) position by position from zero, as AccumulateF16 into
 // a zeroed output.
 template <int kChunks, int kHeads>
-void WeightedLanes(const uint8_t* const* v_rows, int n_ctx, const float* weights, int lane0,
-                   __mmask16 last, int head_dim, float* out) {
+void WeightedLanes(const uint8_t* const* v_rows, int n_ctx, const float* weights, int64_t w_stride,
+                   int lane0, __mmask16 last, int head_dim, float* out) {
   __m512 acc[kHeads][kChunks];
   for (int g = 0; g < kHeads; ++g) {
     for (int c = 0; c < kChunks; ++c) acc[g][c] = _mm512_setzero_ps();
   }
   for (int j = 0; j < n_ctx; ++j) {
+    if (j + kAhead < n_ctx) Prefetch(v_rows[j + kAhead] + lane0 * sizeof(uint16_t), 32 * kChunks);
     __m512 v[kChunks];
     const uint8_t* row = v_rows[j] + lane0 * sizeof(uint16_t);
     for (int c = 0; c + 1 < kChunks; ++c) v[c] = LoadF16(row, c);
     v[kChunks - 1] =
         last == 0xFFFF ? LoadF16(row, kChunks - 1) : LoadF16Tail(row, kChunks - 1, last);
     for (int g = 0; g < kHeads; ++g) {
-      const __m512 w = _mm512_set1_ps(weights[static_cast<size_t>(g) * n_ctx + j]);
+      const __m512 w = _mm512_set1_ps(weights[g * w_stride + j]);
       for (int c = 0; c < kChunks; ++c) acc[g][c] = _mm512_fmadd_ps(v[c], w, acc[g][c]);
     }
   }
@@ -190,31 +200,34 @@ bool ScoresF16(int head_dim, const uint8_t* const* k_rows, int n_ctx, const uint
 }
 
 bool WeightedSumF16(int head_dim, const uint8_t* const* v_rows, int n_ctx, const float* weights,
-                    int n_q, float* out) {
+                    int64_t weights_stride, int n_q, float* out) {
   if (head_dim <= 0) return false;
-  ForEachHeadGroup(n_q, [&]<int kHeads>(int g0) {
-    const float* w = weights + static_cast<size_t>(g0) * n_ctx;
+  ForEachHeadGroup<kMaxGroup>(n_q, [&]<int kHeads>(int g0) {
+    const float* w = weights + g0 * weights_stride;
     float* o = out + static_cast<size_t>(g0) * head_dim;
-    // 64 lanes (4 chunks) at a time, then what is left in 1-4 chunks.
+    // Up to 16 accumulators: 64 lanes (4 chunks) at a time for up to 4 heads,
+    // 32 lanes for up to 8, 16 lanes for more; then what is left in fewer
+    // chunks.
+    constexpr int kStep = kHeads <= 4 ? 4 : (kHeads <= 8 ? 2 : 1);
     int lane0 = 0;
-    for (; lane0 + 64 <= head_dim; lane0 += 64) {
-      WeightedLanes<4, kHeads>(v_rows, n_ctx, w, lane0, 0xFFFF, head_dim, o);
+    for (; lane0 + 16 * kStep <= head_dim; lane0 += 16 * kStep) {
+      WeightedLanes<kStep, kHeads>(v_rows, n_ctx, w, weights_stride, lane0, 0xFFFF, head_dim, o);
     }
     const int rest = head_dim - lane0;
     if (rest == 0) return;
     const __mmask16 last = rest % 16 == 0 ? 0xFFFF : TailMask(rest % 16);
     switch ((rest + 15) / 16) {
       case 1:
-        WeightedLanes<1, kHeads>(v_rows, n_ctx, w, lane0, last, head_dim, o);
+        WeightedLanes<1, kHeads>(v_rows, n_ctx, w, weights_stride, lane0, last, head_dim, o);
         break;
       case 2:
-        WeightedLanes<2, kHeads>(v_rows, n_ctx, w, lane0, last, head_dim, o);
+        WeightedLanes<2, kHeads>(v_rows, n_ctx, w, weights_stride, lane0, last, head_dim, o);
         break;
       case 3:
-        WeightedLanes<3, kHeads>(v_rows, n_ctx, w, lane0, last, head_dim, o);
+        WeightedLanes<3, kHeads>(v_rows, n_ctx, w, weights_stride, lane0, last, head_dim, o);
         break;
       default:
-        WeightedLanes<4, kHeads>(v_rows, n_ctx, w, lane0, last, head_dim, o);
+        WeightedLanes<4, kHeads>(v_rows, n_ctx, w, weights_stride, lane0, last, head_dim, o);
         break;
     }
   });
