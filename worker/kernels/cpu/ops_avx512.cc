@@ -4,23 +4,35 @@
 namespace kvmesh::kernels::avx512 {
 namespace {
 
-// exp(x) of 8 doubles, relative error about 1e-15: x = n ln2 + r with
-// |r| <= ln2 / 2, exp(r) by its Taylor series to r^11, times 2^n. Inputs are
-// clamped to +-1000 first (beyond the double range either way), keeping NaN.
+// exp(x) of 8 doubles, relative error below 1e-15: x = (16 n + j) ln2 / 16
+// + r with |r| <= ln2 / 32, exp(r) by its Taylor series to r^6 (the next term
+// is below 5e-16 of it), times 2^(j/16) from a table of the 16 correctly
+// rounded values, times 2^n. Inputs are clamped to +-1000 first (beyond the
+// double range either way), keeping NaN.
 __m512d ExpPd(__m512d x) {
   x = _mm512_min_pd(_mm512_set1_pd(1000.0), x);  // the second operand wins for NaN
   x = _mm512_max_pd(_mm512_set1_pd(-1000.0), x);
-  const __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+  const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(0x1.71547652b82fep+4)),
                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // ln 2 split so that n * hi is exact.
-  __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(6.93147180369123816490e-01), x);
-  r = _mm512_fnmadd_pd(n, _mm512_set1_pd(1.90821492927058770002e-10), r);
-  __m512d p = _mm512_set1_pd(1.0 / 39916800.0);  // 1/11!
-  constexpr double kInverseFactorials[] = {
-      1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0,
-      1.0 / 24.0,      1.0 / 6.0,      0.5,           1.0,          1.0};
-  for (double c : kInverseFactorials) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
-  return _mm512_scalef_pd(p, n);
+  // ln 2 / 16 split so that k * hi is exact (|k| < 2^15, hi has 33 bits).
+  __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(0x1.62e42fef00000p-5), x);
+  r = _mm512_fnmadd_pd(k, _mm512_set1_pd(0x1.473de6af278edp-38), r);
+  __m512d p = _mm512_set1_pd(1.0 / 720.0);
+  for (double c : {1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0}) {
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+  }
+  // 2^(j/16) for j = k mod 16: the low four bits of k pick a table entry.
+  const __m512d low = _mm512_setr_pd(
+      0x1.0000000000000p+0, 0x1.0b5586cf9890fp+0, 0x1.172b83c7d517bp+0, 0x1.2387a6e756238p+0,
+      0x1.306fe0a31b715p+0, 0x1.3dea64c123422p+0, 0x1.4bfdad5362a27p+0, 0x1.5ab07dd485429p+0);
+  const __m512d high = _mm512_setr_pd(
+      0x1.6a09e667f3bcdp+0, 0x1.7a11473eb0187p+0, 0x1.8ace5422aa0dbp+0, 0x1.9c49182a3f090p+0,
+      0x1.ae89f995ad3adp+0, 0x1.c199bdd85529cp+0, 0x1.d5818dcfba487p+0, 0x1.ea4afa2a490dap+0);
+  const __m512i j = _mm512_cvtepi32_epi64(_mm512_cvtpd_epi32(k));
+  const __m512d table = _mm512_permutex2var_pd(low, j, high);
+  const __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(k, _mm512_set1_pd(1.0 / 16.0)),
+                                         _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  return _mm512_scalef_pd(_mm512_mul_pd(p, table), n);
 }
 
 // expf(v) for 16 floats, rounded once from the double result.

@@ -234,6 +234,26 @@ TEST(RowOpsTest, ExpShiftedIsTheRoundedExpAndItsSum) {
   }
 }
 
+// A million scores minus their max, over softmax's whole useful range: the
+// SIMD exps are float(exp(double)) for all of them (the double exp is good to
+// about 5e-16, so a difference would need an input within that of a float
+// rounding tie).
+TEST(RowOpsTest, ExpShiftedIsTheRoundedExpOverAMillionInputs) {
+  TestRandom rng(10);
+  constexpr int64_t kN = 1 << 20;
+  std::vector<float> x(kN);
+  for (float& v : x) v = (rng.Uniform() - 1.0f) * 104.0f;  // expf underflows below -103.9
+  for (Isa isa : SupportedSimdTiers()) {
+    std::vector<float> got = x;
+    GetRowOps(isa).exp_shifted(got.data(), kN, 0.0f);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < kN; ++i) {
+      differ += Bits(static_cast<float>(std::exp(static_cast<double>(x[i])))) != Bits(got[i]);
+    }
+    EXPECT_EQ(differ, 0) << IsaName(isa);
+  }
+}
+
 // Every float whose top 20 bits are given (the rest random), so every
 // exponent, the half subnormals, the ties and the overflow to infinity are
 // all met, plus the specials: the SIMD rounding equals the reference's bits.
