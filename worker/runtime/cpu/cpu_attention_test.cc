@@ -203,40 +203,57 @@ TEST(PagedAttentionTest, BlockKernelsEqualRowKernels) {
     GTEST_SKIP() << "no block attention kernels for f16 rows on this CPU (" << kernels::IsaName(isa)
                  << ")";
   }
-  for (int head_dim : {64, 128, 80, 8, 16, 24, 32, 96, 256, 72}) {
-    KvLayout layout = SmallLayout(TensorType::kF16, TensorType::kF16);
-    layout.head_dim = head_dim;
-    constexpr int kMaxCtx = 100;
-    std::vector<int32_t> table(kMaxCtx / layout.block_size);
-    // Scattered pages, so a block of 16 positions spans several of them.
-    for (size_t i = 0; i < table.size(); ++i) {
-      table[i] = static_cast<int32_t>((7 * i + 3) % table.size());
-    }
-    CpuKvPages pages(layout, static_cast<int>(table.size()));
-    FillPositions(&pages, table, kMaxCtx);
-    const AttentionKernels blocks = AttentionKernels::For(layout, isa);
-    ASSERT_NE(blocks.k_blocks, nullptr);
-    ASSERT_NE(blocks.v_blocks, nullptr);
-    AttentionKernels rows = blocks;
-    rows.k_blocks = nullptr;
-    rows.v_blocks = nullptr;
-    kernels::TestRandom rng(head_dim);
-    for (int n_q : {1, 2, 3, 4, 5, 8}) {
-      for (int n_ctx : {1, 15, 16, 17, 40, kMaxCtx}) {
-        std::vector<float> q;
-        for (int g = 0; g < n_q; ++g) {
-          const std::vector<float> row = kernels::MakeTestRow(rng, head_dim);
-          q.insert(q.end(), row.begin(), row.end());
-        }
-        AttentionScratch scratch;
-        std::vector<float> got(q.size()), want(q.size());
-        PagedAttentionGroup(pages, blocks, 1, 1, table, n_ctx, q.data(), n_q, 0.125f, &scratch,
-                            got.data());
-        PagedAttentionGroup(pages, rows, 1, 1, table, n_ctx, q.data(), n_q, 0.125f, &scratch,
-                            want.data());
-        for (size_t i = 0; i < got.size(); ++i) {
-          ASSERT_EQ(got[i], want[i]) << "head_dim " << head_dim << " n_q " << n_q << " n_ctx "
-                                     << n_ctx << " head " << i / head_dim << " d " << i % head_dim;
+  struct Case {
+    TensorType k, v;
+    std::vector<int> head_dims;
+  };
+  const std::vector<int> quantized_dims = {64, 32, 96, 128, 160, 256};
+  const Case cases[] = {
+      {TensorType::kF16, TensorType::kF16, {64, 128, 80, 8, 16, 24, 32, 96, 256, 72}},
+      {TensorType::kQ8_0, TensorType::kQ8_0, quantized_dims},
+      {TensorType::kQ4_0, TensorType::kQ4_0, quantized_dims},
+      {TensorType::kQ3_NL, TensorType::kQ3_NL, quantized_dims},
+      {TensorType::kQ8_0, TensorType::kQ3_NL, {64}},
+      {TensorType::kQ4_0, TensorType::kF16, {64}},
+  };
+  for (const Case& c : cases) {
+    for (int head_dim : c.head_dims) {
+      KvLayout layout = SmallLayout(c.k, c.v);
+      layout.head_dim = head_dim;
+      constexpr int kMaxCtx = 100;
+      std::vector<int32_t> table(kMaxCtx / layout.block_size);
+      // Scattered pages, so a block of 16 positions spans several of them.
+      for (size_t i = 0; i < table.size(); ++i) {
+        table[i] = static_cast<int32_t>((7 * i + 3) % table.size());
+      }
+      CpuKvPages pages(layout, static_cast<int>(table.size()));
+      FillPositions(&pages, table, kMaxCtx);
+      const AttentionKernels blocks = AttentionKernels::For(layout, isa);
+      ASSERT_NE(blocks.k_blocks, nullptr) << TensorTypeName(c.k);
+      ASSERT_NE(blocks.v_blocks, nullptr) << TensorTypeName(c.v);
+      AttentionKernels rows = blocks;
+      rows.k_blocks = nullptr;
+      rows.v_blocks = nullptr;
+      kernels::TestRandom rng(head_dim);
+      for (int n_q : {1, 2, 3, 4, 5, 8}) {
+        for (int n_ctx : {1, 15, 16, 17, 40, kMaxCtx}) {
+          std::vector<float> q;
+          for (int g = 0; g < n_q; ++g) {
+            const std::vector<float> row = kernels::MakeTestRow(rng, head_dim);
+            q.insert(q.end(), row.begin(), row.end());
+          }
+          AttentionScratch scratch;
+          std::vector<float> got(q.size()), want(q.size());
+          PagedAttentionGroup(pages, blocks, 1, 1, table, n_ctx, q.data(), n_q, 0.125f, &scratch,
+                              got.data());
+          PagedAttentionGroup(pages, rows, 1, 1, table, n_ctx, q.data(), n_q, 0.125f, &scratch,
+                              want.data());
+          for (size_t i = 0; i < got.size(); ++i) {
+            ASSERT_EQ(got[i], want[i])
+                << TensorTypeName(c.k) << "/" << TensorTypeName(c.v) << " head_dim " << head_dim
+                << " n_q " << n_q << " n_ctx " << n_ctx << " head " << i / head_dim << " d "
+                << i % head_dim;
+          }
         }
       }
     }

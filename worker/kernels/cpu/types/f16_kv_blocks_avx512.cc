@@ -13,7 +13,6 @@
 // 256-271: 8, 64, 80, 96, 128, 256 among them), the weighted sum any size;
 // small heads, whose row kernels spend most of their time per call, gain most.
 #include <cmath>
-#include <utility>
 
 #include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/kv_rows_float_avx512.h"
@@ -22,20 +21,6 @@ namespace kvmesh::kv_rows::avx512 {
 namespace {
 
 constexpr int kBlock = 16;
-// Query heads that share one walk over the rows (the executor tiles up to
-// this many).
-constexpr int kMaxGroup = 8;
-// Rows are fetched this many positions ahead: pages are scattered, so the
-// hardware prefetcher loses the stream at each block boundary, and the walks
-// are otherwise bound by the latency of those misses.
-constexpr int kAhead = 16;
-
-// Touches the first `bytes` (at most 128) of a row that will be read soon.
-inline void Prefetch(const uint8_t* row, int bytes) {
-  _mm_prefetch(reinterpret_cast<const char*>(row), _MM_HINT_T0);
-  if (bytes > 64) _mm_prefetch(reinterpret_cast<const char*>(row) + 64, _MM_HINT_T0);
-}
-
 __m512 LoadF16(const uint8_t* row, int chunk) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row) + chunk));
 }
@@ -48,21 +33,6 @@ __m512 LoadF16Tail(const uint8_t* row, int chunk, __mmask16 mask) {
 
 // Scores of kHeads query heads (kChunks 16-lane chunks each) against the
 // positions [j0, j0 + n) of one block, n <= 16.
-// Calls body.template operator()<kHeads>(g0) for the query heads
-// [g0, g0 + kHeads) of n_q, in groups of up to kMax: every row a group walks
-// is loaded once for all its heads, so larger groups read K and V fewer
-// times.
-template <int kMax, typename Body>
-void ForEachHeadGroup(int n_q, Body body) {
-  for (int g0 = 0; g0 < n_q; g0 += kMax) {
-    const int n = n_q - g0 < kMax ? n_q - g0 : kMax;
-    [&]<int... kI>(std::integer_sequence<int, kI...>) {
-      (void)((n == kI + 1 && (body.template operator()<kI + 1>(g0), true)) || ...);
-    }
-    (std::make_integer_sequence<int, kMax>{});
-  }
-}
-
 // kChunks full 16-lane chunks, then a partial one of the lanes in `tail`
 // (none when 0), as DotF16 walks a row: full chunks alternate between two
 // accumulators (even chunks to the first, so a lone last one too), the
@@ -73,7 +43,7 @@ void ScoreBlock(const uint8_t* const* k_rows, int j0, int n, const float* query,
   alignas(64) __m512 lanes[kHeads][kBlock];
   const int ahead = n_ctx - j0 - kAhead;  // rows left to prefetch
   for (int i = 0; i < n; ++i) {
-    if (i < ahead) Prefetch(k_rows[j0 + i + kAhead], 32 * kChunks + 2);
+    if (i < ahead) Prefetch(k_rows[j0 + i + kAhead], 32 * kChunks + (tail != 0 ? 32 : 0));
     __m512 k[kChunks + 1];
     for (int c = 0; c < kChunks; ++c) k[c] = LoadF16(k_rows[j0 + i], c);
     if (tail != 0) k[kChunks] = LoadF16Tail(k_rows[j0 + i], kChunks, tail);
@@ -121,7 +91,7 @@ void Scores(int head_dim, const uint8_t* const* k_rows, int n_ctx, const uint8_t
   const int rest = head_dim - 16 * kChunks;
   const __mmask16 tail = rest > 0 ? TailMask(rest) : 0;
   constexpr int kStride = 16 * (kChunks + 1);  // floats per widened query, padded
-  ForEachHeadGroup<kMaxGroup>(n_q, [&]<int kHeads>(int g0) {
+  ForEachHeadGroup(n_q, [&]<int kHeads>(int g0) {
     // The f16 queries widened once (exactly, as DotF16 widens them), the
     // lanes past head_dim zero (as its masked tail load leaves them).
     alignas(64) float widened[kHeads * kStride];
@@ -202,7 +172,7 @@ bool ScoresF16(int head_dim, const uint8_t* const* k_rows, int n_ctx, const uint
 bool WeightedSumF16(int head_dim, const uint8_t* const* v_rows, int n_ctx, const float* weights,
                     int64_t weights_stride, int n_q, float* out) {
   if (head_dim <= 0) return false;
-  ForEachHeadGroup<kMaxGroup>(n_q, [&]<int kHeads>(int g0) {
+  ForEachHeadGroup(n_q, [&]<int kHeads>(int g0) {
     const float* w = weights + g0 * weights_stride;
     float* o = out + static_cast<size_t>(g0) * head_dim;
     // Up to 16 accumulators: 64 lanes (4 chunks) at a time for up to 4 heads,

@@ -1,61 +1,13 @@
 // q8_0 KV rows, AVX-512: two 32-value blocks per 512-bit step, each an exact
-// integer dot product scaled by its pair of f16 scales.
+// integer dot product scaled by its pair of f16 scales (kv_rows_quant_avx512.h).
 #include "worker/kernels/cpu/kernel_records.h"
-#include "worker/kernels/cpu/simd/kv_rows_simd.h"
-
-namespace kvmesh::kv_rows::avx512 {
-namespace {
-
-using kernels::BlockQ8_0;
-using kernels::kLegacyBlockSize;
-
-inline __m256i Levels(const BlockQ8_0& block) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs));
-}
-
-inline float Scale(const BlockQ8_0& a, const BlockQ8_0& b) {
-  return HalfToFloatF16c(a.d) * HalfToFloatF16c(b.d);
-}
-
-float DotQ8_0(int64_t n, const void* k, const void* q) {
-  const BlockQ8_0* kb = static_cast<const BlockQ8_0*>(k);
-  const BlockQ8_0* qb = static_cast<const BlockQ8_0*>(q);
-  const int64_t num_blocks = n / kLegacyBlockSize;
-  __m512 acc = _mm512_setzero_ps();
-  int64_t b = 0;
-  for (; b + 2 <= num_blocks; b += 2) {
-    const __m512i kv = Concat(Levels(kb[b]), Levels(kb[b + 1]));
-    const __m512i qv = Concat(Levels(qb[b]), Levels(qb[b + 1]));
-    acc = _mm512_fmadd_ps(DotBytes512(kv, qv),
-                          SplitScale(Scale(kb[b], qb[b]), Scale(kb[b + 1], qb[b + 1])), acc);
-  }
-  float sum = _mm512_reduce_add_ps(acc);
-  if (b < num_blocks) {
-    sum += Scale(kb[b], qb[b]) * HorizontalSum(DotBytes(Levels(kb[b]), Levels(qb[b])));
-  }
-  return sum;
-}
-
-void AccumulateQ8_0(int64_t n, const void* v, float weight, float* out) {
-  const BlockQ8_0* vb = static_cast<const BlockQ8_0*>(v);
-  const int64_t num_blocks = n / kLegacyBlockSize;
-  for (int64_t b = 0; b < num_blocks; ++b) {
-    const __m512 scale = _mm512_set1_ps(weight * HalfToFloatF16c(vb[b].d));
-    float* o = out + b * kLegacyBlockSize;
-    AccumulateBytes16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vb[b].qs)), scale, o);
-    AccumulateBytes16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vb[b].qs + 16)), scale,
-                      o + 16);
-  }
-}
-
-}  // namespace
-}  // namespace kvmesh::kv_rows::avx512
+#include "worker/kernels/cpu/simd/kv_rows_quant_avx512.h"
 
 namespace kvmesh::kernels {
 
 constinit const KvRowRecord<TensorType::kQ8_0, Isa::kAvx512> kQ8_0KvAvx512 = {
-    .dot = kv_rows::avx512::DotQ8_0,
-    .accumulate = kv_rows::avx512::AccumulateQ8_0,
+    .dot = kv_rows::avx512::DotQuantRow<kv_rows::avx512::Q8_0Rows>,
+    .accumulate = kv_rows::avx512::AccumulateQuantRow<kv_rows::avx512::Q8_0Rows>,
 };
 
 }  // namespace kvmesh::kernels
