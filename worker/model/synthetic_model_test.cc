@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -200,6 +201,36 @@ TEST(SynthesizeTest, TinyQwen3CarriesItsChatTemplate) {
   EXPECT_EQ(c.n_ctx_train, 65536);
   EXPECT_EQ(*(*model)->file().GetString("tokenizer.chat_template"), "{{ messages[0].content }}");
   EXPECT_NE((*model)->file().FindTensor("blk.1.attn_k_norm.weight"), nullptr);
+}
+
+// A header whose block_count is far past what the file holds (found by
+// gguf_fuzz: it made the loader allocate that many layers) is refused with
+// both numbers, before any layer is read.
+TEST(SynthesizeTest, AHugeBlockCountIsRefused) {
+  SynthesizeOptions options;
+  options.shape = TinyShape(true);
+  options.mix = SyntheticMix::kF16;
+  options.vocab_path = kVocab;
+  options.output_path = testing::TempDir() + "/synth_block_count.gguf";
+  ThreadPool pool(2);
+  ASSERT_TRUE(SynthesizeModel(options, pool).ok());
+  std::string bytes = ReadAll(options.output_path);
+  const std::string key = "llama.block_count";
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  const size_t value_at = at + key.size() + 4;  // past the key and its u32 value type
+  uint32_t count = 0;
+  std::memcpy(&count, bytes.data() + value_at, 4);
+  ASSERT_EQ(count, 2u);
+  count = 1000000000u;
+  std::memcpy(bytes.data() + value_at, &count, 4);
+  const std::string bad = testing::TempDir() + "/synth_block_count_bad.gguf";
+  std::ofstream(bad, std::ios::binary) << bytes;
+  auto model = Model::Load(bad);
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("block_count 1000000000 is more than the file's 20"),
+            std::string::npos)
+      << model.status().ToString();
 }
 
 TEST(SynthesizeDeterminismTest, SameSeedSameBytesWhateverTheThreads) {
