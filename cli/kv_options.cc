@@ -17,10 +17,10 @@ void AddKvOptions(CLI::App* app, KvCliOptions* o, bool with_transforms, bool wit
                     "Center K with this per-channel mean table (from `kvmesh kv-calibrate`)");
     app->add_flag("--kv-rotate", o->rotate,
                   "Multiply K and Q by a Hadamard matrix before K is stored (power-of-two heads; "
-                  "the default for q8_0/q4_0 K)");
+                  "the default for q8_0/q4_0/q3_nl K)");
     app->add_flag("--kv-rotate-v", o->rotate_v,
                   "Multiply V by a Hadamard matrix before it is stored, and each attention output "
-                  "by it again (the default for q8_0/q4_0 V)");
+                  "by it again (the default for q8_0/q4_0/q3_nl V)");
     app->add_flag("--kv-no-rotate", o->no_rotate,
                   "Rotate neither K nor V (plain quantized pages); --kv-rotate or --kv-rotate-v "
                   "then turn one back on");

@@ -42,7 +42,7 @@ class Loader {
   StatusOr<WeightMatrix> MatrixFrom(const gguf::TensorInfo& t, int64_t cols, int64_t rows) const {
     RETURN_IF_ERROR(CheckShape(t, {cols, rows}));
     const kernels::TypeTraits* traits = kernels::GetTypeTraits(t.type());
-    if (traits == nullptr || traits->vec_dot == nullptr) {
+    if (traits == nullptr || traits->vec_dot == nullptr || IsKvOnlyTensorType(t.type_id)) {
       return UnimplementedError(file_.name() + ": tensor " + std::string(t.name) + " has type " +
                                 TensorTypeName(t.type_id) +
                                 ", which kvmesh cannot compute with (supported: F32, F16, BF16, "

@@ -181,8 +181,8 @@ void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels
   // Every head over the positions all share, in one walk; then each later
   // token's own last positions, continuing the same fma chain with the row
   // kernel (so no head ever reads a row past its context: a zero weight on
-  // an infinite V value would not add nothing). Scores rows are n_max apart.
-  // Scores rows are n_max apart; the shared walk reads their first n_ctx.
+  // an infinite V value would not add nothing). Scores rows are n_max apart;
+  // the shared walk reads their first n_ctx.
   const bool shared =
       kernels.v_blocks->weighted_sum(head_dim, rows, n_ctx, scores, n_max, total, outputs);
   if (!shared) std::fill(outputs, outputs + static_cast<size_t>(total) * head_dim, 0.0f);

@@ -207,7 +207,7 @@ TEST(PagedAttentionTest, BlockKernelsEqualRowKernels) {
     TensorType k, v;
     std::vector<int> head_dims;
   };
-  const std::vector<int> quantized_dims = {64, 32, 96, 128, 160, 256};
+  const std::vector<int> quantized_dims = {64, 32, 96, 128, 160, 192, 256};
   const Case cases[] = {
       {TensorType::kF16, TensorType::kF16, {64, 128, 80, 8, 16, 24, 32, 96, 256, 72}},
       {TensorType::kQ8_0, TensorType::kQ8_0, quantized_dims},
@@ -235,7 +235,7 @@ TEST(PagedAttentionTest, BlockKernelsEqualRowKernels) {
       rows.k_blocks = nullptr;
       rows.v_blocks = nullptr;
       kernels::TestRandom rng(head_dim);
-      for (int n_q : {1, 2, 3, 4, 5, 8}) {
+      for (int n_q : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16}) {
         for (int n_ctx : {1, 15, 16, 17, 40, kMaxCtx}) {
           std::vector<float> q;
           for (int g = 0; g < n_q; ++g) {

@@ -66,7 +66,8 @@ static inline __m256i UnpackQ3_NL(const kernels::BlockQ3_NL& block) {
 // Sums of products of 32 signed bytes w·x, as 8 partial sums (each over 4
 // adjacent bytes) converted to float. maddubs multiplies unsigned by signed
 // bytes, so |w| is paired with x carrying w's sign. Exact for |w|, |x| <= 127
-// (what the q8_0/q4_0 quantizers produce): pair sums stay within int16.
+// (what the q8_0/q4_0 quantizers and the q3_nl levels give): pair sums stay
+// within int16.
 static inline __m256 DotBytes(__m256i w, __m256i x) {
   const __m256i abs_w = _mm256_sign_epi8(w, w);
   const __m256i signed_x = _mm256_sign_epi8(x, w);

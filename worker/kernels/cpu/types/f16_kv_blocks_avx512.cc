@@ -7,11 +7,11 @@
 // accumulators over alternate 16-lane chunks, a partial last chunk by masked
 // loads into the second, then SumLanes), and the 16 lane sums of a block are
 // reduced together (SumLanes16). Outputs: per head, the accumulators of up to
-// 64 output lanes stay in registers over all positions, and each V row widens
-// once for up to four heads. Scores take head sizes of 0, 1, 2, 4, 5, 6, 8
-// or 16 whole 16-lane chunks plus any partial one (8, 16-47, 64-111, 128-143,
-// 256-271: 8, 64, 80, 96, 128, 256 among them), the weighted sum any size;
-// small heads, whose row kernels spend most of their time per call, gain most.
+// 64 output lanes stay in registers over all positions (32 for five to eight
+// heads), and each V row widens once for up to eight heads. Scores take head sizes of 0, 1, 2, 4,
+// 5, 6, 8 or 16 whole 16-lane chunks plus any partial one (8, 16-47, 64-111, 128-143, 256-271: 8,
+// 64, 80, 96, 128, 256 among them), the weighted sum any size; small heads, whose row kernels spend
+// most of their time per call, gain most.
 #include <cmath>
 
 #include "worker/kernels/cpu/kernel_records.h"
@@ -32,9 +32,8 @@ __m512 LoadF16Tail(const uint8_t* row, int chunk, __mmask16 mask) {
 }
 
 // Scores of kHeads query heads (kChunks 16-lane chunks each) against the
-// positions [j0, j0 + n) of one block, n <= 16.
-// kChunks full 16-lane chunks, then a partial one of the lanes in `tail`
-// (none when 0), as DotF16 walks a row: full chunks alternate between two
+// positions [j0, j0 + n) of one block, n <= 16: kChunks full 16-lane chunks, then a partial one of
+// the lanes in `tail` (none when 0), as DotF16 walks a row: full chunks alternate between two
 // accumulators (even chunks to the first, so a lone last one too), the
 // partial one goes to the second.
 template <int kChunks, int kHeads>
