@@ -75,14 +75,12 @@ std::string BlockHash(const ModelExecutor& exec, int32_t block) {
   return Sha256Hex(bytes);
 }
 
-TEST(CpuExecutorKvTest, PrefixReuseReadsTheSameBytes) {
-  auto model = LoadModel("tinystories-d64.gguf");
-  ASSERT_NE(model, nullptr);
-  KvLayout layout = LayoutFor(*model, TensorType::kQ4_0, TensorType::kQ4_0);
-  layout.k_bias = SyntheticBias(*model);
+void ExpectPrefixReuseReadsTheSameBytes(const Model& model, TensorType type) {
+  KvLayout layout = LayoutFor(model, type, type);
+  layout.k_bias = SyntheticBias(model);
   layout.k_rotated = true;
   layout.v_rotated = true;
-  auto exec = ModelExecutor::CreateOnCpu(*model, layout, 16, 2);
+  auto exec = ModelExecutor::CreateOnCpu(model, layout, 16, 2);
   ASSERT_TRUE(exec.ok()) << exec.status().ToString();
 
   // Sequence A: 40 tokens on blocks 5, 2, 9 (two full blocks and a partial).
@@ -124,6 +122,16 @@ TEST(CpuExecutorKvTest, PrefixReuseReadsTheSameBytes) {
   RunSequence(**exec, c, 31, 1, {5, 2}, LogitsMode::kLast);
   EXPECT_NE(BlockHash(**exec, 2), block2);
   EXPECT_EQ(BlockHash(**exec, 5), block5);
+}
+
+// For the 4-bit and the 3.5-bit page types, with every transform.
+TEST(CpuExecutorKvTest, PrefixReuseReadsTheSameBytes) {
+  auto model = LoadModel("tinystories-d64.gguf");
+  ASSERT_NE(model, nullptr);
+  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ3_NL}) {
+    SCOPED_TRACE(TensorTypeName(type));
+    ExpectPrefixReuseReadsTheSameBytes(*model, type);
+  }
 }
 
 // In exact arithmetic centering and rotation change no attention result; in
