@@ -79,7 +79,7 @@ struct KvRowRecord {
   KvAccumulateFn accumulate;
 };
 
-// types/<type>_kv_blocks_<isa>.cc: KV block kernels (KvBlockKernels).
+// types/<type>_kv_blocks_<isa>.cc: KV block kernels (KvBlockKernels) of one ISA.
 template <TensorType kType, Isa kIsa>
 struct KvBlockRecord {
   static constexpr TensorType type = kType;
@@ -117,7 +117,7 @@ constexpr int SlotOf(const Record& /*record*/) {
 
 // clang-format off
 #define KVMESH_DECLARE_RECORDS(Name, avx2, avx512, avx512bf16, amx, kv, kv_avx2, kv_avx512,   \
-                               kv_blocks)                                                     \
+                               kv_blocks, kv_blocks_avx2)                                     \
   extern const TypeRecord<TensorType::k##Name> k##Name##Scalar;                               \
   KVMESH_IF_##avx2(                                                                           \
       extern const TierRecord<TensorType::k##Name, Tier::kAvx2> k##Name##Avx2;)               \
@@ -132,7 +132,9 @@ constexpr int SlotOf(const Record& /*record*/) {
   KVMESH_IF_##kv_avx512(                                                                      \
       extern const KvRowRecord<TensorType::k##Name, Isa::kAvx512> k##Name##KvAvx512;)         \
   KVMESH_IF_##kv_blocks(                                                                      \
-      extern const KvBlockRecord<TensorType::k##Name, Isa::kAvx512> k##Name##KvBlocksAvx512;)
+      extern const KvBlockRecord<TensorType::k##Name, Isa::kAvx512> k##Name##KvBlocksAvx512;)   \
+  KVMESH_IF_##kv_blocks_avx2(                                                                 \
+      extern const KvBlockRecord<TensorType::k##Name, Isa::kAvx2> k##Name##KvBlocksAvx2;)
 // clang-format on
 
 KVMESH_CPU_TYPE_LIST(KVMESH_DECLARE_RECORDS)

@@ -50,13 +50,16 @@ class KvTable {
 #undef KVMESH_ADD_REFERENCE
 #ifdef KVMESH_X86_SIMD
 // clang-format off
-#define KVMESH_ADD_SIMD(Name, avx2, avx512, avx512bf16, amx, kv, kv_avx2, kv_avx512, kv_blocks) \
+#define KVMESH_ADD_SIMD(Name, avx2, avx512, avx512bf16, amx, kv, kv_avx2, kv_avx512, kv_blocks, \
+                        kv_blocks_avx2)                                                        \
   KVMESH_IF_##kv_avx2(Add(SlotOf<TensorType::k##Name>(kernels::k##Name##KvAvx2),                \
                           kernels::k##Name##KvAvx2);)                                           \
   KVMESH_IF_##kv_avx512(Add(SlotOf<TensorType::k##Name>(kernels::k##Name##KvAvx512),            \
                             kernels::k##Name##KvAvx512);)                                       \
   KVMESH_IF_##kv_blocks(Add(SlotOf<TensorType::k##Name>(kernels::k##Name##KvBlocksAvx512),      \
-                            kernels::k##Name##KvBlocksAvx512);)
+                            kernels::k##Name##KvBlocksAvx512);)                                 \
+  KVMESH_IF_##kv_blocks_avx2(Add(SlotOf<TensorType::k##Name>(kernels::k##Name##KvBlocksAvx2),    \
+                                 kernels::k##Name##KvBlocksAvx2);)
     // clang-format on
     KVMESH_CPU_TYPE_LIST(KVMESH_ADD_SIMD)
 #undef KVMESH_ADD_SIMD

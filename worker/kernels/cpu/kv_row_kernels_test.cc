@@ -72,11 +72,12 @@ TEST(KvRowKernelsTest, X86BuildHasEveryVariant) {
     EXPECT_EQ(GetKvRowKernels(type, kernels::Isa::kAvx2)->isa, kernels::Isa::kAvx2);
     EXPECT_EQ(GetKvRowKernels(type, kernels::Isa::kAvx512)->isa, kernels::Isa::kAvx512);
   }
-  // Block kernels: f16 and the quantized rows on AVX-512 only.
+  // Block kernels: f16 and the quantized rows on AVX-512, f16 on AVX2.
   for (TensorType type : kKvTypes) {
     for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
       const bool expected =
-          type != TensorType::kF32 && type != TensorType::kBF16 && isa == kernels::Isa::kAvx512;
+          (isa == kernels::Isa::kAvx512 && type != TensorType::kF32 && type != TensorType::kBF16) ||
+          (isa == kernels::Isa::kAvx2 && type == TensorType::kF16);
       EXPECT_EQ(GetKvBlockKernels(type, isa) != nullptr, expected)
           << kernels::IsaName(isa) << " " << TensorTypeName(type);
     }

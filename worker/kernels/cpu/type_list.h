@@ -27,25 +27,26 @@
 //   kv_avx2     k<Name>KvAvx2          types/<type>_kv_avx2.cc
 //   kv_avx512   k<Name>KvAvx512        types/<type>_kv_avx512.cc
 //   kv_blocks   k<Name>KvBlocksAvx512  types/<type>_kv_blocks_avx512.cc
+//   kv_blocks_avx2  k<Name>KvBlocksAvx2  types/<type>_kv_blocks_avx2.cc
 #pragma once
 
 // clang-format off
-#define KVMESH_CPU_TYPE_LIST(X)                                           \
-  /* Name  avx2 avx512 avx512bf16 amx kv kv_avx2 kv_avx512 kv_blocks */   \
-  X(F32,   1,   1,     0,         0,  1, 1,      1,        0)             \
-  X(F16,   1,   1,     0,         0,  1, 1,      1,        1)             \
-  X(BF16,  1,   1,     1,         0,  1, 1,      1,        0)             \
-  X(Q4_0,  1,   1,     0,         1,  1, 1,      1,        1)             \
-  X(Q3_NL, 0,   0,     0,         0,  1, 1,      1,        1)             \
-  X(Q4_1,  1,   1,     0,         0,  0, 0,      0,        0)             \
-  X(Q5_0,  1,   1,     0,         1,  0, 0,      0,        0)             \
-  X(Q5_1,  1,   1,     0,         0,  0, 0,      0,        0)             \
-  X(Q8_0,  1,   1,     0,         1,  1, 1,      1,        1)             \
-  X(Q8_1,  1,   1,     0,         0,  0, 0,      0,        0)             \
-  X(Q4_K,  1,   1,     0,         1,  0, 0,      0,        0)             \
-  X(Q5_K,  1,   1,     0,         1,  0, 0,      0,        0)             \
-  X(Q6_K,  1,   1,     0,         1,  0, 0,      0,        0)             \
-  X(Q8_K,  1,   1,     0,         0,  0, 0,      0,        0)
+#define KVMESH_CPU_TYPE_LIST(X)                                                          \
+  /* Name   avx2 avx512 avx512bf16 amx kv kv_avx2 kv_avx512 kv_blocks kv_blocks_avx2 */  \
+  X(F32,   1,   1,     0,         0,  1, 1,      1,        0,        0)                  \
+  X(F16,   1,   1,     0,         0,  1, 1,      1,        1,        1)                  \
+  X(BF16,  1,   1,     1,         0,  1, 1,      1,        0,        0)                  \
+  X(Q4_0,  1,   1,     0,         1,  1, 1,      1,        1,        0)                  \
+  X(Q3_NL, 0,   0,     0,         0,  1, 1,      1,        1,        0)                  \
+  X(Q4_1,  1,   1,     0,         0,  0, 0,      0,        0,        0)                  \
+  X(Q5_0,  1,   1,     0,         1,  0, 0,      0,        0,        0)                  \
+  X(Q5_1,  1,   1,     0,         0,  0, 0,      0,        0,        0)                  \
+  X(Q8_0,  1,   1,     0,         1,  1, 1,      1,        1,        0)                  \
+  X(Q8_1,  1,   1,     0,         0,  0, 0,      0,        0,        0)                  \
+  X(Q4_K,  1,   1,     0,         1,  0, 0,      0,        0,        0)                  \
+  X(Q5_K,  1,   1,     0,         1,  0, 0,      0,        0,        0)                  \
+  X(Q6_K,  1,   1,     0,         1,  0, 0,      0,        0,        0)                  \
+  X(Q8_K,  1,   1,     0,         0,  0, 0,      0,        0,        0)
 // clang-format on
 
 // KVMESH_IF_##column(code...) keeps `code` where the column is 1.

@@ -198,10 +198,15 @@ TEST(PagedAttentionTest, GroupEqualsHeadsAlone) {
 // is cut, and they equal the walk with the row kernels at every head_dim,
 // head count and context length, including partial blocks of positions.
 TEST(PagedAttentionTest, BlockKernelsEqualRowKernels) {
-  const kernels::Isa isa = kernels::ActiveIsa();
-  if (GetKvBlockKernels(TensorType::kF16, isa) == nullptr) {
-    GTEST_SKIP() << "no block attention kernels for f16 rows on this CPU (" << kernels::IsaName(isa)
-                 << ")";
+  std::vector<kernels::Isa> isas;
+  for (kernels::Isa isa : {kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+    if (kernels::IsaSupported(isa) && GetKvBlockKernels(TensorType::kF16, isa) != nullptr) {
+      isas.push_back(isa);
+    }
+  }
+  if (isas.empty()) {
+    GTEST_SKIP() << "no block attention kernels on this CPU ("
+                 << kernels::IsaName(kernels::ActiveIsa()) << ")";
   }
   struct Case {
     TensorType k, v;
@@ -216,43 +221,48 @@ TEST(PagedAttentionTest, BlockKernelsEqualRowKernels) {
       {TensorType::kQ8_0, TensorType::kQ3_NL, {64}},
       {TensorType::kQ4_0, TensorType::kF16, {64}},
   };
-  for (const Case& c : cases) {
-    for (int head_dim : c.head_dims) {
-      KvLayout layout = SmallLayout(c.k, c.v);
-      layout.head_dim = head_dim;
-      constexpr int kMaxCtx = 100;
-      std::vector<int32_t> table(kMaxCtx / layout.block_size);
-      // Scattered pages, so a block of 16 positions spans several of them.
-      for (size_t i = 0; i < table.size(); ++i) {
-        table[i] = static_cast<int32_t>((7 * i + 3) % table.size());
-      }
-      CpuKvPages pages(layout, static_cast<int>(table.size()));
-      FillPositions(&pages, table, kMaxCtx);
-      const AttentionKernels blocks = AttentionKernels::For(layout, isa);
-      ASSERT_NE(blocks.k_blocks, nullptr) << TensorTypeName(c.k);
-      ASSERT_NE(blocks.v_blocks, nullptr) << TensorTypeName(c.v);
-      AttentionKernels rows = blocks;
-      rows.k_blocks = nullptr;
-      rows.v_blocks = nullptr;
-      kernels::TestRandom rng(head_dim);
-      for (int n_q : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16}) {
-        for (int n_ctx : {1, 15, 16, 17, 40, kMaxCtx}) {
-          std::vector<float> q;
-          for (int g = 0; g < n_q; ++g) {
-            const std::vector<float> row = kernels::MakeTestRow(rng, head_dim);
-            q.insert(q.end(), row.begin(), row.end());
-          }
-          AttentionScratch scratch;
-          std::vector<float> got(q.size()), want(q.size());
-          PagedAttentionGroup(pages, blocks, 1, 1, table, n_ctx, q.data(), n_q, 0.125f, &scratch,
-                              got.data());
-          PagedAttentionGroup(pages, rows, 1, 1, table, n_ctx, q.data(), n_q, 0.125f, &scratch,
-                              want.data());
-          for (size_t i = 0; i < got.size(); ++i) {
-            ASSERT_EQ(got[i], want[i])
-                << TensorTypeName(c.k) << "/" << TensorTypeName(c.v) << " head_dim " << head_dim
-                << " n_q " << n_q << " n_ctx " << n_ctx << " head " << i / head_dim << " d "
-                << i % head_dim;
+  for (kernels::Isa isa : isas) {
+    for (const Case& c : cases) {
+      if (GetKvBlockKernels(c.k, isa) == nullptr || GetKvBlockKernels(c.v, isa) == nullptr)
+        continue;
+      for (int head_dim : c.head_dims) {
+        KvLayout layout = SmallLayout(c.k, c.v);
+        layout.head_dim = head_dim;
+        constexpr int kMaxCtx = 100;
+        std::vector<int32_t> table(kMaxCtx / layout.block_size);
+        // Scattered pages, so a block of 16 positions spans several of them.
+        for (size_t i = 0; i < table.size(); ++i) {
+          table[i] = static_cast<int32_t>((7 * i + 3) % table.size());
+        }
+        CpuKvPages pages(layout, static_cast<int>(table.size()));
+        FillPositions(&pages, table, kMaxCtx);
+        const AttentionKernels blocks = AttentionKernels::For(layout, isa);
+        ASSERT_EQ(blocks.k.isa, isa);
+        ASSERT_NE(blocks.k_blocks, nullptr) << TensorTypeName(c.k);
+        ASSERT_NE(blocks.v_blocks, nullptr) << TensorTypeName(c.v);
+        AttentionKernels rows = blocks;
+        rows.k_blocks = nullptr;
+        rows.v_blocks = nullptr;
+        kernels::TestRandom rng(head_dim);
+        for (int n_q : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16}) {
+          for (int n_ctx : {1, 15, 16, 17, 40, kMaxCtx}) {
+            std::vector<float> q;
+            for (int g = 0; g < n_q; ++g) {
+              const std::vector<float> row = kernels::MakeTestRow(rng, head_dim);
+              q.insert(q.end(), row.begin(), row.end());
+            }
+            AttentionScratch scratch;
+            std::vector<float> got(q.size()), want(q.size());
+            PagedAttentionGroup(pages, blocks, 1, 1, table, n_ctx, q.data(), n_q, 0.125f, &scratch,
+                                got.data());
+            PagedAttentionGroup(pages, rows, 1, 1, table, n_ctx, q.data(), n_q, 0.125f, &scratch,
+                                want.data());
+            for (size_t i = 0; i < got.size(); ++i) {
+              ASSERT_EQ(got[i], want[i])
+                  << kernels::IsaName(isa) << " " << TensorTypeName(c.k) << "/"
+                  << TensorTypeName(c.v) << " head_dim " << head_dim << " n_q " << n_q << " n_ctx "
+                  << n_ctx << " head " << i / head_dim << " d " << i % head_dim;
+            }
           }
         }
       }
@@ -264,39 +274,42 @@ TEST(PagedAttentionTest, BlockKernelsEqualRowKernels) {
 // for bit, for every K/V type (with and without block kernels), head size and
 // tile shape; queries and outputs sit at a stride, as in the executor.
 TEST(PagedAttentionTest, TileEqualsEachTokenAlone) {
-  const kernels::Isa isa = kernels::ActiveIsa();
-  for (TensorType type : kKvTypes) {
-    for (int head_dim : {8, 64, 96}) {
-      if (kernels::GetTypeTraits(type)->block_size > 1 && head_dim % 32 != 0) continue;
-      KvLayout layout = SmallLayout(type, type);
-      layout.head_dim = head_dim;
-      constexpr int kMaxCtx = 60;
-      std::vector<int32_t> table(kMaxCtx / layout.block_size);
-      for (size_t i = 0; i < table.size(); ++i) {
-        table[i] = static_cast<int32_t>((5 * i + 2) % table.size());
-      }
-      CpuKvPages pages(layout, static_cast<int>(table.size()));
-      FillPositions(&pages, table, kMaxCtx);
-      const AttentionKernels kernels = AttentionKernels::For(layout, isa);
-      kernels::TestRandom rng(head_dim + 7);
-      for (int n_q : {1, 2, 4}) {
-        for (int n_tokens : {1, 2, 3, 4}) {
-          for (int n_ctx : {1, 16, 17, kMaxCtx - n_tokens + 1}) {
-            const int64_t stride = (n_q + 1) * head_dim;  // room for other heads
-            std::vector<float> q(n_tokens * stride);
-            for (float& x : q) x = rng.Bell();
-            std::vector<float> got(q.size(), -1.0f), want(q.size(), -1.0f);
-            AttentionScratch scratch;
-            PagedAttentionTile(pages, kernels, 1, 1, table, n_ctx, n_tokens, q.data(), stride, n_q,
-                               0.125f, &scratch, got.data(), stride);
-            for (int i = 0; i < n_tokens; ++i) {
-              PagedAttentionGroup(pages, kernels, 1, 1, table, n_ctx + i, q.data() + i * stride,
-                                  n_q, 0.125f, &scratch, want.data() + i * stride);
-            }
-            for (size_t i = 0; i < got.size(); ++i) {
-              ASSERT_EQ(got[i], want[i])
-                  << TensorTypeName(type) << " head_dim " << head_dim << " n_q " << n_q
-                  << " tokens " << n_tokens << " n_ctx " << n_ctx << " at " << i;
+  for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+    if (!kernels::IsaSupported(isa)) continue;
+    SCOPED_TRACE(kernels::IsaName(isa));
+    for (TensorType type : kKvTypes) {
+      for (int head_dim : {8, 64, 96}) {
+        if (kernels::GetTypeTraits(type)->block_size > 1 && head_dim % 32 != 0) continue;
+        KvLayout layout = SmallLayout(type, type);
+        layout.head_dim = head_dim;
+        constexpr int kMaxCtx = 60;
+        std::vector<int32_t> table(kMaxCtx / layout.block_size);
+        for (size_t i = 0; i < table.size(); ++i) {
+          table[i] = static_cast<int32_t>((5 * i + 2) % table.size());
+        }
+        CpuKvPages pages(layout, static_cast<int>(table.size()));
+        FillPositions(&pages, table, kMaxCtx);
+        const AttentionKernels kernels = AttentionKernels::For(layout, isa);
+        kernels::TestRandom rng(head_dim + 7);
+        for (int n_q : {1, 2, 4}) {
+          for (int n_tokens : {1, 2, 3, 4}) {
+            for (int n_ctx : {1, 16, 17, kMaxCtx - n_tokens + 1}) {
+              const int64_t stride = (n_q + 1) * head_dim;  // room for other heads
+              std::vector<float> q(n_tokens * stride);
+              for (float& x : q) x = rng.Bell();
+              std::vector<float> got(q.size(), -1.0f), want(q.size(), -1.0f);
+              AttentionScratch scratch;
+              PagedAttentionTile(pages, kernels, 1, 1, table, n_ctx, n_tokens, q.data(), stride,
+                                 n_q, 0.125f, &scratch, got.data(), stride);
+              for (int i = 0; i < n_tokens; ++i) {
+                PagedAttentionGroup(pages, kernels, 1, 1, table, n_ctx + i, q.data() + i * stride,
+                                    n_q, 0.125f, &scratch, want.data() + i * stride);
+              }
+              for (size_t i = 0; i < got.size(); ++i) {
+                ASSERT_EQ(got[i], want[i])
+                    << TensorTypeName(type) << " head_dim " << head_dim << " n_q " << n_q
+                    << " tokens " << n_tokens << " n_ctx " << n_ctx << " at " << i;
+              }
             }
           }
         }

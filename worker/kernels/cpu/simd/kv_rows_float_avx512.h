@@ -9,8 +9,6 @@
 // linkage, so no copy of it can reach another tier's code.
 #pragma once
 
-#include <utility>
-
 #include "worker/kernels/cpu/simd/kv_rows_simd.h"
 
 namespace kvmesh::kv_rows::avx512 {
@@ -55,39 +53,6 @@ inline __m512 SumLanes16(const __m512 v[16]) {
       _mm512_add_ps(_mm512_shuffle_ps(s2[0], s2[1], 0x88), _mm512_shuffle_ps(s2[0], s2[1], 0xDD));
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   return _mm512_permutexvar_ps(order, s1);
-}
-
-// Query heads that share one walk over K or V rows in the block kernels
-// (the executor tiles up to this many).
-constexpr int kMaxGroup = 8;
-
-// Calls body.template operator()<kHeads>(g0) for the query heads
-// [g0, g0 + kHeads) of n_q, in groups of up to kMaxGroup: every row a group walks
-// is loaded once for all its heads, so larger groups read K and V fewer
-// times.
-template <typename Body>
-void ForEachHeadGroup(int n_q, Body body) {
-  constexpr int kMax = kMaxGroup;
-  for (int g0 = 0; g0 < n_q; g0 += kMax) {
-    const int n = n_q - g0 < kMax ? n_q - g0 : kMax;
-    [&]<int... kI>(std::integer_sequence<int, kI...>) {
-      (void)((n == kI + 1 && (body.template operator()<kI + 1>(g0), true)) || ...);
-    }
-    (std::make_integer_sequence<int, kMax>{});
-  }
-}
-
-// Rows are fetched this many positions ahead: pages are scattered, so the
-// hardware prefetcher loses the stream at each block boundary, and the walks
-// are otherwise bound by the latency of those misses.
-constexpr int kAhead = 16;
-
-// Touches every cache line of the `bytes` bytes at `row` (a row that will be
-// read soon).
-inline void Prefetch(const uint8_t* row, int bytes) {
-  const char* p = reinterpret_cast<const char*>(row);
-  for (int off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
-  _mm_prefetch(p + bytes - 1, _MM_HINT_T0);
 }
 
 template <typename P>

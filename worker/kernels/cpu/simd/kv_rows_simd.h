@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "worker/kernels/cpu/block_types.h"
 
@@ -111,5 +112,44 @@ static inline void AccumulateBytes16(__m128i bytes, __m512 scale, float* out) {
 // Lanes [0, n) set, for tails of fewer than 16 elements.
 static inline __mmask16 TailMask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 #endif
+
+// What the block kernels of every ISA share (internal linkage: each file
+// compiles its own copy with its own flags).
+namespace {
+
+// Query heads that share one walk over K or V rows in the block kernels
+// (the executor tiles up to this many).
+constexpr int kMaxGroup = 8;
+
+// Calls body.template operator()<kHeads>(g0) for the query heads
+// [g0, g0 + kHeads) of n_q, in groups of up to kMaxGroup: every row a group walks
+// is loaded once for all its heads, so larger groups read K and V fewer
+// times.
+template <typename Body>
+void ForEachHeadGroup(int n_q, Body body) {
+  constexpr int kMax = kMaxGroup;
+  for (int g0 = 0; g0 < n_q; g0 += kMax) {
+    const int n = n_q - g0 < kMax ? n_q - g0 : kMax;
+    [&]<int... kI>(std::integer_sequence<int, kI...>) {
+      (void)((n == kI + 1 && (body.template operator()<kI + 1>(g0), true)) || ...);
+    }
+    (std::make_integer_sequence<int, kMax>{});
+  }
+}
+
+// Rows are fetched this many positions ahead: pages are scattered, so the
+// hardware prefetcher loses the stream at each block boundary, and the walks
+// are otherwise bound by the latency of those misses.
+constexpr int kAhead = 16;
+
+// Touches every cache line of the `bytes` bytes at `row` (a row that will be
+// read soon).
+inline void Prefetch(const uint8_t* row, int bytes) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+  _mm_prefetch(p + bytes - 1, _MM_HINT_T0);
+}
+
+}  // namespace
 
 }  // namespace kvmesh::kv_rows
