@@ -1,39 +1,16 @@
 // q4_0 KV rows, AVX2 + FMA + F16C: nibbles unpack to signed bytes, then the
-// same exact per-block integer dot product as q8_0 (the query is q8_0).
+// exact per-block integer dot product with the q8_0 query
+// (kv_rows_quant_avx2.h).
 #include "worker/kernels/cpu/kernel_records.h"
-#include "worker/kernels/cpu/simd/kv_rows_simd.h"
+#include "worker/kernels/cpu/simd/kv_rows_quant_avx2.h"
 
 namespace kvmesh::kv_rows::avx2 {
 namespace {
 
-using kernels::BlockQ4_0;
-using kernels::BlockQ8_0;
-using kernels::kLegacyBlockSize;
-
-float DotQ4_0(int64_t n, const void* k, const void* q) {
-  const BlockQ4_0* kb = static_cast<const BlockQ4_0*>(k);
-  const BlockQ8_0* qb = static_cast<const BlockQ8_0*>(q);
-  const int64_t num_blocks = n / kLegacyBlockSize;
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < num_blocks; ++b) {
-    const __m256i qv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb[b].qs));
-    const __m256 scale = _mm256_set1_ps(HalfToFloatF16c(kb[b].d) * HalfToFloatF16c(qb[b].d));
-    acc = _mm256_fmadd_ps(DotBytes(UnpackQ4_0(kb[b]), qv), scale, acc);
-  }
-  return HorizontalSum(acc);
-}
-
-void AccumulateQ4_0(int64_t n, const void* v, float weight, float* out) {
-  const BlockQ4_0* vb = static_cast<const BlockQ4_0*>(v);
-  const int64_t num_blocks = n / kLegacyBlockSize;
-  alignas(32) int8_t levels[kLegacyBlockSize];
-  for (int64_t b = 0; b < num_blocks; ++b) {
-    _mm256_store_si256(reinterpret_cast<__m256i*>(levels), UnpackQ4_0(vb[b]));
-    const __m256 scale = _mm256_set1_ps(weight * HalfToFloatF16c(vb[b].d));
-    float* o = out + b * kLegacyBlockSize;
-    for (int g = 0; g < kLegacyBlockSize; g += 8) AccumulateBytes8(levels + g, scale, o + g);
-  }
-}
+struct Q4_0Rows {
+  using Block = kernels::BlockQ4_0;
+  static __m256i Unpack(const Block& b) { return UnpackQ4_0(b); }
+};
 
 }  // namespace
 }  // namespace kvmesh::kv_rows::avx2
@@ -41,8 +18,8 @@ void AccumulateQ4_0(int64_t n, const void* v, float weight, float* out) {
 namespace kvmesh::kernels {
 
 constinit const KvRowRecord<TensorType::kQ4_0, Isa::kAvx2> kQ4_0KvAvx2 = {
-    .dot = kv_rows::avx2::DotQ4_0,
-    .accumulate = kv_rows::avx2::AccumulateQ4_0,
+    .dot = kv_rows::avx2::DotQuantRow<kv_rows::avx2::Q4_0Rows>,
+    .accumulate = kv_rows::avx2::AccumulateQuantRow<kv_rows::avx2::Q4_0Rows>,
 };
 
 }  // namespace kvmesh::kernels
