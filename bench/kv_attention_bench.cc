@@ -1,8 +1,8 @@
 // Paged attention over quantized KV pages: time per query head for each
 // storage type and each row-kernel ISA this CPU runs (the scalar reference,
-// AVX2, AVX-512), at a few context lengths. Then, where the CPU has block
-// kernels (f16 rows on AVX-512), a group of query heads sharing a KV head
-// walked with the row kernels against the block kernels, alternating.
+// AVX2, AVX-512), at a few context lengths. Then, for every type and every
+// ISA with block kernels, a group of query heads sharing a KV head walked
+// with the row kernels against the block kernels, alternating.
 // Single-threaded.
 //
 //   kvmesh_kv_attention_bench [--iters N]
@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "worker/kernels/cpu/kernel_parity.h"
@@ -73,29 +75,16 @@ CpuKvPages MakePages(const KvLayout& layout, int n_ctx, std::vector<int32_t>* ta
   return pages;
 }
 
-// A group of n_q query heads over f16 rows: the row kernels' walk against the
-// block kernels', alternating `rounds` times; medians.
-void CompareBlockKernels(int iters) {
-  const kernels::Isa isa = kernels::ActiveIsa();
-  if (GetKvBlockKernels(TensorType::kF16, isa) == nullptr) {
-    std::printf("\nno block kernels for f16 rows on this CPU (%s): comparison skipped\n",
-                std::string(kernels::IsaName(isa)).c_str());
-    return;
-  }
+// A group of n_q query heads over rows of `type` on `isa`: the row kernels'
+// walk against the block kernels', alternating `rounds` times; medians.
+void CompareBlockKernels(TensorType type, kernels::Isa isa, int iters) {
   constexpr int kRounds = 5;
-  std::printf(
-      "\nf16 K/V on %s, a group of query heads sharing one KV head, median of %d "
-      "alternating rounds of %d calls\n\n",
-      std::string(kernels::IsaName(isa)).c_str(), kRounds, iters);
-  std::printf(
-      "| head_dim | query heads | context | row kernels µs | block kernels µs | speed-up |\n");
-  std::printf("|---|---|---|---|---|---|\n");
   struct Shape {
     int head_dim, n_q;
   };
   for (Shape shape : {Shape{64, 4}, Shape{128, 1}, Shape{128, 4}}) {
-    for (int n_ctx : {64, 512, 2048}) {
-      const KvLayout layout = OneHeadLayout(TensorType::kF16, shape.head_dim);
+    for (int n_ctx : {512, 2048}) {
+      const KvLayout layout = OneHeadLayout(type, shape.head_dim);
       std::vector<int32_t> table;
       const CpuKvPages pages = MakePages(layout, n_ctx, &table);
       kernels::TestRandom rng(2);
@@ -116,9 +105,37 @@ void CompareBlockKernels(int iters) {
       std::sort(row_ns.begin(), row_ns.end());
       std::sort(block_ns.begin(), block_ns.end());
       const double a = row_ns[kRounds / 2], b = block_ns[kRounds / 2];
-      std::printf("| %d | %d | %d | %.1f | %.1f | %.2fx |\n", shape.head_dim, shape.n_q, n_ctx,
-                  a / 1e3, b / 1e3, a / b);
+      std::printf("| %s | %s | %d | %d | %d | %.1f | %.1f | %.2fx |\n",
+                  std::string(kernels::IsaName(isa)).c_str(), TensorTypeName(type).c_str(),
+                  shape.head_dim, shape.n_q, n_ctx, a / 1e3, b / 1e3, a / b);
     }
+  }
+}
+
+// The block kernels against the row kernels for every KV type on every ISA
+// of this CPU that has them.
+void CompareBlockKernels(const TensorType* types, size_t n_types, int iters) {
+  std::vector<kernels::Isa> isas;
+  for (kernels::Isa isa : {kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+    if (kernels::IsaSupported(isa) && GetKvBlockKernels(TensorType::kF16, isa) != nullptr) {
+      isas.push_back(isa);
+    }
+  }
+  if (isas.empty()) {
+    std::printf("\nno block kernels on this CPU (%s): comparison skipped\n",
+                std::string(kernels::IsaName(kernels::ActiveIsa())).c_str());
+    return;
+  }
+  std::printf(
+      "\nA group of query heads sharing one KV head, K and V of one type: row kernels against "
+      "block kernels, median of 5 alternating rounds of %d calls\n\n",
+      iters);
+  std::printf(
+      "| ISA | K/V type | head_dim | query heads | context | row kernels µs | block kernels µs | "
+      "speed-up |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (kernels::Isa isa : isas) {
+    for (size_t t = 0; t < n_types; ++t) CompareBlockKernels(types[t], isa, iters);
   }
 }
 
@@ -127,8 +144,8 @@ int Main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--iters") == 0) iters = std::atoi(argv[i + 1]);
   }
-  const TensorType types[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
-                              TensorType::kQ8_0, TensorType::kQ4_0};
+  const TensorType types[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16,
+                              TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ3_NL};
   std::vector<kernels::Isa> isas = {kernels::Isa::kScalar};
   if (kernels::ActiveIsa() != kernels::Isa::kScalar) isas.push_back(kernels::Isa::kAvx2);
   if (kernels::ActiveIsa() == kernels::Isa::kAvx512) isas.push_back(kernels::Isa::kAvx512);
@@ -159,7 +176,7 @@ int Main(int argc, char** argv) {
       std::printf("\n");
     }
   }
-  CompareBlockKernels(iters);
+  CompareBlockKernels(types, std::size(types), iters);
   return 0;
 }
 

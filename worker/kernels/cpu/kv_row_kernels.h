@@ -61,9 +61,8 @@ struct KvBlockKernels {
 };
 
 // The block kernels for rows of `type` on `isa`, or nullptr where there are
-// none (then attention walks positions with the row kernels). f16, q8_0,
-// q4_0 and q3_nl rows have them on AVX-512, f16 rows on AVX2; f32 and bf16
-// rows do not.
+// none (then attention walks positions with the row kernels). Every KV type
+// has them on AVX2 and AVX-512; the scalar tier has none.
 const KvBlockKernels* GetKvBlockKernels(TensorType type, kernels::Isa isa);
 
 }  // namespace kvmesh

@@ -72,12 +72,10 @@ TEST(KvRowKernelsTest, X86BuildHasEveryVariant) {
     EXPECT_EQ(GetKvRowKernels(type, kernels::Isa::kAvx2)->isa, kernels::Isa::kAvx2);
     EXPECT_EQ(GetKvRowKernels(type, kernels::Isa::kAvx512)->isa, kernels::Isa::kAvx512);
   }
-  // Block kernels: f16 and the quantized rows on AVX-512, f16 on AVX2.
+  // Block kernels: every KV type on AVX2 and AVX-512, none on the scalar tier.
   for (TensorType type : kKvTypes) {
     for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
-      const bool expected =
-          (isa == kernels::Isa::kAvx512 && type != TensorType::kF32 && type != TensorType::kBF16) ||
-          (isa == kernels::Isa::kAvx2 && type == TensorType::kF16);
+      const bool expected = isa != kernels::Isa::kScalar;
       EXPECT_EQ(GetKvBlockKernels(type, isa) != nullptr, expected)
           << kernels::IsaName(isa) << " " << TensorTypeName(type);
     }

@@ -69,7 +69,8 @@ void RoundToHalf(float* x, int64_t n) {
 double ExpShifted(float* x, int64_t n, float shift) {
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - shift);
+    const float d = x[i] - shift;
+    x[i] = d < kExpShiftedFloor ? 0.0f : std::exp(d);
     sum += x[i];
   }
   return sum;

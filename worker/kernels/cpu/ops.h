@@ -27,8 +27,18 @@ void Silu(const float* x, float* out, int64_t n);
 // out[i] = silu(gate[i]) * up[i]: the gated feed-forward activation.
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
 
-// x[i] <- exp(x[i] - shift) in place (softmax's numerators); returns their
-// sum, added in double from the first to the last.
+// Below this, exp(x - shift) counts as 0 in ExpShifted. Softmax weights
+// under e^-50 of the largest change no float sum they join (n · e^-50 is far
+// under a float ulp for any context length), but left in they become
+// subnormal floats, or products with V values that are, and each subnormal
+// operand costs an x86 core about a hundred cycles: long contexts with a wide
+// spread of scores ran several times slower. Not flushing-to-zero through
+// MXCSR keeps every thread's arithmetic the same whoever set its flags.
+inline constexpr float kExpShiftedFloor = -50.0f;
+
+// x[i] <- exp(x[i] - shift) in place (softmax's numerators), 0 where x[i] -
+// shift < kExpShiftedFloor; returns their sum, added in double from the
+// first to the last.
 double ExpShifted(float* x, int64_t n, float shift);
 
 // x[i] <- x[i] * factor in place (softmax's normalisation).
@@ -61,7 +71,8 @@ void RopeNeox(float* head, int head_dim, int n_rot, int64_t pos, float freq_base
 //  - round_to_half equals RoundToHalf bit for bit (F16C conversions, which
 //    round to nearest even as the reference does); a NaN stays a NaN;
 //  - exp_shifted computes its exps like swiglu (the correctly rounded expf
-//    where the reference calls libm's) and sums them in double, in SIMD lanes
+//    where the reference calls libm's), gives 0 where the reference does
+//    (below kExpShiftedFloor), and sums them in double, in SIMD lanes
 //    reduced in a fixed order (the reference adds one after another), so the
 //    sums agree to a few double ulps.
 struct RowOps {

@@ -1,4 +1,5 @@
 // The forward pass's row ops on the AVX2 tier (contracts in ops.h).
+#include "worker/kernels/cpu/ops.h"
 #include "worker/kernels/cpu/simd/avx2_util.h"
 
 namespace kvmesh::kernels::avx2 {
@@ -94,6 +95,14 @@ void Scale(float* x, int64_t n, float factor) {
   for (; i < n; ++i) x[i] *= factor;
 }
 
+// exp(d) of 8 floats, 0 where d < kExpShiftedFloor (computed at the floor,
+// so no subnormal arises on the way; a NaN stays a NaN).
+__m256 ExpAboveFloor(__m256 d) {
+  const __m256 floor = _mm256_set1_ps(kExpShiftedFloor);
+  const __m256 keep = _mm256_cmp_ps(d, floor, _CMP_NLT_UQ);
+  return _mm256_and_ps(ExpPs(_mm256_max_ps(floor, d)), keep);  // max returns d for NaN
+}
+
 double ExpShifted(float* x, int64_t n, float shift) {
   const __m256 s = _mm256_set1_ps(shift);
   // The sum in double, 8 lanes in two accumulators, reduced in a fixed order
@@ -101,7 +110,7 @@ double ExpShifted(float* x, int64_t n, float shift) {
   __m256d acc_lo = _mm256_setzero_pd(), acc_hi = _mm256_setzero_pd();
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 e = ExpPs(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
+    const __m256 e = ExpAboveFloor(_mm256_sub_ps(_mm256_loadu_ps(x + i), s));
     _mm256_storeu_ps(x + i, e);
     acc_lo = _mm256_add_pd(acc_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
     acc_hi = _mm256_add_pd(acc_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
@@ -111,7 +120,7 @@ double ExpShifted(float* x, int64_t n, float shift) {
   double sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
   for (; i < n; ++i) {
     alignas(32) float one[8] = {x[i] - shift};
-    _mm256_store_ps(one, ExpPs(_mm256_load_ps(one)));
+    _mm256_store_ps(one, ExpAboveFloor(_mm256_load_ps(one)));
     x[i] = one[0];
     sum += x[i];
   }

@@ -1,4 +1,5 @@
 // The forward pass's row ops on the AVX-512 tier (contracts in ops.h).
+#include "worker/kernels/cpu/ops.h"
 #include "worker/kernels/cpu/simd/avx512_util.h"
 
 namespace kvmesh::kernels::avx512 {
@@ -91,13 +92,17 @@ void RoundToHalf(float* x, int64_t n) {
 
 double ExpShifted(float* x, int64_t n, float shift) {
   const __m512 s = _mm512_set1_ps(shift);
+  const __m512 floor = _mm512_set1_ps(kExpShiftedFloor);
   // The sum in double, 16 lanes in two accumulators, reduced in a fixed
   // order at the end (no dependence on one add per value).
   __m512d acc_lo = _mm512_setzero_pd(), acc_hi = _mm512_setzero_pd();
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = FirstLanes(n - i);
-    const __m512 e =
-        _mm512_maskz_mov_ps(m, ExpPs(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s)));
+    // 0 below the floor (exp computed at the floor, so no subnormal arises
+    // on the way; a NaN stays a NaN: max returns d for it).
+    const __m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s);
+    const __mmask16 keep = _mm512_mask_cmp_ps_mask(m, d, floor, _CMP_NLT_UQ);
+    const __m512 e = _mm512_maskz_mov_ps(keep, ExpPs(_mm512_max_ps(floor, d)));
     _mm512_mask_storeu_ps(x + i, m, e);
     acc_lo = _mm512_add_pd(acc_lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
     acc_hi = _mm512_add_pd(acc_hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));

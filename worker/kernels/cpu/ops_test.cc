@@ -211,6 +211,11 @@ TEST(RowOpsTest, ScalarTierIsTheReference) {
 // Softmax's exps: each is the correctly rounded expf of x - shift (so within
 // a few ulps of libm's and almost always equal), and the sum is theirs (in
 // double, to a few double ulps); odd lengths exercise the tails.
+// float(exp(double(d))), or 0 below kExpShiftedFloor: what exp_shifted gives.
+float RoundedExpAboveFloor(float d) {
+  return d < kExpShiftedFloor ? 0.0f : static_cast<float>(std::exp(static_cast<double>(d)));
+}
+
 TEST(RowOpsTest, ExpShiftedIsTheRoundedExpAndItsSum) {
   TestRandom rng(9);
   for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{17}, int64_t{1000}}) {
@@ -223,7 +228,7 @@ TEST(RowOpsTest, ExpShiftedIsTheRoundedExpAndItsSum) {
       const double sum = GetRowOps(isa).exp_shifted(got.data(), n, 0.5f);
       double sum_of_got = 0.0;
       for (int64_t i = 0; i < n; ++i) {
-        const float rounded = static_cast<float>(std::exp(static_cast<double>(x[i] - 0.5f)));
+        const float rounded = RoundedExpAboveFloor(x[i] - 0.5f);
         ASSERT_EQ(Bits(rounded), Bits(got[i])) << IsaName(isa) << " x " << x[i];
         ASSERT_LE(std::llabs(static_cast<int64_t>(Bits(want[i])) - Bits(got[i])), 4);
         sum_of_got += got[i];
@@ -248,9 +253,39 @@ TEST(RowOpsTest, ExpShiftedIsTheRoundedExpOverAMillionInputs) {
     GetRowOps(isa).exp_shifted(got.data(), kN, 0.0f);
     int64_t differ = 0;
     for (int64_t i = 0; i < kN; ++i) {
-      differ += Bits(static_cast<float>(std::exp(static_cast<double>(x[i])))) != Bits(got[i]);
+      differ += Bits(RoundedExpAboveFloor(x[i])) != Bits(got[i]);
     }
     EXPECT_EQ(differ, 0) << IsaName(isa);
+  }
+}
+
+// Scores far below the largest give weights of exactly 0, never subnormal
+// floats (which would slow every later operation on them), and the floor is
+// where the contract puts it, on every tier; NaN stays NaN.
+TEST(RowOpsTest, ExpShiftedFlushesWeightsBelowItsFloor) {
+  std::vector<float> x;
+  for (float d = -120.0f; d <= 0.0f; d += 0.125f) x.push_back(d);
+  const float floor = kExpShiftedFloor;
+  x.insert(x.end(),
+           {floor, std::nextafter(floor, 0.0f), std::nextafter(floor, -1000.0f),
+            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()});
+  std::vector<Isa> isas = SupportedSimdTiers();
+  isas.push_back(Isa::kScalar);
+  for (Isa isa : isas) {
+    std::vector<float> got = x;
+    GetRowOps(isa).exp_shifted(got.data(), static_cast<int64_t>(got.size()), 0.0f);
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << IsaName(isa);
+        continue;
+      }
+      EXPECT_NE(std::fpclassify(got[i]), FP_SUBNORMAL) << IsaName(isa) << " d " << x[i];
+      if (x[i] < floor) {
+        EXPECT_EQ(got[i], 0.0f) << IsaName(isa) << " d " << x[i];
+      } else {
+        EXPECT_GE(got[i], std::exp(floor) * 0.999f) << IsaName(isa) << " d " << x[i];
+      }
+    }
   }
 }
 

@@ -215,11 +215,15 @@ TEST(PagedAttentionTest, BlockKernelsEqualRowKernels) {
   const std::vector<int> quantized_dims = {64, 32, 96, 128, 160, 192, 256};
   const Case cases[] = {
       {TensorType::kF16, TensorType::kF16, {64, 128, 80, 8, 16, 24, 32, 96, 256, 72}},
+      {TensorType::kBF16, TensorType::kBF16, {64, 128, 80, 8, 16, 24, 32, 96, 256, 72}},
+      {TensorType::kF32, TensorType::kF32, {64, 128, 80, 8, 16, 96, 256, 72}},
       {TensorType::kQ8_0, TensorType::kQ8_0, quantized_dims},
       {TensorType::kQ4_0, TensorType::kQ4_0, quantized_dims},
       {TensorType::kQ3_NL, TensorType::kQ3_NL, quantized_dims},
       {TensorType::kQ8_0, TensorType::kQ3_NL, {64}},
       {TensorType::kQ4_0, TensorType::kF16, {64}},
+      {TensorType::kF16, TensorType::kBF16, {128}},
+      {TensorType::kBF16, TensorType::kQ4_0, {96}},
   };
   for (kernels::Isa isa : isas) {
     for (const Case& c : cases) {

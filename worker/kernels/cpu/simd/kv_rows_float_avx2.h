@@ -4,6 +4,7 @@
 //   Element                  the stored type
 //   Load(const Element*)     8 values as floats
 //   Scalar(Element)          one value as a float (the tail)
+// (F32, F16 and Bf16 below).
 // Products and sums are in float, two accumulators, a scalar tail.
 // Include only from files compiled for AVX2: everything here has internal
 // linkage, so no copy of it can reach another tier's code.
@@ -13,6 +14,33 @@
 
 namespace kvmesh::kv_rows::avx2 {
 namespace {
+
+// The policies of the three float storage types.
+struct F32 {
+  using Element = float;
+  static __m256 Load(const float* p) { return _mm256_loadu_ps(p); }
+  static float Scalar(float x) { return x; }
+};
+
+// Halves widen to floats exactly (F16C).
+struct F16 {
+  using Element = uint16_t;
+  static __m256 Load(const uint16_t* h) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+  }
+  static float Scalar(uint16_t h) { return HalfToFloatF16c(h); }
+};
+
+// A bf16 is the top half of an f32, so widening is a 16-bit shift.
+struct Bf16 {
+  using Element = uint16_t;
+  static __m256 Load(const uint16_t* b) {
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+  static float Scalar(uint16_t b) { return Bf16ToFloatBits(b); }
+};
 
 template <typename P>
 float DotFloatRow(int64_t n, const void* k, const void* q) {

@@ -4,6 +4,7 @@
 //   Element                          the stored type
 //   Load(const Element*)             16 values as floats
 //   LoadTail(__mmask16, const Element*)  the masked lanes, others 0
+// (F32, F16 and Bf16 below).
 // Products and sums are in float, two accumulators, tails by masked loads.
 // Include only from files compiled for AVX-512: everything here has internal
 // linkage, so no copy of it can reach another tier's code.
@@ -54,6 +55,38 @@ inline __m512 SumLanes16(const __m512 v[16]) {
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   return _mm512_permutexvar_ps(order, s1);
 }
+
+// The policies of the three float storage types.
+struct F32 {
+  using Element = float;
+  static __m512 Load(const float* p) { return _mm512_loadu_ps(p); }
+  static __m512 LoadTail(__mmask16 m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+};
+
+// Halves widen to floats exactly.
+struct F16 {
+  using Element = uint16_t;
+  static __m512 Load(const uint16_t* h) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+  }
+  static __m512 LoadTail(__mmask16 m, const uint16_t* h) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, h));
+  }
+};
+
+// A bf16 is the top half of an f32, so widening is a 16-bit shift.
+struct Bf16 {
+  using Element = uint16_t;
+  static __m512 Widen(__m256i halves) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves), 16));
+  }
+  static __m512 Load(const uint16_t* b) {
+    return Widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
+  }
+  static __m512 LoadTail(__mmask16 m, const uint16_t* b) {
+    return Widen(_mm256_maskz_loadu_epi16(m, b));
+  }
+};
 
 template <typename P>
 float DotFloatRow(int64_t n, const void* k, const void* q) {

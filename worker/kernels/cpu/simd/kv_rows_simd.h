@@ -31,6 +31,27 @@ static inline float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// r[i] = HorizontalSum(v[i]) for i < 8 with the same additions: lanes i and
+// i + 4, then the sums 0 + 2 and 1 + 3, then those two. The AVX2 block
+// kernels reduce 8 rows' lanes at once with it.
+static inline __m256 SumLanes8(const __m256 v[8]) {
+  __m256 s4[4];  // rows 2m (low half) and 2m + 1: their four sums of i, i + 4
+  for (int m = 0; m < 4; ++m) {
+    s4[m] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * m], v[2 * m + 1], 0x20),
+                          _mm256_permute2f128_ps(v[2 * m], v[2 * m + 1], 0x31));
+  }
+  // Half h of s2[m] holds rows 4m + h and 4m + h + 2: (p0 + p2, p1 + p3) each.
+  __m256 s2[2];
+  for (int m = 0; m < 2; ++m) {
+    s2[m] = _mm256_add_ps(_mm256_shuffle_ps(s4[2 * m], s4[2 * m + 1], 0x44),
+                          _mm256_shuffle_ps(s4[2 * m], s4[2 * m + 1], 0xEE));
+  }
+  // Element k of half h is row 2k + h.
+  const __m256 s1 =
+      _mm256_add_ps(_mm256_shuffle_ps(s2[0], s2[1], 0x88), _mm256_shuffle_ps(s2[0], s2[1], 0xDD));
+  return _mm256_permutevar8x32_ps(s1, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 // The 32 values of a q4_0 block as signed bytes (level - 8), in element order:
 // low nibbles are elements 0..15, high nibbles 16..31.
 static inline __m256i UnpackQ4_0(const kernels::BlockQ4_0& block) {

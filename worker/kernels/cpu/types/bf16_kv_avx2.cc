@@ -6,16 +6,6 @@
 namespace kvmesh::kv_rows::avx2 {
 namespace {
 
-struct Bf16 {
-  using Element = uint16_t;
-  static __m256 Load(const uint16_t* b) {
-    const __m256i wide =
-        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-  }
-  static float Scalar(uint16_t b) { return Bf16ToFloatBits(b); }
-};
-
 float DotBf16(int64_t n, const void* k, const void* q) { return DotFloatRow<Bf16>(n, k, q); }
 
 void AccumulateBf16(int64_t n, const void* v, float weight, float* out) {

@@ -6,19 +6,6 @@
 namespace kvmesh::kv_rows::avx512 {
 namespace {
 
-struct Bf16 {
-  using Element = uint16_t;
-  static __m512 Widen(__m256i halves) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves), 16));
-  }
-  static __m512 Load(const uint16_t* b) {
-    return Widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
-  }
-  static __m512 LoadTail(__mmask16 m, const uint16_t* b) {
-    return Widen(_mm256_maskz_loadu_epi16(m, b));
-  }
-};
-
 float DotBf16(int64_t n, const void* k, const void* q) { return DotFloatRow<Bf16>(n, k, q); }
 
 void AccumulateBf16(int64_t n, const void* v, float weight, float* out) {

@@ -6,14 +6,6 @@
 namespace kvmesh::kv_rows::avx2 {
 namespace {
 
-struct F16 {
-  using Element = uint16_t;
-  static __m256 Load(const uint16_t* h) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
-  }
-  static float Scalar(uint16_t h) { return HalfToFloatF16c(h); }
-};
-
 float DotF16(int64_t n, const void* k, const void* q) { return DotFloatRow<F16>(n, k, q); }
 
 void AccumulateF16(int64_t n, const void* v, float weight, float* out) {

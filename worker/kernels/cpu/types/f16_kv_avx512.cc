@@ -6,16 +6,6 @@
 namespace kvmesh::kv_rows::avx512 {
 namespace {
 
-struct F16 {
-  using Element = uint16_t;
-  static __m512 Load(const uint16_t* h) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
-  }
-  static __m512 LoadTail(__mmask16 m, const uint16_t* h) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, h));
-  }
-};
-
 float DotF16(int64_t n, const void* k, const void* q) { return DotFloatRow<F16>(n, k, q); }
 
 void AccumulateF16(int64_t n, const void* v, float weight, float* out) {

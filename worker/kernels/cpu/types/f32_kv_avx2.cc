@@ -5,12 +5,6 @@
 namespace kvmesh::kv_rows::avx2 {
 namespace {
 
-struct F32 {
-  using Element = float;
-  static __m256 Load(const float* p) { return _mm256_loadu_ps(p); }
-  static float Scalar(float x) { return x; }
-};
-
 float DotF32(int64_t n, const void* k, const void* q) { return DotFloatRow<F32>(n, k, q); }
 
 void AccumulateF32(int64_t n, const void* v, float weight, float* out) {

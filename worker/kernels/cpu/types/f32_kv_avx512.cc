@@ -5,12 +5,6 @@
 namespace kvmesh::kv_rows::avx512 {
 namespace {
 
-struct F32 {
-  using Element = float;
-  static __m512 Load(const float* p) { return _mm512_loadu_ps(p); }
-  static __m512 LoadTail(__mmask16 m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
-};
-
 float DotF32(int64_t n, const void* k, const void* q) { return DotFloatRow<F32>(n, k, q); }
 
 void AccumulateF32(int64_t n, const void* v, float weight, float* out) {

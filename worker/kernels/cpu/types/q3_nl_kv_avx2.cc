@@ -4,17 +4,6 @@
 #include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/kv_rows_quant_avx2.h"
 
-namespace kvmesh::kv_rows::avx2 {
-namespace {
-
-struct Q3_NLRows {
-  using Block = kernels::BlockQ3_NL;
-  static __m256i Unpack(const Block& b) { return UnpackQ3_NL(b); }
-};
-
-}  // namespace
-}  // namespace kvmesh::kv_rows::avx2
-
 namespace kvmesh::kernels {
 
 constinit const KvRowRecord<TensorType::kQ3_NL, Isa::kAvx2> kQ3_NLKvAvx2 = {

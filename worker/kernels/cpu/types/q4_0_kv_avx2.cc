@@ -4,17 +4,6 @@
 #include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/kv_rows_quant_avx2.h"
 
-namespace kvmesh::kv_rows::avx2 {
-namespace {
-
-struct Q4_0Rows {
-  using Block = kernels::BlockQ4_0;
-  static __m256i Unpack(const Block& b) { return UnpackQ4_0(b); }
-};
-
-}  // namespace
-}  // namespace kvmesh::kv_rows::avx2
-
 namespace kvmesh::kernels {
 
 constinit const KvRowRecord<TensorType::kQ4_0, Isa::kAvx2> kQ4_0KvAvx2 = {
