@@ -45,7 +45,30 @@ struct AttentionKernels {
   void (*scale)(float* x, int64_t n, float factor);
 };
 
+// Long contexts are attended in partitions of this many positions: partition
+// p holds positions [p · kAttentionPartition, (p + 1) · kAttentionPartition).
+// Each partition gets its own softmax and weighted sum of V rows, and the
+// results combine by their sums of exps (the flash-decoding split), so one
+// long sequence's attention can spread over threads. The cut depends on
+// positions only, never on threads or on the batch: a token gets the same
+// bits however its work is scheduled. Contexts up to one partition are
+// attended in one piece, as before partitions existed.
+inline constexpr int kAttentionPartition = 2048;
+
+// The partitions of a context of n_ctx positions (at least 1).
+int AttentionPartitions(int n_ctx);
+
+// One query head's softmax over one partition: the largest score and the sum
+// of exp(score - max) over its positions; {-inf, 0} when the head attends
+// none of them.
+struct PartialSoftmax {
+  float max;
+  double sum;
+};
+
 struct AttentionScratch {
+  std::vector<float> partials;  // per-partition outputs of a long context
+  std::vector<PartialSoftmax> partial_softmax;
   std::vector<float> scores;
   std::vector<float> outputs;        // a tile's outputs before they are scattered
   std::vector<uint8_t> query;        // converted query
@@ -79,5 +102,26 @@ void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels
                         int kv_head, std::span<const int32_t> block_table, int n_ctx, int n_tokens,
                         const float* q, int64_t q_stride, int n_q, float scale,
                         AttentionScratch* scratch, float* out, int64_t out_stride);
+
+// PagedAttentionTile over the positions of partition `partition` only: token
+// i attends those of its first n_ctx + i positions that lie in it, with a
+// softmax normalised over them, and parts[i * n_q + g] gets that softmax's
+// max and sum for head g. A token that attends none of them gets zeros and
+// {-inf, 0}. PagedAttentionTile of a long context is these partitions
+// combined by CombinePartitions, so a caller may compute the partitions in
+// any order, on any threads, and get the same bits.
+void PagedAttentionTilePart(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
+                            int kv_head, std::span<const int32_t> block_table, int partition,
+                            int n_ctx, int n_tokens, const float* q, int64_t q_stride, int n_q,
+                            float scale, AttentionScratch* scratch, float* out, int64_t out_stride,
+                            PartialSoftmax* parts);
+
+// out[head_dim] = one head's attention from its n_parts partitions:
+// partition p's output at part_outputs + p * part_stride and its softmax at
+// parts[p * parts_stride], each weighted by its share of the total sum of
+// exps (in double, rounded once to float), accumulated from partition 0 up
+// with fma. A single partition comes back unchanged.
+void CombinePartitions(const float* part_outputs, int64_t part_stride, const PartialSoftmax* parts,
+                       int64_t parts_stride, int n_parts, int head_dim, float* out);
 
 }  // namespace kvmesh

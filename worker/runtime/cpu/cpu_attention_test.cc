@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -315,6 +316,143 @@ TEST(PagedAttentionTest, TileEqualsEachTokenAlone) {
                     << " tokens " << n_tokens << " n_ctx " << n_ctx << " at " << i;
               }
             }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Attention over one head computed directly in double from the stored f32
+// rows: softmax(scale · q·K) · V over positions [0, n_ctx).
+std::vector<double> DirectAttention(const CpuKvPages& pages, const std::vector<int32_t>& table,
+                                    int n_ctx, const float* q, float scale) {
+  const KvLayout& layout = pages.layout();
+  const int d = layout.head_dim;
+  std::vector<double> scores(n_ctx);
+  double top = -INFINITY;
+  for (int j = 0; j < n_ctx; ++j) {
+    const auto* k = reinterpret_cast<const float*>(
+        pages.KRow(0, table[j / layout.block_size], j % layout.block_size, 0));
+    double dot = 0.0;
+    for (int i = 0; i < d; ++i) dot += static_cast<double>(k[i]) * q[i];
+    scores[j] = dot * scale;
+    top = std::max(top, scores[j]);
+  }
+  double sum = 0.0;
+  for (double& s : scores) sum += (s = std::exp(s - top));
+  std::vector<double> out(d, 0.0);
+  for (int j = 0; j < n_ctx; ++j) {
+    const auto* v = reinterpret_cast<const float*>(
+        pages.VRow(0, table[j / layout.block_size], j % layout.block_size, 0));
+    for (int i = 0; i < d; ++i) out[i] += scores[j] / sum * v[i];
+  }
+  return out;
+}
+
+// Contexts longer than a partition are attended partition by partition and
+// combined: the result is softmax attention over the whole context, to float
+// accuracy, wherever the largest scores lie (here one dominant position in a
+// late partition, and in the first).
+TEST(PagedAttentionTest, PartitionsCombineToAttentionOverTheWholeContext) {
+  KvLayout layout = SmallLayout(TensorType::kF32, TensorType::kF32);
+  layout.n_layer = 1;
+  layout.n_head_kv = 1;
+  layout.block_size = 16;
+  constexpr int kMaxCtx = 3 * kAttentionPartition + 100;
+  std::vector<int32_t> table(kMaxCtx / layout.block_size + 1);
+  for (size_t i = 0; i < table.size(); ++i) {
+    table[i] = static_cast<int32_t>((11 * i + 5) % table.size());
+  }
+  CpuKvPages pages(layout, static_cast<int>(table.size()));
+  FillPositions(&pages, table, kMaxCtx);
+  kernels::TestRandom rng(77);
+  const std::vector<float> q = kernels::MakeTestRow(rng, layout.head_dim);
+  EXPECT_EQ(AttentionPartitions(kAttentionPartition), 1);
+  EXPECT_EQ(AttentionPartitions(kAttentionPartition + 1), 2);
+  for (int hot : {-1, 5, 2 * kAttentionPartition + 7}) {
+    if (hot >= 0) {  // a K row along q: this position takes most of the weight
+      auto* k = reinterpret_cast<float*>(
+          pages.KRow(0, table[hot / layout.block_size], hot % layout.block_size, 0));
+      for (int i = 0; i < layout.head_dim; ++i) k[i] = q[i];
+    }
+    for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::ActiveIsa()}) {
+      const AttentionKernels kernels = AttentionKernels::For(layout, isa);
+      for (int n_ctx :
+           {kAttentionPartition, kAttentionPartition + 1, 2 * kAttentionPartition + 8, kMaxCtx}) {
+        AttentionScratch scratch;
+        std::vector<float> got(layout.head_dim);
+        PagedAttention(pages, kernels, 0, 0, table, n_ctx, q.data(), 0.125f, &scratch, got.data());
+        const std::vector<double> want = DirectAttention(pages, table, n_ctx, q.data(), 0.125f);
+        double norm = 0.0;
+        for (double w : want) norm = std::max(norm, std::abs(w));
+        for (int i = 0; i < layout.head_dim; ++i) {
+          ASSERT_NEAR(got[i], want[i], 2e-6 * norm)
+              << kernels::IsaName(isa) << " n_ctx " << n_ctx << " hot " << hot << " d " << i;
+        }
+      }
+    }
+  }
+}
+
+// A tile whose tokens straddle partition boundaries gives each head what it
+// gets alone, bit for bit, and the partitions computed one by one, in any
+// order and with their own scratch, combine to the same bits: how they are
+// scheduled over threads changes nothing.
+TEST(PagedAttentionTest, PartitionedTilesEqualEachTokenAlone) {
+  for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::ActiveIsa()}) {
+    SCOPED_TRACE(kernels::IsaName(isa));
+    for (TensorType type : {TensorType::kF16, TensorType::kQ4_0}) {
+      KvLayout layout = SmallLayout(type, type);
+      layout.block_size = 16;
+      constexpr int kMaxCtx = 2 * kAttentionPartition + 40;
+      std::vector<int32_t> table(kMaxCtx / layout.block_size + 1);
+      for (size_t i = 0; i < table.size(); ++i) {
+        table[i] = static_cast<int32_t>((7 * i + 3) % table.size());
+      }
+      CpuKvPages pages(layout, static_cast<int>(table.size()));
+      FillPositions(&pages, table, kMaxCtx);
+      const AttentionKernels kernels = AttentionKernels::For(layout, isa);
+      kernels::TestRandom rng(5);
+      constexpr int n_q = 2;
+      for (int n_tokens : {1, 3, 4}) {
+        for (int n_ctx : {kAttentionPartition - 1, kAttentionPartition, 2 * kAttentionPartition + 2,
+                          kAttentionPartition - 2}) {
+          const int64_t stride = (n_q + 1) * layout.head_dim;
+          std::vector<float> q(n_tokens * stride);
+          for (float& x : q) x = rng.Bell();
+          std::vector<float> got(q.size(), -1.0f), want(q.size(), -1.0f);
+          AttentionScratch scratch;
+          PagedAttentionTile(pages, kernels, 1, 1, table, n_ctx, n_tokens, q.data(), stride, n_q,
+                             0.125f, &scratch, got.data(), stride);
+          for (int i = 0; i < n_tokens; ++i) {
+            PagedAttentionGroup(pages, kernels, 1, 1, table, n_ctx + i, q.data() + i * stride, n_q,
+                                0.125f, &scratch, want.data() + i * stride);
+          }
+          // The partitions last to first, each with fresh scratch.
+          const int parts = AttentionPartitions(n_ctx + n_tokens - 1);
+          const int heads = n_tokens * n_q;
+          std::vector<float> outputs(static_cast<size_t>(parts) * heads * layout.head_dim);
+          std::vector<PartialSoftmax> softmax(static_cast<size_t>(parts) * heads);
+          for (int p = parts - 1; p >= 0; --p) {
+            AttentionScratch fresh;
+            PagedAttentionTilePart(pages, kernels, 1, 1, table, p, n_ctx, n_tokens, q.data(),
+                                   stride, n_q, 0.125f, &fresh,
+                                   outputs.data() + p * heads * layout.head_dim,
+                                   n_q * layout.head_dim, softmax.data() + p * heads);
+          }
+          std::vector<float> split(q.size(), -1.0f);
+          for (int h = 0; h < heads; ++h) {
+            CombinePartitions(outputs.data() + h * layout.head_dim, heads * layout.head_dim,
+                              softmax.data() + h, heads, AttentionPartitions(n_ctx + h / n_q),
+                              layout.head_dim,
+                              split.data() + (h / n_q) * stride + (h % n_q) * layout.head_dim);
+          }
+          for (size_t i = 0; i < got.size(); ++i) {
+            ASSERT_EQ(got[i], want[i]) << TensorTypeName(type) << " tokens " << n_tokens
+                                       << " n_ctx " << n_ctx << " at " << i;
+            ASSERT_EQ(split[i], got[i]) << TensorTypeName(type) << " tokens " << n_tokens
+                                        << " n_ctx " << n_ctx << " at " << i;
           }
         }
       }

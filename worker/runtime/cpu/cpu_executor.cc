@@ -241,24 +241,94 @@ void CpuExecutor::Attention(int layer) {
     t = end;
   }
   const int64_t n_tiles = static_cast<int64_t>(tiles_.size());
+  auto context_of = [&](const Tile& tile) { return step_.positions[tile.first_token] + 1; };
+  auto finish = [&](const Tile& tile, int kv_head) {
+    const int64_t first =
+        tile.first_token * q_dim + static_cast<int64_t>(kv_head) * group * head_dim;
+    for (int i = 0; i < tile.num_tokens; ++i) {
+      float* out = attn + first + i * q_dim;
+      for (int g = 0; g < group; ++g) RestoreAttentionOutput(layout_, out + g * head_dim);
+    }
+  };
   // Items are numbered head-major: a causal prompt's later tokens cost more,
   // and token-major chunks would give one thread most of that work.
   const int64_t items = n_tiles * n_head_kv;
-  pool_.ParallelFor(items, [&](int64_t b, int64_t e) {
+  // Too few items to keep every thread busy, and a long context: each
+  // partition of positions becomes an item of its own (the same bits as one
+  // item doing them all, PagedAttentionTilePart), then the partitions of
+  // every head are combined.
+  int64_t n_parts = 0;
+  if (items < 4 * static_cast<int64_t>(pool_.num_threads())) {
+    part_first_.resize(n_tiles + 1);
+    for (int64_t i = 0; i < n_tiles; ++i) {
+      part_first_[i] = n_parts;
+      n_parts += AttentionPartitions(context_of(tiles_[i]) + tiles_[i].num_tokens - 1);
+    }
+    part_first_[n_tiles] = n_parts;
+    if (n_parts == n_tiles) n_parts = 0;  // every context fits one partition
+  }
+  if (n_parts == 0) {
+    pool_.ParallelFor(items, [&](int64_t b, int64_t e) {
+      thread_local AttentionScratch scratch;
+      for (int64_t it = b; it < e; ++it) {
+        const int kv_head = static_cast<int>(it / n_tiles);
+        const Tile& tile = tiles_[it % n_tiles];
+        const int64_t t = tile.first_token;
+        const SequenceChunk& seq = sequences[step_.token_seq[t]];
+        const int64_t first = t * q_dim + static_cast<int64_t>(kv_head) * group * head_dim;
+        PagedAttentionTile(pages_, attention_kernels_, local_layer, kv_head, seq.block_table,
+                           context_of(tile), tile.num_tokens, q_all + first, q_dim, group, scale,
+                           &scratch, attn + first, q_dim);
+        finish(tile, kv_head);
+      }
+    });
+    return;
+  }
+  // Partition slot s of tile i is part_first_[i] + p; its outputs are laid
+  // out [slot][token of the tile][q_dim] (kTileHeads tokens at most), its
+  // softmax [slot][token][n_head].
+  const int64_t slot_floats = static_cast<int64_t>(tile_tokens) * q_dim;
+  const int64_t slot_heads = static_cast<int64_t>(tile_tokens) * n_head;
+  part_outputs_.resize(static_cast<size_t>(n_parts * slot_floats));
+  part_softmax_.resize(static_cast<size_t>(n_parts * slot_heads));
+  pool_.ParallelFor(n_parts * n_head_kv, [&](int64_t b, int64_t e) {
     thread_local AttentionScratch scratch;
     for (int64_t it = b; it < e; ++it) {
-      const int kv_head = static_cast<int>(it / n_tiles);
-      const Tile& tile = tiles_[it % n_tiles];
+      const int kv_head = static_cast<int>(it / n_parts);
+      const int64_t slot = it % n_parts;
+      const int64_t i =
+          std::upper_bound(part_first_.begin(), part_first_.end(), slot) - part_first_.begin() - 1;
+      const Tile& tile = tiles_[i];
       const int64_t t = tile.first_token;
       const SequenceChunk& seq = sequences[step_.token_seq[t]];
-      const int64_t first = t * q_dim + static_cast<int64_t>(kv_head) * group * head_dim;
-      PagedAttentionTile(pages_, attention_kernels_, local_layer, kv_head, seq.block_table,
-                         step_.positions[t] + 1, tile.num_tokens, q_all + first, q_dim, group,
-                         scale, &scratch, attn + first, q_dim);
-      for (int i = 0; i < tile.num_tokens; ++i) {
-        float* out = attn + first + i * q_dim;
-        for (int g = 0; g < group; ++g) RestoreAttentionOutput(layout_, out + g * head_dim);
+      const int64_t head0 = static_cast<int64_t>(kv_head) * group;
+      PagedAttentionTilePart(pages_, attention_kernels_, local_layer, kv_head, seq.block_table,
+                             static_cast<int>(slot - part_first_[i]), context_of(tile),
+                             tile.num_tokens, q_all + t * q_dim + head0 * head_dim, q_dim, group,
+                             scale, &scratch,
+                             part_outputs_.data() + slot * slot_floats + head0 * head_dim, q_dim,
+                             part_softmax_.data() + slot * slot_heads + head0);
+    }
+  });
+  // Each token's heads from their partitions; a token that attends fewer
+  // partitions than the last of its tile combines only its own.
+  pool_.ParallelFor(n_tiles * n_head_kv, [&](int64_t b, int64_t e) {
+    for (int64_t it = b; it < e; ++it) {
+      const int kv_head = static_cast<int>(it / n_tiles);
+      const int64_t i = it % n_tiles;
+      const Tile& tile = tiles_[i];
+      const int64_t slot0 = part_first_[i];
+      for (int k = 0; k < tile.num_tokens; ++k) {
+        const int parts = AttentionPartitions(context_of(tile) + k);
+        for (int g = 0; g < group; ++g) {
+          const int64_t h = static_cast<int64_t>(kv_head) * group + g;
+          CombinePartitions(part_outputs_.data() + slot0 * slot_floats + k * q_dim + h * head_dim,
+                            slot_floats, part_softmax_.data() + slot0 * slot_heads + k * n_head + h,
+                            slot_heads, parts, head_dim,
+                            attn + (tile.first_token + k) * q_dim + h * head_dim);
+        }
       }
+      finish(tile, kv_head);
     }
   });
 }

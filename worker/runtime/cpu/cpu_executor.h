@@ -107,6 +107,12 @@ class CpuExecutor : public GraphBackend {
     int32_t num_tokens = 0;
   };
   std::vector<Tile> tiles_;
+  // Where attention splits long contexts over threads: each tile's first
+  // partition slot, and the slots' outputs and softmax (rebuilt per layer
+  // call, kept to avoid reallocating).
+  std::vector<int64_t> part_first_;
+  std::vector<float> part_outputs_;
+  std::vector<PartialSoftmax> part_softmax_;
   Communicator* comm_;
 
   // The step being computed (valid between BeginStep and the next).
