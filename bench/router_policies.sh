@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# prefix vs round_robin vs least_load on agent-like traffic: for each policy,
+# prefix vs round_robin vs least_load vs approx_prefix on agent-like traffic: for each policy,
 # a fresh cluster (router + 2 workers, cold caches) serves the same sessions
 # (bench/router_sessions). Prints one row per policy and the machine load.
 #   [WORKERS=2] [BUILD_DIR=build] bench/router_policies.sh [router_sessions args...]
@@ -14,7 +14,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-12s %10s %14s %14s %10s %8s\n' policy hit% ttft_mean_ms ttft_p90_ms max/min seconds
-for policy in prefix round_robin least_load; do
+for policy in prefix round_robin least_load approx_prefix; do
   for ((i = 0; i < WORKERS; ++i)); do
     "$B/worker/kvmesh-worker" --grpc-port 0 --http-port 0 --threads 1 --worker-id "w$i" \
       --log-level warning >"$tmp/w$i.out" 2>"$tmp/w$i.err" &

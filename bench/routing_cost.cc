@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     const PrefixMatch m = index.Match(hashes, all);
     for (int w = 0; w < workers; ++w) views[w].cached_tokens = m.blocks[w] * 16;
-    const Decision d = policy->Choose({static_cast<int32_t>(hashes.size() * 16), views});
+    const Decision d =
+        policy->Choose({static_cast<int32_t>(hashes.size() * 16), views, hashes, 16});
     micros.push_back(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     hits += views[d.index].cached_tokens > 0;

@@ -383,7 +383,8 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       conns.push_back(c.worker);
     }
     Decision d;
-    if (!StickToSession(hint, views, &d)) d = policy_->Choose({n_prompt, views});
+    if (!StickToSession(hint, views, &d))
+      d = policy_->Choose({n_prompt, views, hashes, group.block_size});
     if (metrics_)
       metrics_->OnDecision(std::string(policy_->name()), d.reason, Seconds(Clock::now() - t0));
     WorkerConnection* worker = conns[d.index];

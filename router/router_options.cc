@@ -17,7 +17,9 @@ void RouterOptions::Register(ConfigSchema* s) {
             "gRPC port: Inference and RouterRegistry (0: any free port)");
   s->AddInt("http_port", &http_port, 0, 65535,
             "HTTP port: OpenAI/Anthropic APIs, /metrics, /healthz (0: any)");
-  s->AddString("policy", &policy, "routing policy: prefix, least_load, round_robin");
+  s->AddString("policy", &policy,
+               "routing policy: prefix, least_load, round_robin, approx_prefix (a baseline "
+               "that guesses caches from its own routing, without KV events)");
   s->AddDouble("prefix_tokens_per_running_request", &prefix_tokens_per_running_request, 0, 1e7,
                "prefix policy: load of one request on a worker, in prompt tokens");
   s->AddDouble("prefix_default_prefill_tokens_per_s", &prefix_default_prefill_tokens_per_s, 1, 1e9,
@@ -30,6 +32,17 @@ void RouterOptions::Register(ConfigSchema* s) {
   s->AddBool("prefix_host_tier", &prefix_host_tier,
              "prefix policy: count blocks in a worker's host-RAM tier as hits priced by its "
              "measured restore speed (off: treat them as misses)");
+  s->AddDouble("approx_prefix_match_threshold", &approx_prefix_match_threshold, 0, 1,
+               "approx_prefix policy: fraction of the prompt a remembered prefix must cover to "
+               "route to its worker");
+  s->AddInt("approx_prefix_balance_abs_threshold", &approx_prefix_balance_abs_threshold, 0, 1 << 20,
+            "approx_prefix policy: requests the busiest worker must carry over the least busy "
+            "one before load outweighs the cache");
+  s->AddDouble("approx_prefix_balance_rel_threshold", &approx_prefix_balance_rel_threshold, 1, 1000,
+               "approx_prefix policy: and how many times as many");
+  s->AddInt("approx_prefix_max_tokens_per_worker", &approx_prefix_max_tokens_per_worker, 1,
+            int64_t{1} << 40,
+            "approx_prefix policy: prompt tokens remembered per worker (least recent forgotten)");
   s->AddStringList("api_keys", &api_keys, "accepted API keys (empty: none needed)");
   s->MarkSecret("api_keys");
   s->AddString("chat_template", &chat_template,
@@ -65,7 +78,7 @@ void RouterOptions::Register(ConfigSchema* s) {
 }
 
 Status RouterOptions::Validate() const {
-  auto policy_or = MakePolicy(policy, weights());
+  auto policy_or = MakePolicy(policy, weights(), approx_prefix());
   if (!policy_or.ok()) return policy_or.status().WithPrefix("option policy");
   LogLevel level;
   if (!ParseLogLevel(log_level, &level)) {
@@ -103,6 +116,15 @@ PrefixPolicyWeights RouterOptions::weights() const {
   w.guard_slack = static_cast<int32_t>(prefix_guard_slack);
   w.use_host_tier = prefix_host_tier;
   return w;
+}
+
+ApproxPrefixPolicyOptions RouterOptions::approx_prefix() const {
+  ApproxPrefixPolicyOptions a;
+  a.match_threshold = approx_prefix_match_threshold;
+  a.balance_abs_threshold = static_cast<int32_t>(approx_prefix_balance_abs_threshold);
+  a.balance_rel_threshold = approx_prefix_balance_rel_threshold;
+  a.max_tokens_per_worker = approx_prefix_max_tokens_per_worker;
+  return a;
 }
 
 }  // namespace kvmesh::router

@@ -25,6 +25,10 @@ struct RouterOptions {
   double prefix_guard_ratio = 2.0;
   int64_t prefix_guard_slack = 4;
   bool prefix_host_tier = true;
+  double approx_prefix_match_threshold = 0.5;
+  int64_t approx_prefix_balance_abs_threshold = 32;
+  double approx_prefix_balance_rel_threshold = 1.0001;
+  int64_t approx_prefix_max_tokens_per_worker = 1 << 20;
   std::vector<std::string> api_keys;
   std::string chat_template;               // family name overriding the models' templates
   std::vector<std::string> model_aliases;  // PATTERN=MODEL (router/model_names.h)
@@ -45,6 +49,7 @@ struct RouterOptions {
   void Register(ConfigSchema* schema);
   Status Validate() const;
   PrefixPolicyWeights weights() const;
+  ApproxPrefixPolicyOptions approx_prefix() const;
 };
 
 }  // namespace kvmesh::router

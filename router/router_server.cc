@@ -41,7 +41,8 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
       std::chrono::milliseconds(static_cast<int64_t>(o.optimistic_ttl_seconds * 1000));
   r->registry_ = std::make_unique<Registry>(ro);
   r->metrics_ = std::make_unique<RouterMetrics>(r->registry_.get());
-  ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy, MakePolicy(o.policy, o.weights()));
+  ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy,
+                   MakePolicy(o.policy, o.weights(), o.approx_prefix()));
   RouterCoreOptions co;
   co.max_attempts = static_cast<int>(o.max_attempts);
   co.default_max_tokens = static_cast<int32_t>(o.default_max_tokens);

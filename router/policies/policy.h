@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/block_hash.h"
 #include "common/status.h"
 
 namespace kvmesh::router {
@@ -40,6 +41,10 @@ struct WorkerView {
 struct RoutingInput {
   int32_t prompt_tokens = 0;
   std::span<const WorkerView> workers;  // non-empty, healthy candidates
+  // The prompt's full blocks, hashed as the workers hash them (model, cache
+  // salt and tokens), and their size in tokens.
+  std::span<const BlockHash> block_hashes;
+  int32_t block_size = 0;
 };
 
 struct Decision {
@@ -66,6 +71,21 @@ struct PrefixPolicyWeights {
   bool use_host_tier = true;
 };
 
+// Knobs of the approx_prefix policy (config keys approx_prefix_*).
+struct ApproxPrefixPolicyOptions {
+  // Route to the worker with the longest remembered prefix when it covers at
+  // least this fraction of the prompt.
+  double match_threshold = 0.5;
+  // Load counts as imbalanced, and the least-loaded worker takes the request,
+  // when the busiest has more than this many requests over the least busy...
+  int32_t balance_abs_threshold = 32;
+  // ...and more than this many times as many.
+  double balance_rel_threshold = 1.0001;
+  // Prompt tokens remembered per worker; the least recently routed are
+  // forgotten past it.
+  int64_t max_tokens_per_worker = 1 << 20;
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -76,10 +96,13 @@ class Policy {
 std::unique_ptr<Policy> MakeRoundRobinPolicy();
 std::unique_ptr<Policy> MakeLeastLoadPolicy();
 std::unique_ptr<Policy> MakePrefixPolicy(const PrefixPolicyWeights& weights);
+std::unique_ptr<Policy> MakeApproxPrefixPolicy(const ApproxPrefixPolicyOptions& options);
 
-// "round_robin", "least_load" or "prefix"; InvalidArgument listing them otherwise.
+// "round_robin", "least_load", "prefix" or "approx_prefix"; InvalidArgument
+// listing them otherwise.
 StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name,
-                                             const PrefixPolicyWeights& weights = {});
+                                             const PrefixPolicyWeights& weights = {},
+                                             const ApproxPrefixPolicyOptions& approx = {});
 std::vector<std::string> PolicyNames();
 
 }  // namespace kvmesh::router

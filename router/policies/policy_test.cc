@@ -22,17 +22,18 @@ TEST(PolicyTest, RegistryByName) {
   EXPECT_EQ((*MakePolicy("prefix"))->name(), "prefix");
   EXPECT_EQ((*MakePolicy("least_load"))->name(), "least_load");
   EXPECT_EQ((*MakePolicy("round_robin"))->name(), "round_robin");
+  EXPECT_EQ((*MakePolicy("approx_prefix"))->name(), "approx_prefix");
   auto bad = MakePolicy("random");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(),
-              ::testing::HasSubstr("choose prefix, least_load or round_robin"));
+              ::testing::HasSubstr("choose prefix, least_load, round_robin or approx_prefix"));
 }
 
 TEST(PolicyTest, RoundRobinCycles) {
   auto p = MakeRoundRobinPolicy();
   std::vector<WorkerView> ws = {W(0, 5), W(1, 0), W(2, 9)};
   std::vector<int> picks;
-  for (int i = 0; i < 6; ++i) picks.push_back(p->Choose({10, ws}).index);
+  for (int i = 0; i < 6; ++i) picks.push_back(p->Choose({10, ws, {}, 0}).index);
   EXPECT_EQ(picks, (std::vector<int>{0, 1, 2, 0, 1, 2}));
 }
 
@@ -40,22 +41,22 @@ TEST(PolicyTest, LeastLoadPicksFewestRequests) {
   auto p = MakeLeastLoadPolicy();
   std::vector<WorkerView> ws = {W(0, 5), W(1, 2), W(2, 2)};
   ws[2].queued_prefill_tokens = -1;  // tie broken by queued prefill
-  EXPECT_EQ(p->Choose({10, ws}).index, 2);
+  EXPECT_EQ(p->Choose({10, ws, {}, 0}).index, 2);
   ws[1].inflight = 0;
   ws[0].running = 0;
-  EXPECT_EQ(p->Choose({10, ws}).index, 0);
+  EXPECT_EQ(p->Choose({10, ws, {}, 0}).index, 0);
 }
 
 TEST(PolicyTest, PrefixPrefersTheCacheHolder) {
   auto p = MakePrefixPolicy({});
   // 1000-token prompt; w1 holds 960 of it and runs one more request.
   std::vector<WorkerView> ws = {W(0, 0), W(1, 1, 960)};
-  Decision d = p->Choose({1000, ws});
+  Decision d = p->Choose({1000, ws, {}, 0});
   EXPECT_EQ(d.index, 1);
   EXPECT_EQ(d.reason, "prefix_hit");
   // Without a hit, the idle worker.
   ws[1].cached_tokens = 0;
-  d = p->Choose({1000, ws});
+  d = p->Choose({1000, ws, {}, 0});
   EXPECT_EQ(d.index, 0);
   EXPECT_EQ(d.reason, "min_cost");
 }
@@ -67,11 +68,11 @@ TEST(PolicyTest, PrefixSpreadsNewPrefixesOverTheCaches) {
   std::vector<WorkerView> ws = {W(0, 0, 0, 1050), W(1, 0, 0, 1000)};
   ws[0].blocks_cached = 40;
   ws[1].blocks_cached = 10;
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(p->Choose({500, ws}).index, 1);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(p->Choose({500, ws, {}, 0}).index, 1);
   // Fully equal: taken in turn.
   ws[0].blocks_cached = ws[1].blocks_cached = 0;
   std::set<int> picked;
-  for (int i = 0; i < 4; ++i) picked.insert(p->Choose({500, ws}).index);
+  for (int i = 0; i < 4; ++i) picked.insert(p->Choose({500, ws, {}, 0}).index);
   EXPECT_EQ(picked.size(), 2u);
 }
 
@@ -82,14 +83,14 @@ TEST(PolicyTest, AnUnmeasuredWorkerIsAssumedAsFastAsTheFastest) {
   // blocks rather than to the only one with a measurement.
   std::vector<WorkerView> ws = {W(0, 0, 0, 10000), W(1, 0, 0, 0)};
   ws[0].blocks_cached = 30;
-  EXPECT_EQ(p->Choose({400, ws}).index, 1);
+  EXPECT_EQ(p->Choose({400, ws, {}, 0}).index, 1);
 }
 
 TEST(PolicyTest, PrefixWeighsPrefillSpeed) {
   auto p = MakePrefixPolicy({});
   // Same cache, w0 four times faster at prefill: w0 wins despite one request more.
   std::vector<WorkerView> ws = {W(0, 1, 0, 4000), W(1, 0, 0, 1000)};
-  EXPECT_EQ(p->Choose({2000, ws}).index, 0);
+  EXPECT_EQ(p->Choose({2000, ws, {}, 0}).index, 0);
 }
 
 TEST(PolicyTest, AHostTierHitCostsItsRestoreNotARecompute) {
@@ -100,16 +101,16 @@ TEST(PolicyTest, AHostTierHitCostsItsRestoreNotARecompute) {
   host.host_cached_tokens = 6000;
   host.host_restore_tokens_per_s = 40000;
   std::vector<WorkerView> ws = {host, W(1, 0, 4000)};
-  Decision d = p->Choose({8000, ws});
+  Decision d = p->Choose({8000, ws, {}, 0});
   EXPECT_EQ(d.index, 0);  // 2.15 s against 4 s
   EXPECT_EQ(d.reason, "prefix_hit");
   // A slow restore (2000 tokens/s: 3 s) makes the host hit dearer than w1's
   // device hit plus the recompute (4 s is not within 10% of 5 s).
   ws[0].host_restore_tokens_per_s = 2000;
-  EXPECT_EQ(p->Choose({8000, ws}).index, 1);
+  EXPECT_EQ(p->Choose({8000, ws, {}, 0}).index, 1);
   // Unmeasured restore speed: the host blocks count as misses.
   ws[0].host_restore_tokens_per_s = 0;
-  EXPECT_EQ(p->Choose({8000, ws}).index, 1);
+  EXPECT_EQ(p->Choose({8000, ws, {}, 0}).index, 1);
 }
 
 TEST(PolicyTest, IgnoringTheHostTierTreatsItsBlocksAsMisses) {
@@ -120,7 +121,7 @@ TEST(PolicyTest, IgnoringTheHostTierTreatsItsBlocksAsMisses) {
   host.host_cached_tokens = 6000;
   host.host_restore_tokens_per_s = 40000;
   std::vector<WorkerView> ws = {host, W(1, 0, 4000)};
-  Decision d = p->Choose({8000, ws});
+  Decision d = p->Choose({8000, ws, {}, 0});
   EXPECT_EQ(d.index, 1);
 }
 
@@ -130,14 +131,117 @@ TEST(PolicyTest, GuardStopsOneHotPrefixFromMeltingAWorker) {
   auto p = MakePrefixPolicy(weights);
   // w0 holds the whole prompt but already runs 20 requests; w1 runs 2.
   std::vector<WorkerView> ws = {W(0, 20, 4000), W(1, 2)};
-  Decision d = p->Choose({4096, ws});
+  Decision d = p->Choose({4096, ws, {}, 0});
   EXPECT_EQ(d.index, 1);
   EXPECT_EQ(d.reason, "load_guard");
   // Mildly uneven load: the cache still wins.
   ws[0].running = 9;  // limit = 2 * (2 + 1) + 4 = 10
-  d = p->Choose({4096, ws});
+  d = p->Choose({4096, ws, {}, 0});
   EXPECT_EQ(d.index, 0);
   EXPECT_EQ(d.reason, "prefix_hit");
+}
+
+// Block hashes of a prompt made of `blocks` blocks of 16 tokens, the first
+// `shared` of them from a common prefix (seed 1) and the rest from `seed`.
+std::vector<BlockHash> Prompt(int blocks, int shared, int seed) {
+  std::vector<int32_t> tokens;
+  for (int b = 0; b < blocks; ++b) {
+    for (int i = 0; i < 16; ++i) tokens.push_back((b < shared ? 1 : seed) * 1000 + b * 16 + i);
+  }
+  return HashFullBlocks(RootHash("model"), tokens, 16);
+}
+
+Decision ChooseApprox(Policy& p, const std::vector<BlockHash>& hashes,
+                      const std::vector<WorkerView>& ws) {
+  return p.Choose({static_cast<int32_t>(hashes.size()) * 16 + 1, ws, hashes, 16});
+}
+
+// A prompt goes where its prefix was sent before, once that prefix covers
+// the threshold; otherwise to the worker the policy has sent least.
+TEST(PolicyTest, ApproxPrefixFollowsWhatItRouted) {
+  auto p = MakeApproxPrefixPolicy({});
+  const std::vector<WorkerView> ws = {W(0, 0), W(1, 0), W(2, 0)};
+  const Decision first = ChooseApprox(*p, Prompt(8, 4, 2), ws);
+  EXPECT_EQ(first.reason, "approx_miss");
+  EXPECT_EQ(first.index, 0);  // nothing remembered anywhere: the first
+  const Decision other = ChooseApprox(*p, Prompt(8, 0, 3), ws);
+  EXPECT_EQ(other.reason, "approx_miss");
+  EXPECT_EQ(other.index, 1);  // worker 0 remembers 8 blocks, 1 and 2 none
+  // The first prompt extended: 8 of its 12 blocks were sent to worker 0.
+  const Decision again = ChooseApprox(*p, Prompt(12, 4, 2), ws);
+  EXPECT_EQ(again.reason, "approx_hit");
+  EXPECT_EQ(again.index, 0);
+  // Only the 4 shared blocks of 12 (64 of 193 tokens) are on worker 0: under
+  // the 0.5 threshold, so worker 2, which remembers nothing, takes it.
+  const Decision weak = ChooseApprox(*p, Prompt(12, 4, 5), ws);
+  EXPECT_EQ(weak.reason, "approx_miss");
+  EXPECT_EQ(weak.index, 2);
+}
+
+// Equal remembered prefixes go to the less loaded worker.
+TEST(PolicyTest, ApproxPrefixBreaksTiesByLoad) {
+  auto p = MakeApproxPrefixPolicy({.match_threshold = 0.25});
+  ChooseApprox(*p, Prompt(8, 4, 6), {W(0, 0)});
+  ChooseApprox(*p, Prompt(8, 4, 7), {W(1, 0)});
+  // 4 shared blocks (64 of 193 tokens, over 0.25) on workers 0 and 1.
+  const Decision tie = ChooseApprox(*p, Prompt(12, 4, 8), {W(0, 3), W(1, 0), W(2, 0)});
+  EXPECT_EQ(tie.reason, "approx_hit");
+  EXPECT_EQ(tie.index, 1);
+}
+
+// Uneven load overrides the cache: past both thresholds the least-loaded
+// worker takes the request even when another remembers all of it.
+TEST(PolicyTest, ApproxPrefixBalancesUnevenLoad) {
+  auto p = MakeApproxPrefixPolicy({.balance_abs_threshold = 4, .balance_rel_threshold = 2});
+  const std::vector<BlockHash> prompt = Prompt(8, 0, 2);
+  ChooseApprox(*p, prompt, {W(0, 0), W(1, 0)});
+  EXPECT_EQ(ChooseApprox(*p, prompt, {W(0, 4), W(1, 0)}).reason, "approx_hit");  // 4 - 0 <= 4
+  const Decision d = ChooseApprox(*p, prompt, {W(0, 5), W(1, 0)});
+  EXPECT_EQ(d.reason, "load_imbalance");
+  EXPECT_EQ(d.index, 1);
+  // 10 against 5 is over the absolute threshold but not over twice as many:
+  // a hit, on worker 1, which now remembers the prompt too and is less loaded.
+  const Decision hit = ChooseApprox(*p, prompt, {W(0, 10), W(1, 5)});
+  EXPECT_EQ(hit.reason, "approx_hit");
+  EXPECT_EQ(hit.index, 1);
+}
+
+// Past its bound a worker's least recently routed blocks are forgotten, and
+// a prompt's later blocks before its earlier ones.
+TEST(PolicyTest, ApproxPrefixForgetsTheLeastRecentlyRouted) {
+  auto p = MakeApproxPrefixPolicy({.match_threshold = 0.01, .max_tokens_per_worker = 16 * 10});
+  const std::vector<WorkerView> one = {W(0, 0)};
+  const std::vector<WorkerView> two = {W(0, 0), W(1, 0)};
+  // With worker 1 remembering nothing, a hit names worker 0 and a miss 1.
+  auto remembered_on_0 = [&](std::span<const BlockHash> h) {
+    return ChooseApprox(*p, {h.begin(), h.end()}, two).index == 0;
+  };
+  const std::vector<BlockHash> a = Prompt(6, 0, 2);
+  const std::vector<BlockHash> b = Prompt(6, 0, 3);
+  ChooseApprox(*p, a, one);
+  ChooseApprox(*p, b, one);  // 12 blocks > 10: A's last 2 go
+  EXPECT_FALSE(remembered_on_0({a.begin() + 4, a.begin() + 5}));
+  EXPECT_TRUE(remembered_on_0({a.begin(), a.begin() + 4}));  // and A is recent again
+  ChooseApprox(*p, Prompt(5, 0, 4), one);                    // 15 > 10: B's last 5 go, not A's 4
+  EXPECT_TRUE(remembered_on_0({a.begin(), a.begin() + 4}));
+  EXPECT_TRUE(remembered_on_0({b.begin(), b.begin() + 1}));
+  EXPECT_FALSE(remembered_on_0({b.begin() + 1, b.begin() + 2}));
+}
+
+// Different cache salts hash the same tokens apart: nothing routed under one
+// salt counts for another.
+TEST(PolicyTest, ApproxPrefixKeepsSaltsApart) {
+  auto p = MakeApproxPrefixPolicy({});
+  std::vector<int32_t> tokens(16 * 8);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(i);
+  const auto a = HashFullBlocks(RootHash("model", "tenant-a"), tokens, 16);
+  const auto b = HashFullBlocks(RootHash("model", "tenant-b"), tokens, 16);
+  const std::vector<WorkerView> ws = {W(0, 0), W(1, 0)};
+  EXPECT_EQ(ChooseApprox(*p, a, ws).index, 0);
+  const Decision d = ChooseApprox(*p, b, ws);
+  EXPECT_EQ(d.reason, "approx_miss");
+  EXPECT_EQ(d.index, 1);
+  EXPECT_EQ(ChooseApprox(*p, a, ws).reason, "approx_hit");
 }
 
 }  // namespace
