@@ -1,14 +1,17 @@
 // Agent-like traffic through a kvmesh-router: N sessions × M turns. Every
-// session starts with the same system prefix, then each turn appends a user
-// message and the model's reply, so prompts grow and share prefixes — the
-// traffic prefix-aware routing is for.
+// session starts with its tenant's system prefix (one tenant unless
+// --tenants says more; session s belongs to tenant s mod T, so all tenants
+// are active at once), then each turn appends a user message and the model's
+// reply, so prompts grow and share prefixes — the traffic prefix-aware
+// routing is for.
 //
 //   build/bench/router_sessions --router 127.0.0.1:50050 [--sessions 16] [--turns 6]
 //       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
+//       [--tenants 1]
 //
 // Reports the prompt tokens served from cache (worker-reported), time to first
-// token (mean, p90, measured by the client) and requests per worker. Last
-// line: one JSON object.
+// token (mean, p50, p90, measured by the client), requests per second and per
+// worker. Last line: one JSON object.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -40,7 +43,7 @@ std::vector<int32_t> Random(std::mt19937& rng, int n) {
 int main(int argc, char** argv) {
   std::string router = "127.0.0.1:50050";
   int sessions = 16, turns = 6, concurrency = 4, system_tokens = 256, user_tokens = 48,
-      reply_tokens = 32;
+      reply_tokens = 32, tenants = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::atoi(argv[i + 1]);
@@ -58,11 +61,14 @@ int main(int argc, char** argv) {
       user_tokens = v;
     else if (a == "--reply-tokens")
       reply_tokens = v;
+    else if (a == "--tenants")
+      tenants = std::max(1, v);
   }
   auto stub = kvmesh::v1::Inference::NewStub(
       grpc::CreateChannel(router, grpc::InsecureChannelCredentials()));
   std::mt19937 seed_rng(2024);
-  const std::vector<int32_t> system = Random(seed_rng, system_tokens);
+  std::vector<std::vector<int32_t>> systems;
+  for (int t = 0; t < tenants; ++t) systems.push_back(Random(seed_rng, system_tokens));
 
   std::mutex mu;
   std::vector<double> ttfts;
@@ -77,6 +83,7 @@ int main(int argc, char** argv) {
       for (int s; (s = next_session++) < sessions;) {
         std::mt19937 rng(100 + s);
         std::vector<int32_t> history = {1};
+        const std::vector<int32_t>& system = systems[s % tenants];
         history.insert(history.end(), system.begin(), system.end());
         for (int t = 0; t < turns; ++t) {
           const auto user = Random(rng, user_tokens);
@@ -121,7 +128,11 @@ int main(int argc, char** argv) {
   std::sort(ttfts.begin(), ttfts.end());
   const double mean =
       ttfts.empty() ? 0 : std::accumulate(ttfts.begin(), ttfts.end(), 0.0) / ttfts.size();
-  const double p90 = ttfts.empty() ? 0 : ttfts[static_cast<size_t>(0.9 * (ttfts.size() - 1))];
+  auto quantile = [&](double q) {
+    return ttfts.empty() ? 0 : ttfts[static_cast<size_t>(q * (ttfts.size() - 1))];
+  };
+  const double p50 = quantile(0.5), p90 = quantile(0.9);
+  const double requests_per_s = ttfts.size() / std::max(seconds, 1e-9);
   int max_load = 0, min_load = per_worker.empty() ? 0 : 1 << 30;
   for (auto& [w, n] : per_worker) {
     max_load = std::max(max_load, n);
@@ -132,15 +143,16 @@ int main(int argc, char** argv) {
   std::printf("cached prompt tokens: %lld / %lld = %.1f%%\n", static_cast<long long>(cached_total),
               static_cast<long long>(prompt_total),
               100.0 * cached_total / std::max<int64_t>(1, prompt_total));
-  std::printf("time to first token: mean %.1f ms, p90 %.1f ms\n", mean, p90);
+  std::printf("time to first token: mean %.1f ms, p50 %.1f ms, p90 %.1f ms\n", mean, p50, p90);
+  std::printf("requests per second: %.2f\n", requests_per_s);
   std::printf("requests per worker:");
   for (auto& [w, n] : per_worker) std::printf(" %s=%d", w.c_str(), n);
   std::printf(" (max/min %d/%d)\n", max_load, min_load);
   std::printf(
-      "{\"hit_ratio\":%.4f,\"ttft_mean_ms\":%.2f,\"ttft_p90_ms\":%.2f,\"max_load\":%d,\"min_load\":"
-      "%d,"
-      "\"seconds\":%.2f,\"failures\":%d}\n",
-      static_cast<double>(cached_total) / std::max<int64_t>(1, prompt_total), mean, p90, max_load,
-      min_load, seconds, failures);
+      "{\"hit_ratio\":%.4f,\"ttft_mean_ms\":%.2f,\"ttft_p50_ms\":%.2f,\"ttft_p90_ms\":%.2f,"
+      "\"requests_per_s\":%.3f,\"max_load\":%d,\"min_load\":%d,\"seconds\":%.2f,"
+      "\"failures\":%d}\n",
+      static_cast<double>(cached_total) / std::max<int64_t>(1, prompt_total), mean, p50, p90,
+      requests_per_s, max_load, min_load, seconds, failures);
   return failures == 0 ? 0 : 1;
 }

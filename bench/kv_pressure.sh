@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Routing under KV pressure, llm-d's setup in miniature: many tenants, each
+# with a long shared context and several users, at a KV demand of DEMANDS
+# (fractions of the cluster's KV capacity: tenants x context tokens over
+# workers x KV tokens per worker). For each demand and policy, a fresh
+# cluster (router + WORKERS workers with KV_TOKENS of KV cache each, cold
+# caches) serves the same traffic through bench/router_sessions. Prints one
+# markdown row per (demand, policy) and the machine load.
+#
+#   [WORKERS=4] [KV_TOKENS=4096] [CONTEXT=1024] [USERS=4] [TURNS=2]
+#   [CONCURRENCY=8] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix approx_prefix least_load
+#   round_robin"] [MODEL=../shared/models/stories260K.gguf] [BUILD_DIR=build]
+#   bench/kv_pressure.sh
+#
+# The prefix policy with peer fetch is not in the list: workers cannot move
+# pages between them yet.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${BUILD_DIR:-build}
+WORKERS=${WORKERS:-4}
+KV_TOKENS=${KV_TOKENS:-4096}
+CONTEXT=${CONTEXT:-1024}
+USERS=${USERS:-4}
+TURNS=${TURNS:-2}
+CONCURRENCY=${CONCURRENCY:-8}
+DEMANDS=${DEMANDS:-"0.5 1.0 1.5"}
+POLICIES=${POLICIES:-"prefix approx_prefix least_load round_robin"}
+MODEL=${MODEL:-../shared/models/stories260K.gguf}
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
+bytes_per_token=$("$B/cli/kvmesh" kv-plan -m "$MODEL" --context "$CONTEXT" --kv-type f16 --json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_per_token"])')
+kv_memory=$((bytes_per_token * KV_TOKENS))
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$WORKERS workers x $KV_TOKENS KV tokens ($kv_memory bytes), contexts of $CONTEXT tokens," \
+  "$USERS users per tenant x $TURNS turns, concurrency $CONCURRENCY, $(basename "$MODEL")"
+echo
+echo "| KV demand | tenants | policy | hit ratio | TTFT p50 ms | TTFT p90 ms | requests/s | max/min requests |"
+echo "|---|---:|---|---:|---:|---:|---:|---|"
+for demand in $DEMANDS; do
+  tenants=$(python3 -c "print(max(1, round($demand * $WORKERS * $KV_TOKENS / $CONTEXT)))")
+  for policy in $POLICIES; do
+    for ((i = 0; i < WORKERS; ++i)); do
+      "$B/worker/kvmesh-worker" --model "$MODEL" --grpc-port 0 --http-port 0 --threads 1 \
+        --kv-memory "$kv_memory" --worker-id "w$i" --log-level warning \
+        >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
+    done
+    addrs=()
+    for ((i = 0; i < WORKERS; ++i)); do
+      for _ in $(seq 100); do grep -qs listening "$tmp/w$i.out" && break; sleep 0.1; done
+      addrs+=("$(field grpc "$tmp/w$i.out")")
+    done
+    "$B/router/kvmesh-router" --grpc-port 0 --http-port 0 --policy "$policy" --log-level warning \
+      --workers "$(IFS=,; echo "${addrs[*]}")" >"$tmp/r.out" 2>"$tmp/r.err" &
+    for _ in $(seq 100); do grep -qs listening "$tmp/r.out" && break; sleep 0.1; done
+    sleep 1  # let the router see every worker healthy
+    json=$("$B/bench/router_sessions" --router "$(field grpc "$tmp/r.out")" \
+      --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
+      --concurrency "$CONCURRENCY" --system-tokens "$CONTEXT" --user-tokens 32 \
+      --reply-tokens 16 | tail -1 || true)
+    python3 - "$demand" "$tenants" "$policy" "$json" <<'PY'
+import json, sys
+d, t, p, j = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+fail = f" ({j['failures']} failed)" if j['failures'] else ""
+print(f"| {float(d):.0%} | {t} | {p} | {100 * j['hit_ratio']:.1f}% | {j['ttft_p50_ms']:.1f} | "
+      f"{j['ttft_p90_ms']:.1f} | {j['requests_per_s']:.2f} | {j['max_load']}/{j['min_load']}{fail} |")
+PY
+    kill $(jobs -p) 2>/dev/null || true
+    wait 2>/dev/null || true
+  done
+done
+echo
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
