@@ -59,6 +59,12 @@ for demand in $DEMANDS; do
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
       --concurrency "$CONCURRENCY" --system-tokens "$CONTEXT" --user-tokens 32 \
       --reply-tokens 16 | tail -1 || true)
+    if ! python3 -c 'import json,sys; json.loads(sys.argv[1])' "$json" 2>/dev/null; then
+      echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | |"
+      kill $(jobs -p) 2>/dev/null || true
+      wait 2>/dev/null || true
+      continue
+    fi
     python3 - "$demand" "$tenants" "$policy" "$json" <<'PY'
 import json, sys
 d, t, p, j = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])

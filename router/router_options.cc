@@ -32,6 +32,9 @@ void RouterOptions::Register(ConfigSchema* s) {
   s->AddBool("prefix_host_tier", &prefix_host_tier,
              "prefix policy: count blocks in a worker's host-RAM tier as hits priced by its "
              "measured restore speed (off: treat them as misses)");
+  s->AddDouble("prefix_displacement_weight", &prefix_displacement_weight, 0, 100,
+               "prefix policy: extra cost of each prompt token that would evict a cached prefix "
+               "on a full worker (0: none)");
   s->AddDouble("approx_prefix_match_threshold", &approx_prefix_match_threshold, 0, 1,
                "approx_prefix policy: fraction of the prompt a remembered prefix must cover to "
                "route to its worker");
@@ -115,6 +118,7 @@ PrefixPolicyWeights RouterOptions::weights() const {
   w.guard_ratio = prefix_guard_ratio;
   w.guard_slack = static_cast<int32_t>(prefix_guard_slack);
   w.use_host_tier = prefix_host_tier;
+  w.displacement_weight = prefix_displacement_weight;
   return w;
 }
 

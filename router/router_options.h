@@ -25,6 +25,7 @@ struct RouterOptions {
   double prefix_guard_ratio = 2.0;
   int64_t prefix_guard_slack = 4;
   bool prefix_host_tier = true;
+  double prefix_displacement_weight = 1.0;
   double approx_prefix_match_threshold = 0.5;
   int64_t approx_prefix_balance_abs_threshold = 32;
   double approx_prefix_balance_rel_threshold = 1.0001;

@@ -108,8 +108,8 @@ class ApproxPrefixPolicy final : public Policy {
     return it == workers_.end() ? 0 : static_cast<int64_t>(it->second.blocks.size());
   }
 
-  // Marks every block as just routed to `id` (the last block most recent, so
-  // a prefix outlives its extensions), then forgets the least recent blocks
+  // Marks every block as just routed to `id` (the first block most recent,
+  // so a prefix outlives its extensions), then forgets the least recent blocks
   // past the bound. A block is forgotten with everything after it in a
   // prompt, never before, because the prompt's blocks are touched in order.
   void Record(const std::string& id, std::span<const BlockHash> hashes, int32_t block_size) {

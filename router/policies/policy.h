@@ -69,6 +69,10 @@ struct PrefixPolicyWeights {
   // Price host-tier hits by the worker's restore speed; false treats them as
   // misses (as a router that cannot see a worker's RAM cache would).
   bool use_host_tier = true;
+  // Prompt tokens that would evict cached prefixes on a worker (those past
+  // its empty blocks) cost this many times again: under memory pressure a
+  // miss placed on a full cache displaces work someone will redo.
+  double displacement_weight = 1.0;
 };
 
 // Knobs of the approx_prefix policy (config keys approx_prefix_*).

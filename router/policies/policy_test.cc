@@ -156,6 +156,29 @@ Decision ChooseApprox(Policy& p, const std::vector<BlockHash>& hashes,
   return p.Choose({static_cast<int32_t>(hashes.size()) * 16 + 1, ws, hashes, 16});
 }
 
+// Under memory pressure a miss placed on a full cache evicts cached prefixes
+// that someone will recompute, and is priced so: a partial holder that is
+// somewhat busier keeps the request instead of an idle worker whose cache is
+// full; with the weight at 0 (or an empty cache) the idle one takes it.
+TEST(PolicyTest, PrefixPricesWhatAMissWouldEvict) {
+  auto full = [](WorkerView v) {
+    v.blocks_total = 256;
+    v.blocks_free = 256;
+    v.blocks_cached = 256;  // every free block holds a cached prefix
+    return v;
+  };
+  std::vector<WorkerView> ws = {full(W(0, 6, 256)), full(W(1, 0, 0))};
+  const std::vector<BlockHash> none;
+  auto choose = [&](Policy& p) { return p.Choose({1105, ws, none, 16}); };
+  auto priced = MakePrefixPolicy({});
+  EXPECT_EQ(choose(*priced).index, 0);
+  auto unpriced = MakePrefixPolicy({.displacement_weight = 0});
+  EXPECT_EQ(choose(*unpriced).index, 1);
+  // Room on the idle worker: nothing would be evicted there.
+  ws[1].blocks_cached = 0;
+  EXPECT_EQ(choose(*priced).index, 1);
+}
+
 // A prompt goes where its prefix was sent before, once that prefix covers
 // the threshold; otherwise to the worker the policy has sent least.
 TEST(PolicyTest, ApproxPrefixFollowsWhatItRouted) {

@@ -2,9 +2,16 @@
 // there, and take the cheapest — unless load is too uneven.
 //
 //   cost(w) = (prompt tokens not cached on w
+//              + displacement_weight × those of them past w's empty blocks
 //              + prefill tokens already queued on w
 //              + tokens_per_running_request × requests on w) / prefill speed of w
 //             + prompt tokens in w's host tier / restore speed of w
+//
+// Uncached tokens past a worker's empty blocks evict cached prefixes there
+// (which someone will recompute), so under memory pressure they count twice:
+// a tenant whose context was partly evicted stays with the worker that still
+// holds part of it rather than moving to a full cache and displacing another
+// tenant's. With room in the caches the term is 0.
 //
 // A host-tier hit is copied back rather than recomputed: cheaper than a miss
 // by the ratio of the two measured speeds, dearer than a device hit. A worker
@@ -55,7 +62,16 @@ class PrefixPolicy final : public Policy {
       const int32_t cached = price_host ? v.cached_tokens : v.cached_tokens - host;
       hit[i] = cached;
       const double uncached = std::max(0, input.prompt_tokens - cached);
-      cost[i] = (uncached + static_cast<double>(v.queued_prefill_tokens) +
+      // Prompt tokens that would not fit the worker's empty blocks and so
+      // evict cached prefixes, each likely recomputed later by someone.
+      double displaced = 0;
+      if (v.blocks_total > 0 && input.block_size > 0) {
+        const double empty =
+            static_cast<double>(std::max<int64_t>(0, v.blocks_free - v.blocks_cached)) *
+            input.block_size;
+        displaced = w_.displacement_weight * std::max(0.0, uncached - empty);
+      }
+      cost[i] = (uncached + displaced + static_cast<double>(v.queued_prefill_tokens) +
                  w_.tokens_per_running_request * v.load()) /
                     rate +
                 (price_host ? host / v.host_restore_tokens_per_s : 0.0);

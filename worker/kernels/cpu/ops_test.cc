@@ -208,14 +208,14 @@ TEST(RowOpsTest, ScalarTierIsTheReference) {
   EXPECT_EQ(GetRowOps(Isa::kScalar).scale, &Scale);
 }
 
-// Softmax's exps: each is the correctly rounded expf of x - shift (so within
-// a few ulps of libm's and almost always equal), and the sum is theirs (in
-// double, to a few double ulps); odd lengths exercise the tails.
 // float(exp(double(d))), or 0 below kExpShiftedFloor: what exp_shifted gives.
 float RoundedExpAboveFloor(float d) {
   return d < kExpShiftedFloor ? 0.0f : static_cast<float>(std::exp(static_cast<double>(d)));
 }
 
+// Softmax's exps: each is the correctly rounded expf of x - shift (so within
+// a few ulps of libm's and almost always equal), and the sum is theirs (in
+// double, to a few double ulps); odd lengths exercise the tails.
 TEST(RowOpsTest, ExpShiftedIsTheRoundedExpAndItsSum) {
   TestRandom rng(9);
   for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{17}, int64_t{1000}}) {

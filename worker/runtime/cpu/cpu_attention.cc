@@ -233,10 +233,13 @@ void CombinePartitions(const float* part_outputs, int64_t part_stride, const Par
   float top = -INFINITY;
   for (int p = 0; p < n_parts; ++p) top = std::max(top, parts[p * parts_stride].max);
   // Partition p's share of the whole softmax: its sum of exps, rescaled from
-  // its own max to the largest (an empty partition has none).
+  // its own max to the largest; none for an empty partition, or one whose
+  // max is under the largest by more than ExpShifted keeps (its weights
+  // would be 0 in one pass too, and a subnormal weight here is slow).
   auto mass = [&](int p) {
     const PartialSoftmax& part = parts[p * parts_stride];
-    return part.sum == 0.0 ? 0.0 : part.sum * std::exp(static_cast<double>(part.max - top));
+    if (part.sum == 0.0 || part.max - top < kernels::kExpShiftedFloor) return 0.0;
+    return part.sum * std::exp(static_cast<double>(part.max - top));
   };
   double total = 0.0;
   for (int p = 0; p < n_parts; ++p) total += mass(p);

@@ -119,8 +119,10 @@ void PagedAttentionTilePart(const CpuKvPages& pages, const AttentionKernels& ker
 // out[head_dim] = one head's attention from its n_parts partitions:
 // partition p's output at part_outputs + p * part_stride and its softmax at
 // parts[p * parts_stride], each weighted by its share of the total sum of
-// exps (in double, rounded once to float), accumulated from partition 0 up
-// with fma. A single partition comes back unchanged.
+// exps (in double, rounded once to float; 0 for a partition whose max is
+// under the largest by more than kExpShiftedFloor, as in one pass),
+// accumulated from partition 0 up with fma. A single partition comes back
+// unchanged.
 void CombinePartitions(const float* part_outputs, int64_t part_stride, const PartialSoftmax* parts,
                        int64_t parts_stride, int n_parts, int head_dim, float* out);
 

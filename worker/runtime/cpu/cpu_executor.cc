@@ -285,8 +285,9 @@ void CpuExecutor::Attention(int layer) {
     return;
   }
   // Partition slot s of tile i is part_first_[i] + p; its outputs are laid
-  // out [slot][token of the tile][q_dim] (kTileHeads tokens at most), its
-  // softmax [slot][token][n_head].
+  // out [slot][token of the tile][q_dim], its softmax [slot][KV head][token
+  // of the tile][query head of the group] (tile_tokens tokens at most), as
+  // PagedAttentionTilePart writes them for one KV head.
   const int64_t slot_floats = static_cast<int64_t>(tile_tokens) * q_dim;
   const int64_t slot_heads = static_cast<int64_t>(tile_tokens) * n_head;
   part_outputs_.resize(static_cast<size_t>(n_parts * slot_floats));
@@ -307,7 +308,7 @@ void CpuExecutor::Attention(int layer) {
                              tile.num_tokens, q_all + t * q_dim + head0 * head_dim, q_dim, group,
                              scale, &scratch,
                              part_outputs_.data() + slot * slot_floats + head0 * head_dim, q_dim,
-                             part_softmax_.data() + slot * slot_heads + head0);
+                             part_softmax_.data() + slot * slot_heads + head0 * tile_tokens);
     }
   });
   // Each token's heads from their partitions; a token that attends fewer
@@ -318,14 +319,15 @@ void CpuExecutor::Attention(int layer) {
       const int64_t i = it % n_tiles;
       const Tile& tile = tiles_[i];
       const int64_t slot0 = part_first_[i];
+      const int64_t softmax_base = static_cast<int64_t>(kv_head) * group * tile_tokens;
       for (int k = 0; k < tile.num_tokens; ++k) {
         const int parts = AttentionPartitions(context_of(tile) + k);
         for (int g = 0; g < group; ++g) {
           const int64_t h = static_cast<int64_t>(kv_head) * group + g;
-          CombinePartitions(part_outputs_.data() + slot0 * slot_floats + k * q_dim + h * head_dim,
-                            slot_floats, part_softmax_.data() + slot0 * slot_heads + k * n_head + h,
-                            slot_heads, parts, head_dim,
-                            attn + (tile.first_token + k) * q_dim + h * head_dim);
+          CombinePartitions(
+              part_outputs_.data() + slot0 * slot_floats + k * q_dim + h * head_dim, slot_floats,
+              part_softmax_.data() + slot0 * slot_heads + softmax_base + k * group + g, slot_heads,
+              parts, head_dim, attn + (tile.first_token + k) * q_dim + h * head_dim);
         }
       }
       finish(tile, kv_head);

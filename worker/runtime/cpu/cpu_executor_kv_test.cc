@@ -164,38 +164,43 @@ TEST(CpuExecutorKvTest, CenteringAndRotationPreserveLogits) {
 }
 
 // A context longer than an attention partition: a prefill (many work items,
-// each doing its partitions in turn) and decode steps (too few items for the
-// threads, so each partition is an item of its own) give the same logits bit
-// for bit, on 1 and 2 threads.
+// each doing its partitions in turn) and a short chunk then decode steps (too
+// few items for the threads, so each partition is an item of its own, with
+// tiles of several tokens in the chunk) give the same logits bit for bit, on
+// 1 and 2 threads.
 TEST(CpuExecutorKvTest, LongContextLogitsDoNotDependOnHowPartitionsAreScheduled) {
   auto model = LoadModel("tinystories-d64.gguf");
   ASSERT_NE(model, nullptr);
+  ASSERT_GT(model->config().n_head_kv, 1);  // several KV heads share the split buffers
   constexpr int kPrompt = 2 * kAttentionPartition + 60;
-  constexpr int kDecode = 3;
-  const std::vector<int32_t> tokens = Tokens(kPrompt + kDecode, 9);
-  std::vector<int32_t> table((kPrompt + kDecode) / 16 + 1);
+  constexpr int kChunk = 5;   // tokens after the prompt in one step
+  constexpr int kDecode = 2;  // then one per step
+  constexpr int kTail = kChunk + kDecode;
+  const std::vector<int32_t> tokens = Tokens(kPrompt + kTail, 9);
+  std::vector<int32_t> table((kPrompt + kTail) / 16 + 1);
   std::iota(table.begin(), table.end(), 0);
   const KvLayout layout = LayoutFor(*model, TensorType::kF16, TensorType::kF16);
   std::vector<std::vector<float>> runs;
   for (int threads : {1, 2}) {
     auto exec = ModelExecutor::CreateOnCpu(*model, layout, static_cast<int>(table.size()), threads);
     ASSERT_TRUE(exec.ok()) << exec.status().ToString();
-    // The whole prompt and the decode tokens in one prefill...
+    // The whole prompt and the tail in one prefill...
     std::vector<float> all =
-        RunSequence(**exec, tokens, 0, kPrompt + kDecode, table, LogitsMode::kAll);
-    const size_t n_vocab = all.size() / (kPrompt + kDecode);
-    std::vector<float> tail(all.end() - kDecode * n_vocab, all.end());
-    // ...against the prompt, then one token per step.
+        RunSequence(**exec, tokens, 0, kPrompt + kTail, table, LogitsMode::kAll);
+    const size_t n_vocab = all.size() / (kPrompt + kTail);
+    std::vector<float> tail(all.end() - kTail * n_vocab, all.end());
+    // ...against the prompt, then the chunk, then one token per step.
     RunSequence(**exec, tokens, 0, kPrompt, table, LogitsMode::kLast);
-    std::vector<float> decoded;
+    std::vector<float> stepped =
+        RunSequence(**exec, tokens, kPrompt, kChunk, table, LogitsMode::kAll);
     for (int i = 0; i < kDecode; ++i) {
       const std::vector<float> step =
-          RunSequence(**exec, tokens, kPrompt + i, 1, table, LogitsMode::kLast);
-      decoded.insert(decoded.end(), step.begin(), step.end());
+          RunSequence(**exec, tokens, kPrompt + kChunk + i, 1, table, LogitsMode::kLast);
+      stepped.insert(stepped.end(), step.begin(), step.end());
     }
-    ASSERT_EQ(decoded.size(), tail.size());
+    ASSERT_EQ(stepped.size(), tail.size());
     for (size_t i = 0; i < tail.size(); ++i) {
-      ASSERT_EQ(decoded[i], tail[i]) << "threads " << threads << " token " << i / n_vocab;
+      ASSERT_EQ(stepped[i], tail[i]) << "threads " << threads << " token " << i / n_vocab;
     }
     runs.push_back(std::move(tail));
   }

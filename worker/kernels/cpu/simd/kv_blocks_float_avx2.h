@@ -8,9 +8,10 @@
 // alternate 8-lane chunks, a lone last chunk into the first), and the lane
 // sums of 8 rows are reduced together by SumLanes8, which forms HorizontalSum's
 // additions for 8 vectors at once. Outputs: up to 8 accumulators per pass over
-// the positions, each V chunk widening once for every head. Head sizes that
-// are a multiple of 8 (8-64, 80, 96, 128, 256 among them; others have a scalar
-// tail in the row kernel and walk with it). Include only from files compiled
+// the positions, each V chunk widening once for every head. Scores take head
+// sizes of 1, 2, 4, 8, 10, 12, 16 or 32 chunks of 8 (8, 16, 32, 64, 80, 96,
+// 128, 256), the weighted sum any multiple of 8; other sizes walk with the
+// row kernels. Include only from files compiled
 // for AVX2: everything here has internal linkage.
 #pragma once
 

@@ -11,8 +11,8 @@
 // accumulators of up to 64 output lanes stay in registers over all positions
 // (32 for five to eight heads), and each V row widens once for up to eight
 // heads. Scores take head sizes of 0, 1, 2, 4, 5, 6, 8 or 16 whole 16-lane
-// chunks plus any partial one (8, 16-47, 64-111, 128-143, 256-271: 8, 64, 80,
-// 96, 128, 256 among them), the weighted sum any size. Include only from
+// chunks plus any partial one (1-47, 64-111, 128-143, 256-271: 8, 64, 80, 96,
+// 128, 256 among them), the weighted sum any size. Include only from
 // files compiled for AVX-512: everything here has internal linkage.
 #pragma once
 
