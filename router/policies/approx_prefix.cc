@@ -8,7 +8,10 @@
 // the model separate prompts as they do on the workers). It never learns
 // what a worker evicted, failed to compute or got from another router: it
 // presumes that what it sent is cached, forgetting a worker's least recently
-// routed blocks past max_tokens_per_worker.
+// routed blocks past max_tokens_per_worker, and a worker's whole memory once
+// it has not been a candidate for 65536 decisions (it left). A request that
+// fails on its worker and is retried elsewhere stays recorded on the first:
+// the policy is not told.
 //
 // Per request:
 //   1. Load imbalance: if the busiest candidate carries more than
@@ -40,6 +43,7 @@ class ApproxPrefixPolicy final : public Policy {
   Decision Choose(const RoutingInput& input) override {
     std::lock_guard<std::mutex> lock(mu_);
     const int n = static_cast<int>(input.workers.size());
+    ForgetDeparted(input.workers);
     int least = 0, most = 0;
     for (int i = 1; i < n; ++i) {
       if (input.workers[i].load() < input.workers[least].load()) least = i;
@@ -87,9 +91,25 @@ class ApproxPrefixPolicy final : public Policy {
   // What the policy remembers of one worker: its blocks, most recently routed
   // first, and where each sits in that order.
   struct Worker {
+    uint64_t last_seen = 0;  // the decision that last had it as a candidate
     std::list<BlockHash> order;
     absl::flat_hash_map<BlockHash, std::list<BlockHash>::iterator, BlockHashHasher> blocks;
   };
+
+  // Workers that have not been a candidate for kForgetAfter decisions have
+  // left (or stopped serving these prompts): their memory goes, so that a
+  // cluster whose workers come and go does not keep every departed one's.
+  void ForgetDeparted(std::span<const WorkerView> candidates) {
+    ++decisions_;
+    for (const WorkerView& v : candidates) {
+      const auto it = workers_.find(v.id);
+      if (it != workers_.end()) it->second.last_seen = decisions_;
+    }
+    if (decisions_ % 4096 != 0) return;
+    absl::erase_if(workers_, [&](const auto& entry) {
+      return entry.second.last_seen + kForgetAfter < decisions_;
+    });
+  }
 
   // Leading blocks of `hashes` remembered for `id`.
   int Matched(const std::string& id, std::span<const BlockHash> hashes) const {
@@ -114,6 +134,7 @@ class ApproxPrefixPolicy final : public Policy {
   // prompt, never before, because the prompt's blocks are touched in order.
   void Record(const std::string& id, std::span<const BlockHash> hashes, int32_t block_size) {
     Worker& w = workers_[id];
+    w.last_seen = decisions_;
     for (auto h = hashes.rbegin(); h != hashes.rend(); ++h) {
       const auto it = w.blocks.find(*h);
       if (it != w.blocks.end()) {
@@ -131,10 +152,12 @@ class ApproxPrefixPolicy final : public Policy {
     }
   }
 
+  static constexpr uint64_t kForgetAfter = 1 << 16;
+
   const ApproxPrefixPolicyOptions options_;
   std::mutex mu_;
-  // Workers by id (slots are reused when workers leave; ids are not). A
-  // worker that leaves keeps its entry, bounded like any other.
+  uint64_t decisions_ = 0;  // guarded by mu_
+  // Workers by id (slots are reused when workers leave; ids are not).
   absl::flat_hash_map<std::string, Worker> workers_;  // guarded by mu_
 };
 

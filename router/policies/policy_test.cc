@@ -251,6 +251,19 @@ TEST(PolicyTest, ApproxPrefixForgetsTheLeastRecentlyRouted) {
   EXPECT_FALSE(remembered_on_0({b.begin() + 1, b.begin() + 2}));
 }
 
+// A worker that stops being a candidate is forgotten after 65536 decisions:
+// its old prompts no longer count as hits when it returns.
+TEST(PolicyTest, ApproxPrefixForgetsDepartedWorkers) {
+  auto p = MakeApproxPrefixPolicy({});
+  const std::vector<BlockHash> prompt = Prompt(8, 0, 2);
+  ChooseApprox(*p, prompt, {W(0, 0)});
+  EXPECT_EQ(ChooseApprox(*p, prompt, {W(0, 0), W(1, 0)}).reason, "approx_hit");
+  const std::vector<BlockHash> none;
+  const std::vector<WorkerView> others = {W(1, 0)};
+  for (int i = 0; i < (1 << 16) + 4096; ++i) p->Choose({1, others, none, 16});
+  EXPECT_EQ(ChooseApprox(*p, prompt, {W(0, 0), W(1, 0)}).reason, "approx_miss");
+}
+
 // Different cache salts hash the same tokens apart: nothing routed under one
 // salt counts for another.
 TEST(PolicyTest, ApproxPrefixKeepsSaltsApart) {
