@@ -61,28 +61,12 @@ void FloatScoreHeads(const uint8_t* const* k_rows, int n_ctx, const float* query
         lanes[g][i] = _mm256_add_ps(acc0, acc1);
       }
     }
-    alignas(32) float s[kBlock];
     for (int g = 0; g < kHeads; ++g) {
-      for (int i = n; i < kBlock; ++i) lanes[g][i] = _mm256_setzero_ps();
-      const __m256 v = _mm256_mul_ps(SumLanes8(lanes[g]), _mm256_set1_ps(scale));
-      _mm256_store_ps(s, v);
-      float* out = scores + static_cast<size_t>(g) * n_ctx + j0;
-      for (int i = 0; i < n; ++i) out[i] = s[i];
-      if (n == kBlock) {
-        max_lanes[g] = _mm256_max_ps(max_lanes[g], v);
-      } else {
-        for (int i = n; i < kBlock; ++i) s[i] = -INFINITY;
-        max_lanes[g] = _mm256_max_ps(max_lanes[g], _mm256_load_ps(s));
-      }
+      StoreBlockScores8(lanes[g], n, scale, scores + static_cast<size_t>(g) * n_ctx + j0,
+                        &max_lanes[g]);
     }
   }
-  for (int g = 0; g < kHeads; ++g) {
-    alignas(32) float m[kBlock];
-    _mm256_store_ps(m, max_lanes[g]);
-    float best = m[0];
-    for (int i = 1; i < kBlock; ++i) best = best < m[i] ? m[i] : best;
-    max_score[g] = best;
-  }
+  for (int g = 0; g < kHeads; ++g) max_score[g] = MaxLane8(max_lanes[g]);
 }
 
 template <typename P, int kChunks>

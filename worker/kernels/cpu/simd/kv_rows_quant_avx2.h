@@ -100,28 +100,12 @@ void QuantScoreHeads(const uint8_t* const* k_rows, int n_ctx, const kernels::Blo
         lanes[g][i] = acc;
       }
     }
-    alignas(32) float s[kRows];
     for (int g = 0; g < kHeads; ++g) {
-      for (int i = n; i < kRows; ++i) lanes[g][i] = _mm256_setzero_ps();
-      const __m256 v = _mm256_mul_ps(SumLanes8(lanes[g]), _mm256_set1_ps(scale));
-      _mm256_store_ps(s, v);
-      float* out = scores + static_cast<size_t>(g) * n_ctx + j0;
-      for (int i = 0; i < n; ++i) out[i] = s[i];
-      if (n == kRows) {
-        max_lanes[g] = _mm256_max_ps(max_lanes[g], v);
-      } else {
-        for (int i = n; i < kRows; ++i) s[i] = -INFINITY;
-        max_lanes[g] = _mm256_max_ps(max_lanes[g], _mm256_load_ps(s));
-      }
+      StoreBlockScores8(lanes[g], n, scale, scores + static_cast<size_t>(g) * n_ctx + j0,
+                        &max_lanes[g]);
     }
   }
-  for (int g = 0; g < kHeads; ++g) {
-    alignas(32) float m[kRows];
-    _mm256_store_ps(m, max_lanes[g]);
-    float best = m[0];
-    for (int i = 1; i < kRows; ++i) best = best < m[i] ? m[i] : best;
-    max_score[g] = best;
-  }
+  for (int g = 0; g < kHeads; ++g) max_score[g] = MaxLane8(max_lanes[g]);
 }
 
 template <typename P, int kBlocks>

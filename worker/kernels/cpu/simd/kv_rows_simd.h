@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -50,6 +51,33 @@ static inline __m256 SumLanes8(const __m256 v[8]) {
   const __m256 s1 =
       _mm256_add_ps(_mm256_shuffle_ps(s2[0], s2[1], 0x88), _mm256_shuffle_ps(s2[0], s2[1], 0xDD));
   return _mm256_permutevar8x32_ps(s1, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// The AVX2 block kernels' end of a block of n <= 8 rows for one head: the
+// rows' lane sums (lanes[n..8) are cleared) reduced by SumLanes8, times
+// scale, to out[0..n), and their running maximum in *max_lanes.
+static inline void StoreBlockScores8(__m256 lanes[8], int n, float scale, float* out,
+                                     __m256* max_lanes) {
+  for (int i = n; i < 8; ++i) lanes[i] = _mm256_setzero_ps();
+  const __m256 v = _mm256_mul_ps(SumLanes8(lanes), _mm256_set1_ps(scale));
+  alignas(32) float s[8];
+  _mm256_store_ps(s, v);
+  for (int i = 0; i < n; ++i) out[i] = s[i];
+  if (n == 8) {
+    *max_lanes = _mm256_max_ps(*max_lanes, v);
+    return;
+  }
+  for (int i = n; i < 8; ++i) s[i] = -INFINITY;
+  *max_lanes = _mm256_max_ps(*max_lanes, _mm256_load_ps(s));
+}
+
+// The largest of the 8 lanes.
+static inline float MaxLane8(__m256 v) {
+  alignas(32) float m[8];
+  _mm256_store_ps(m, v);
+  float best = m[0];
+  for (int i = 1; i < 8; ++i) best = best < m[i] ? m[i] : best;
+  return best;
 }
 
 // The 32 values of a q4_0 block as signed bytes (level - 8), in element order:
