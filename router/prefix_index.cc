@@ -1,8 +1,32 @@
 #include "router/prefix_index.h"
 
+#include <algorithm>
+
 namespace kvmesh::router {
 
-PrefixIndex::PrefixIndex(std::chrono::milliseconds optimistic_ttl) : ttl_(optimistic_ttl) {}
+PrefixIndex::PrefixIndex(std::chrono::milliseconds optimistic_ttl, Now now)
+    : ttl_ms_(optimistic_ttl.count()), now_(std::move(now)) {}
+
+void PrefixIndex::set_optimistic_ttl(std::chrono::milliseconds ttl) {
+  ttl_ms_.store(ttl.count(), std::memory_order_relaxed);
+}
+
+WorkerSet PrefixIndex::Entry::Guessed(Clock::time_point now) const {
+  WorkerSet s;
+  for (const Guess& g : optimistic) {
+    if (now < g.until) s.Add(g.slot);
+  }
+  return s;
+}
+
+void PrefixIndex::Entry::ForgetGuess(int slot) {
+  for (size_t i = 0; i < optimistic.size(); ++i) {
+    if (optimistic[i].slot == slot) {
+      optimistic.erase(optimistic.begin() + i);
+      return;
+    }
+  }
+}
 
 void PrefixIndex::AddExact(int slot, std::span<const BlockHash> hashes, IndexTier tier) {
   for (const BlockHash& h : hashes) {
@@ -12,7 +36,7 @@ void PrefixIndex::AddExact(int slot, std::span<const BlockHash> hashes, IndexTie
     const bool known = e.exact.Contains(slot) || e.host.Contains(slot);
     if (!known) exact_counts_[slot].fetch_add(1, std::memory_order_relaxed);
     (tier == IndexTier::kHost ? e.host : e.exact).Add(slot);
-    e.optimistic.Remove(slot);  // confirmed
+    e.ForgetGuess(slot);  // confirmed
   }
 }
 
@@ -29,7 +53,7 @@ void PrefixIndex::RemoveExact(int slot, std::span<const BlockHash> hashes, Index
       exact_counts_[slot].fetch_sub(1, std::memory_order_relaxed);
     }
     // The worker's own word on the block ends the router's guess about it.
-    e.optimistic.Remove(slot);
+    e.ForgetGuess(slot);
     if (e.unused()) s.map.erase(it);
   }
 }
@@ -44,7 +68,7 @@ void PrefixIndex::RemoveWorker(int slot) {
       }
       e.exact.Remove(slot);
       e.host.Remove(slot);
-      e.optimistic.Remove(slot);
+      e.ForgetGuess(slot);
       if (e.unused()) {
         s.map.erase(it++);
       } else {
@@ -55,15 +79,51 @@ void PrefixIndex::RemoveWorker(int slot) {
 }
 
 void PrefixIndex::AddOptimistic(int slot, std::span<const BlockHash> hashes) {
-  const Clock::time_point until = Clock::now() + ttl_;
+  const Clock::time_point now = now_();
+  const Clock::time_point until =
+      now + std::chrono::milliseconds(ttl_ms_.load(std::memory_order_relaxed));
   for (const BlockHash& h : hashes) {
     Shard& s = ShardOf(h);
     std::lock_guard<std::mutex> lock(s.mu);
     Entry& e = s.map[h];
     if (e.exact.Contains(slot)) continue;
-    e.optimistic.Add(slot);  // on the host tier too: the request restores it
-    e.optimistic_until = until;
+    // On the host tier too: the request restores it.
+    bool found = false;
+    for (Guess& g : e.optimistic) {
+      if (g.slot == slot) {
+        g.until = until;
+        found = true;
+      }
+    }
+    if (!found) e.optimistic.push_back({slot, until});
   }
+  const uint64_t n = added_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (n % kSweepEvery == 0) SweepShard(shards_[(n / kSweepEvery) % kShards], now);
+}
+
+size_t PrefixIndex::SweepShard(Shard& shard, Clock::time_point now) {
+  std::lock_guard<std::mutex> lock(shard.mu);
+  size_t dropped = 0;
+  for (auto it = shard.map.begin(); it != shard.map.end();) {
+    Entry& e = it->second;
+    e.optimistic.erase(std::remove_if(e.optimistic.begin(), e.optimistic.end(),
+                                      [&](const Guess& g) { return !(now < g.until); }),
+                       e.optimistic.end());
+    if (e.unused()) {
+      shard.map.erase(it++);
+      ++dropped;
+    } else {
+      ++it;
+    }
+  }
+  return dropped;
+}
+
+size_t PrefixIndex::SweepExpired() {
+  const Clock::time_point now = now_();
+  size_t dropped = 0;
+  for (Shard& s : shards_) dropped += SweepShard(s, now);
+  return dropped;
 }
 
 PrefixMatch PrefixIndex::Match(std::span<const BlockHash> hashes,
@@ -71,7 +131,7 @@ PrefixMatch PrefixIndex::Match(std::span<const BlockHash> hashes,
   PrefixMatch m;
   WorkerSet alive = candidates;        // still matching every block so far
   WorkerSet exact_alive = candidates;  // likewise, counting only exact entries
-  const Clock::time_point now = Clock::now();
+  const Clock::time_point now = now_();
   std::array<int32_t, kMaxWorkersPerModel> host_run{};  // host-only blocks so far
   WorkerSet host_seen;  // slots whose run has reached a host-only block
   for (size_t i = 0; i < hashes.size() && !alive.empty(); ++i) {
@@ -83,10 +143,10 @@ PrefixMatch PrefixIndex::Match(std::span<const BlockHash> hashes,
       if (it == s.map.end()) break;
       const Entry& e = it->second;
       exact = e.exact | e.host;
-      holders = exact;
-      if (now < e.optimistic_until) holders = holders | e.optimistic;
+      const WorkerSet guessed = e.Guessed(now);
+      holders = exact | guessed;
       // Routed there since (optimistic) means the request restored it.
-      host_only = e.host - (e.exact | (now < e.optimistic_until ? e.optimistic : WorkerSet()));
+      host_only = e.host - (e.exact | guessed);
     }
     // A worker restores host blocks only after its device ones: a device
     // block after a host-only one ends what it would reuse.

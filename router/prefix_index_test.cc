@@ -86,22 +86,82 @@ TEST(PrefixIndexTest, RemovalsAndWorkerLoss) {
   EXPECT_EQ(index.size(), 0u);
 }
 
+// A clock the test steps by hand.
+struct FakeClock {
+  PrefixIndex::Clock::time_point t{std::chrono::hours(1)};
+  PrefixIndex::Now now() {
+    return [this] { return t; };
+  }
+};
+
 TEST(PrefixIndexTest, OptimisticEntriesCountUntilTheyExpire) {
-  PrefixIndex index(std::chrono::milliseconds(50));
+  FakeClock clock;
+  PrefixIndex index(std::chrono::milliseconds(50), clock.now());
   const auto h = Chain(4);
   index.AddOptimistic(3, h);
   PrefixMatch m = index.Match(h, Slots({3}));
   EXPECT_EQ(m.blocks[3], 4);
   EXPECT_EQ(m.exact_blocks[3], 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  clock.t += std::chrono::milliseconds(49);
+  EXPECT_EQ(index.Match(h, Slots({3})).blocks[3], 4);
+  clock.t += std::chrono::milliseconds(1);
   EXPECT_EQ(index.Match(h, Slots({3})).blocks[3], 0);
   // Confirmed by an event: no longer expires.
   index.AddOptimistic(3, h);
   index.AddExact(3, std::span(h).subspan(0, 2));
-  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  clock.t += std::chrono::seconds(80);
   m = index.Match(h, Slots({3}));
   EXPECT_EQ(m.blocks[3], 2);
   EXPECT_EQ(m.exact_blocks[3], 2);
+}
+
+// Each worker's guess expires on its own: routing the same prefix to a
+// second worker later does not extend the first one's.
+TEST(PrefixIndexTest, OptimisticEntriesExpirePerWorker) {
+  FakeClock clock;
+  PrefixIndex index(std::chrono::seconds(20), clock.now());
+  const auto h = Chain(3);
+  index.AddOptimistic(1, h);
+  clock.t += std::chrono::seconds(15);
+  index.AddOptimistic(2, h);
+  clock.t += std::chrono::seconds(10);  // 25 s after the first, 10 after the second
+  const PrefixMatch m = index.Match(h, Slots({1, 2}));
+  EXPECT_EQ(m.blocks[1], 0);
+  EXPECT_EQ(m.blocks[2], 3);
+  // Routed to worker 1 again: its guess is renewed, not duplicated.
+  index.AddOptimistic(1, h);
+  clock.t += std::chrono::seconds(19);
+  EXPECT_EQ(index.Match(h, Slots({1, 2})).blocks[1], 3);
+  EXPECT_EQ(index.Match(h, Slots({1, 2})).blocks[2], 0);
+}
+
+// Hashes routed but never confirmed leave the index once their guesses have
+// expired: on an explicit sweep, and on their own as routing goes on.
+TEST(PrefixIndexTest, ExpiredGuessesAreSwept) {
+  FakeClock clock;
+  PrefixIndex index(std::chrono::seconds(20), clock.now());
+  const auto confirmed = Chain(2);
+  index.AddExact(0, confirmed);
+  index.AddOptimistic(1, confirmed);  // a guess on a hash another worker holds
+  const auto guessed = Chain(5, 77);
+  index.AddOptimistic(2, guessed);
+  EXPECT_EQ(index.size(), 7u);
+  EXPECT_EQ(index.SweepExpired(), 0u);  // nothing expired yet
+  clock.t += std::chrono::seconds(21);
+  EXPECT_EQ(index.SweepExpired(), 5u);  // the unconfirmed hashes; worker 0's stay
+  EXPECT_EQ(index.size(), 2u);
+  EXPECT_EQ(index.Match(confirmed, Slots({0, 1})).blocks[0], 2);
+  EXPECT_EQ(index.Match(confirmed, Slots({0, 1})).blocks[1], 0);
+  // Without explicit sweeps: many routed prompts, each expired before the
+  // next, keep the index bounded by what the sweep has not reached yet.
+  for (int i = 0; i < 64 * 256; ++i) {
+    index.AddOptimistic(i % 4, Chain(1, 1000 + i));
+    clock.t += std::chrono::seconds(30);
+  }
+  EXPECT_LT(index.size(), 64u * 256u / 4u);
+  clock.t += std::chrono::seconds(30);
+  index.SweepExpired();
+  EXPECT_EQ(index.size(), 2u);
 }
 
 TEST(PrefixIndexTest, ManyWorkersBeyondSixtyFour) {

@@ -210,6 +210,7 @@ void Registry::OnWorkerInfo(WorkerConnection* w, const v1::InfoResponse& info) {
   auto& group = groups_[info.model_name()];
   if (!group) {
     group = std::make_unique<ModelGroup>();
+    group->index.set_optimistic_ttl(options_.optimistic_ttl);
     group->name = info.model_name();
     group->digest = info.model_digest();
     group->block_size = static_cast<int>(info.block_size());
