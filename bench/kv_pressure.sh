@@ -28,7 +28,7 @@ POLICIES=${POLICIES:-"prefix approx_prefix least_load round_robin"}
 MODEL=${MODEL:-../shared/models/stories260K.gguf}
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
-field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
+. bench/cluster_lib.sh
 bytes_per_token=$("$B/cli/kvmesh" kv-plan -m "$MODEL" --context "$CONTEXT" --kv-type f16 --json |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_per_token"])')
 kv_memory=$((bytes_per_token * KV_TOKENS))
@@ -41,28 +41,14 @@ echo "|---|---:|---|---:|---:|---:|---:|---|"
 for demand in $DEMANDS; do
   tenants=$(python3 -c "print(max(1, round($demand * $WORKERS * $KV_TOKENS / $CONTEXT)))")
   for policy in $POLICIES; do
-    for ((i = 0; i < WORKERS; ++i)); do
-      "$B/worker/kvmesh-worker" --model "$MODEL" --grpc-port 0 --http-port 0 --threads 1 \
-        --kv-memory "$kv_memory" --worker-id "w$i" --log-level warning \
-        >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
-    done
-    addrs=()
-    for ((i = 0; i < WORKERS; ++i)); do
-      for _ in $(seq 100); do grep -qs listening "$tmp/w$i.out" && break; sleep 0.1; done
-      addrs+=("$(field grpc "$tmp/w$i.out")")
-    done
-    "$B/router/kvmesh-router" --grpc-port 0 --http-port 0 --policy "$policy" --log-level warning \
-      --workers "$(IFS=,; echo "${addrs[*]}")" >"$tmp/r.out" 2>"$tmp/r.err" &
-    for _ in $(seq 100); do grep -qs listening "$tmp/r.out" && break; sleep 0.1; done
-    sleep 1  # let the router see every worker healthy
-    json=$("$B/bench/router_sessions" --router "$(field grpc "$tmp/r.out")" \
+    start_cluster "$WORKERS" "$policy" --model "$MODEL" --kv-memory "$kv_memory"
+    json=$("$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
       --concurrency "$CONCURRENCY" --system-tokens "$CONTEXT" --user-tokens 32 \
       --reply-tokens 16 | tail -1 || true)
     if ! python3 -c 'import json,sys; json.loads(sys.argv[1])' "$json" 2>/dev/null; then
       echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | |"
-      kill $(jobs -p) 2>/dev/null || true
-      wait 2>/dev/null || true
+      stop_cluster
       continue
     fi
     python3 - "$demand" "$tenants" "$policy" "$json" <<'PY'
@@ -72,8 +58,7 @@ fail = f" ({j['failures']} failed)" if j['failures'] else ""
 print(f"| {float(d):.0%} | {t} | {p} | {100 * j['hit_ratio']:.1f}% | {j['ttft_p50_ms']:.1f} | "
       f"{j['ttft_p90_ms']:.1f} | {j['requests_per_s']:.2f} | {j['max_load']}/{j['min_load']}{fail} |")
 PY
-    kill $(jobs -p) 2>/dev/null || true
-    wait 2>/dev/null || true
+    stop_cluster
   done
 done
 echo

@@ -11,31 +11,18 @@ ARGS=("$@")
 [ ${#ARGS[@]} -eq 0 ] && ARGS=(--sessions 16 --turns 6 --concurrency 4)
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
-field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
+. bench/cluster_lib.sh
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-12s %10s %14s %14s %10s %8s\n' policy hit% ttft_mean_ms ttft_p90_ms max/min seconds
 for policy in prefix round_robin least_load approx_prefix; do
-  for ((i = 0; i < WORKERS; ++i)); do
-    "$B/worker/kvmesh-worker" --grpc-port 0 --http-port 0 --threads 1 --worker-id "w$i" \
-      --log-level warning >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
-  done
-  addrs=()
-  for ((i = 0; i < WORKERS; ++i)); do
-    for _ in $(seq 100); do grep -qs listening "$tmp/w$i.out" && break; sleep 0.1; done
-    addrs+=("$(field grpc "$tmp/w$i.out")")
-  done
-  "$B/router/kvmesh-router" --grpc-port 0 --http-port 0 --policy "$policy" --log-level warning \
-    --workers "$(IFS=,; echo "${addrs[*]}")" >"$tmp/r.out" 2>"$tmp/r.err" &
-  for _ in $(seq 100); do grep -qs listening "$tmp/r.out" && break; sleep 0.1; done
-  sleep 1  # let the router see every worker healthy
-  json=$("$B/bench/router_sessions" --router "$(field grpc "$tmp/r.out")" "${ARGS[@]}" | tail -1)
+  start_cluster "$WORKERS" "$policy"
+  json=$("$B/bench/router_sessions" --router "$ROUTER" "${ARGS[@]}" | tail -1)
   python3 - "$policy" "$json" <<'PY'
 import json, sys
 p, j = sys.argv[1], json.loads(sys.argv[2])
 print(f"{p:<12} {100*j['hit_ratio']:>9.1f}% {j['ttft_mean_ms']:>14.1f} {j['ttft_p90_ms']:>14.1f} "
       f"{str(j['max_load'])+'/'+str(j['min_load']):>10} {j['seconds']:>8.1f}")
 PY
-  kill $(jobs -p) 2>/dev/null || true
-  wait 2>/dev/null || true
+  stop_cluster
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

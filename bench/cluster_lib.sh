@@ -1,0 +1,32 @@
+# Sourced by the routing benchmarks: a local cluster of fresh processes on
+# loopback. Needs B (the build directory) and tmp (a scratch directory).
+#
+#   start_cluster WORKERS POLICY [worker flags...]   # sets ROUTER (its gRPC address)
+#   stop_cluster
+
+# The value of NAME=VALUE in a process's "listening" line.
+field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
+
+start_cluster() {
+  local workers=$1 policy=$2
+  shift 2
+  local i addrs=()
+  for ((i = 0; i < workers; ++i)); do
+    "$B/worker/kvmesh-worker" --grpc-port 0 --http-port 0 --threads 1 --worker-id "w$i" \
+      --log-level warning "$@" >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
+  done
+  for ((i = 0; i < workers; ++i)); do
+    for _ in $(seq 100); do grep -qs listening "$tmp/w$i.out" && break; sleep 0.1; done
+    addrs+=("$(field grpc "$tmp/w$i.out")")
+  done
+  "$B/router/kvmesh-router" --grpc-port 0 --http-port 0 --policy "$policy" --log-level warning \
+    --workers "$(IFS=,; echo "${addrs[*]}")" >"$tmp/r.out" 2>"$tmp/r.err" &
+  for _ in $(seq 100); do grep -qs listening "$tmp/r.out" && break; sleep 0.1; done
+  sleep 1  # let the router see every worker healthy
+  ROUTER=$(field grpc "$tmp/r.out")
+}
+
+stop_cluster() {
+  kill $(jobs -p) 2>/dev/null || true
+  wait 2>/dev/null || true
+}
