@@ -39,8 +39,10 @@ Engine::Engine(const ModelConfig& model, const Tokenizer& tokenizer,
       hub_(static_cast<uint64_t>(SteadyClock::now().time_since_epoch().count()) ^
            (static_cast<uint64_t>(std::random_device{}()) << 32)),
       shared_limits_(config_.limits) {
+  copier_ = std::make_unique<ExecutorCopier>(executor_.get());
+  kv_.SetCopier(copier_.get(), executor_->kv_layout().bytes_per_block());
+  page_format_ = KvPageFormat(executor_->kv_layout());
   if (config_.kv_host_memory_bytes > 0) {
-    copier_ = std::make_unique<ExecutorCopier>(executor_.get());
     kv_.EnableHostTier(config_.kv_host_memory_bytes, executor_->kv_layout().bytes_per_block(),
                        copier_.get());
     if (kv_.host_tier() != nullptr) ProbeRestoreSpeed();
@@ -134,6 +136,15 @@ Status Engine::Submit(EngineRequest request) {
   std::vector<BlockHash> hashes;
   if (config_.enable_prefix_caching)
     hashes = HashFullBlocks(root, request.prompt, kv_.block_size());
+  if (!request.peer_pages.empty()) {
+    // Only pages that are exactly this prompt's blocks under this salt.
+    const PageCheck check =
+        hashes.empty()
+            ? PageCheck{}
+            : CheckPeerPages(request.peer_pages, hashes, request.prompt, request.peer_first_block,
+                             kv_.block_size(), executor_->kv_layout().bytes_per_block());
+    request.peer_pages.resize(static_cast<size_t>(check.accepted));
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || draining_) return UnavailableError("the worker is shutting down");
@@ -210,6 +221,16 @@ int64_t Engine::ClearCache() {
   return cleared;
 }
 
+StatusOr<std::vector<KvPage>> Engine::ExportPages(std::vector<BlockHash> hashes, size_t max_bytes) {
+  std::vector<KvPage> pages;
+  RETURN_IF_ERROR(RunOnLoop([&] {
+    pages = kv_.ExportPages(hashes, max_bytes);
+    std::lock_guard<std::mutex> lock(mu_);
+    load_.tiers = kv_.stats();  // no step may follow soon
+  }));
+  return pages;
+}
+
 Status Engine::RunOnLoop(std::function<void()> fn) {
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> fut = done->get_future();
@@ -240,6 +261,13 @@ void Engine::DrainInbox() {
   }
   for (auto& r : fresh) {
     Request* raw = r.get();
+    if (!raw->spec.peer_pages.empty()) {
+      const int32_t first = raw->spec.peer_first_block;
+      kv_.ImportPages(
+          raw->spec.peer_pages,
+          first == 0 ? std::nullopt : std::optional<BlockHash>(raw->kv.hashes[first - 1]));
+      std::vector<KvPage>().swap(raw->spec.peer_pages);  // their bytes are in the cache now
+    }
     requests_[raw->spec.id] = std::move(r);
     scheduler_.AddWaiting(raw);
   }

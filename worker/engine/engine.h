@@ -110,6 +110,11 @@ class Engine {
   Status SetLimits(const SchedulerLimits& limits);
   // Drops every cached prefix; returns how many hashes were dropped.
   int64_t ClearCache();
+  // The leading run of `hashes` this engine has cached (either tier), as
+  // pages for a peer, within `max_bytes`; read between two steps.
+  StatusOr<std::vector<KvPage>> ExportPages(std::vector<BlockHash> hashes, size_t max_bytes);
+  // What a peer's pages must match to be imported here (KvPageFormat).
+  const std::string& page_format() const { return page_format_; }
 
   KvEventHub& kv_events() { return hub_; }
   uint64_t epoch() const { return hub_.epoch(); }
@@ -163,7 +168,8 @@ class Engine {
   std::vector<float> masked_logits_;  // a constrained request's logits after its mask
   LogprobScorer scorer_;
   std::vector<uint8_t> block_copy_;        // a KV block being copied for a fork
-  std::unique_ptr<KvBlockCopier> copier_;  // the executor, for the host tier
+  std::unique_ptr<KvBlockCopier> copier_;  // the executor, for the host tier and peers
+  std::string page_format_;
   double probed_restore_tokens_per_s_ = 0;
 
   KvEventHub hub_;

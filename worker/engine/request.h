@@ -70,6 +70,12 @@ struct EngineRequest {
   std::vector<int32_t> prompt;
   SamplingParams sampling;
   std::string cache_salt;
+  // Blocks peer_first_block, peer_first_block + 1, … of the prompt as a
+  // peer computed them (peer prefix fetch): put in the cache before the
+  // request is admitted, so it finds them as a prefix hit. Submit keeps only
+  // the leading pages that CheckPeerPages accepts.
+  std::vector<KvPage> peer_pages;
+  int32_t peer_first_block = 0;
   // Control tokens whose text the output shows (GenerateRequest's
   // render_special_tokens).
   std::vector<int32_t> render_special_tokens;

@@ -150,6 +150,12 @@ std::optional<int32_t> BlockPool::FindCached(const BlockHash& hash,
   return std::nullopt;  // a hash collision: never share
 }
 
+std::optional<int32_t> BlockPool::FindByHash(const BlockHash& hash) const {
+  auto it = by_hash_.find(hash);
+  if (it == by_hash_.end() || it->second.empty()) return std::nullopt;
+  return it->second.front();
+}
+
 void BlockPool::Acquire(int32_t block) {
   Block& b = blocks_[block];
   if (b.in_free_list) RemoveFromFreeList(block);

@@ -78,6 +78,11 @@ class BlockPool {
   // A cached block holding `hash` and exactly `tokens`, or nullopt. No
   // reference is taken.
   std::optional<int32_t> FindCached(const BlockHash& hash, std::span<const int32_t> tokens) const;
+  // A cached block holding `hash` (whatever its tokens), or nullopt: what a
+  // peer asking by hash alone gets (it compares the tokens itself).
+  std::optional<int32_t> FindByHash(const BlockHash& hash) const;
+  // The tokens a cached block holds.
+  std::span<const int32_t> tokens(int32_t block) const { return TokensOf(block); }
 
   // Takes one more reference on a block (removing it from the free list if
   // it was free).

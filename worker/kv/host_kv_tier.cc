@@ -22,6 +22,12 @@ HostKvTier::HostKvTier(int64_t capacity_bytes, size_t block_bytes, int block_siz
   for (int64_t i = n - 1; i >= 0; --i) free_.push_back(static_cast<int32_t>(i));
 }
 
+std::optional<int32_t> HostKvTier::FindByHash(const BlockHash& hash) const {
+  auto it = by_hash_.find(hash);
+  if (it == by_hash_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::optional<int32_t> HostKvTier::Find(const BlockHash& hash,
                                         std::span<const int32_t> tokens) const {
   auto it = by_hash_.find(hash);

@@ -47,6 +47,8 @@ class HostKvTier {
 
   // The slot holding `hash` with exactly `tokens`, or nullopt.
   std::optional<int32_t> Find(const BlockHash& hash, std::span<const int32_t> tokens) const;
+  // The slot holding `hash` (whatever its tokens), or nullopt.
+  std::optional<int32_t> FindByHash(const BlockHash& hash) const;
 
   struct Inserted {
     int32_t slot = -1;

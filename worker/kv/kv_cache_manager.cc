@@ -28,10 +28,81 @@ void KvCacheManager::EnableHostTier(int64_t capacity_bytes, size_t block_bytes,
   if (!enable_prefix_caching_ || capacity_bytes <= 0) return;
   KVMESH_CHECK(copier != nullptr);
   host_ = std::make_unique<HostKvTier>(capacity_bytes, block_bytes, block_size());
-  copier_ = copier;
+  SetCopier(copier, block_bytes);
   pool_.set_evict_hook(
       [this](int32_t block, const BlockHash& hash, const std::optional<BlockHash>& parent,
              std::span<const int32_t> tokens) { Spill(block, hash, parent, tokens); });
+}
+
+void KvCacheManager::SetCopier(KvBlockCopier* copier, size_t block_bytes) {
+  KVMESH_CHECK(copier != nullptr && block_bytes > 0);
+  copier_ = copier;
+  block_bytes_ = block_bytes;
+}
+
+int32_t KvCacheManager::ImportPages(std::span<const KvPage> pages,
+                                    const std::optional<BlockHash>& parent) {
+  if (!enable_prefix_caching_ || copier_ == nullptr) return 0;
+  std::vector<int32_t> held;
+  int32_t cached = 0;
+  for (const KvPage& page : pages) {
+    const std::optional<BlockHash> page_parent =
+        cached == 0 ? parent : std::optional<BlockHash>(pages[cached - 1].hash);
+    if (page.bytes.size() != block_bytes_ ||
+        page.tokens.size() != static_cast<size_t>(block_size()))
+      break;
+    if (pool_.FindCached(page.hash, page.tokens) ||
+        (host_ && host_->Find(page.hash, page.tokens))) {
+      ++cached;
+      continue;
+    }
+    std::vector<int32_t> fresh;
+    if (!pool_.Allocate(1, &fresh)) break;
+    if (!copier_->FromHost(page.bytes, fresh[0]).ok()) {
+      ++stats_.failed_copies;
+      pool_.Release(fresh);  // never cached: its contents are not trusted
+      break;
+    }
+    pool_.Cache(fresh[0], page.hash, page_parent, page.tokens);
+    held.push_back(fresh[0]);
+    ++stats_.imported_blocks;
+    ++cached;
+  }
+  std::vector<int32_t> reversed(held.rbegin(), held.rend());  // the tail is evicted first
+  pool_.Release(reversed);
+  return cached;
+}
+
+std::vector<KvPage> KvCacheManager::ExportPages(std::span<const BlockHash> hashes,
+                                                size_t max_bytes) {
+  std::vector<KvPage> pages;
+  if (!enable_prefix_caching_ || copier_ == nullptr) return pages;
+  size_t bytes = 0;
+  for (const BlockHash& hash : hashes) {
+    if (bytes + block_bytes_ > max_bytes) break;
+    KvPage page;
+    page.hash = hash;
+    page.bytes.resize(block_bytes_);
+    if (auto block = pool_.FindByHash(hash)) {
+      const auto tokens = pool_.tokens(*block);
+      page.tokens.assign(tokens.begin(), tokens.end());
+      if (!copier_->ToHost(*block, page.bytes).ok()) {
+        ++stats_.failed_copies;
+        break;
+      }
+    } else if (auto slot = host_ ? host_->FindByHash(hash) : std::nullopt) {
+      const auto tokens = host_->tokens(*slot);
+      page.tokens.assign(tokens.begin(), tokens.end());
+      const auto stored = host_->Bytes(*slot);
+      std::copy(stored.begin(), stored.end(), page.bytes.begin());
+    } else {
+      break;
+    }
+    bytes += block_bytes_;
+    ++stats_.exported_blocks;
+    pages.push_back(std::move(page));
+  }
+  return pages;
 }
 
 void KvCacheManager::Spill(int32_t block, const BlockHash& hash,

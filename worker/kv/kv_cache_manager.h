@@ -32,6 +32,7 @@
 #include "common/status.h"
 #include "worker/kv/block_pool.h"
 #include "worker/kv/host_kv_tier.h"
+#include "worker/kv/kv_pages.h"
 
 namespace kvmesh {
 
@@ -74,6 +75,8 @@ struct KvTierStats {
   double restore_seconds = 0;
   int64_t failed_copies = 0;
   int64_t blocks_hashed = 0;
+  int64_t imported_blocks = 0;  // pages from peers put in the device pool
+  int64_t exported_blocks = 0;  // pages read out for peers
 };
 
 class KvCacheManager {
@@ -89,6 +92,9 @@ class KvCacheManager {
   // `copier` must outlive the manager. Does nothing when prefix caching is
   // off.
   void EnableHostTier(int64_t capacity_bytes, size_t block_bytes, KvBlockCopier* copier);
+  // The copier for pages moved to and from peers (ImportPages, ExportPages),
+  // blocks of `block_bytes`; must outlive the manager.
+  void SetCopier(KvBlockCopier* copier, size_t block_bytes);
   const HostKvTier* host_tier() const { return host_.get(); }
   const KvTierStats& stats() const { return stats_; }
 
@@ -131,6 +137,21 @@ class KvCacheManager {
   // empties its block table (its hashes stay).
   void Release(SequenceBlocks* seq);
 
+  // Puts pages computed elsewhere (already checked by CheckPeerPages) into
+  // the device pool as cached blocks: each page cached in neither tier gets a
+  // fresh device block (evicting the least recent free one, as a computed
+  // block would), is registered under its hash and released at once, at the
+  // most recent end of the LRU, so the request that asked for the pages finds
+  // them as a device hit. `parent` is the hash before pages[0] (nullopt for a
+  // sequence's first block). Stops when no block is free or a copy fails.
+  // Returns how many leading pages are now cached (imported or already
+  // there).
+  int32_t ImportPages(std::span<const KvPage> pages, const std::optional<BlockHash>& parent);
+  // The leading run of `hashes` cached in either tier, as pages (device
+  // blocks read through the copier), as long as the pages' bytes stay within
+  // `max_bytes`. Changes no LRU order.
+  std::vector<KvPage> ExportPages(std::span<const BlockHash> hashes, size_t max_bytes);
+
   // Forgets every cached block in every tier; returns how many hashes were
   // dropped.
   int64_t ClearCache();
@@ -155,6 +176,7 @@ class KvCacheManager {
   bool enable_prefix_caching_;
   std::unique_ptr<HostKvTier> host_;
   KvBlockCopier* copier_ = nullptr;
+  size_t block_bytes_ = 0;  // with a copier
   KvTierStats stats_;
 };
 
