@@ -420,5 +420,91 @@ TEST(WorkerProcessTest, SoakOfAThousandRequests) {
   EXPECT_EQ(MetricValue(m, "kvmesh_worker_requests_total{outcome=\"length\"}"), 1200);
 }
 
+// Peer prefix fetch between two worker processes: B, told that A holds the
+// prompt's blocks, fetches them over Worker.FetchKvPages and generates what
+// A generates, bit for bit; a fetch that cannot work (no peer there, pages of
+// another format) costs nothing but the recompute.
+TEST(WorkerProcessTest, PeerFetchTakesAPrefixFromAnotherWorker) {
+  Worker a = StartWorker();
+  Worker b = StartWorker();
+  Worker bf16_worker = StartWorker({"--kv-type", "bf16"});
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 200; ++i) prompt.push_back(260 + (i * 37) % 240);
+  v1::GenerateRequest req = Greedy(prompt, 16);
+  req.set_cache_salt("tenant");
+  req.set_logprobs(true);
+  req.set_top_logprobs(3);
+  ASSERT_TRUE(Generate(*a.stub, req).status.ok());
+  const Generation local = Generate(*a.stub, req);  // from A's own cached pages
+  ASSERT_TRUE(local.status.ok()) << local.status.error_message();
+  const uint32_t full = (prompt.size() - 1) / 16;
+  ASSERT_EQ(local.last.usage().cached_tokens(), full * 16);
+
+  v1::GenerateRequest fetch = req;
+  fetch.mutable_peer_fetch()->set_address(a.grpc);
+  fetch.mutable_peer_fetch()->set_worker_id("a");
+  fetch.mutable_peer_fetch()->set_first_block(0);
+  fetch.mutable_peer_fetch()->set_end_block(full + 3);  // past the prompt: trimmed
+  const Generation fetched = Generate(*b.stub, fetch);
+  ASSERT_TRUE(fetched.status.ok()) << fetched.status.error_message();
+  EXPECT_EQ(fetched.last.usage().cached_tokens(), full * 16);
+  EXPECT_EQ(fetched.tokens, local.tokens);
+  // The logits are the same bits: compare the streams' logprobs.
+  auto logprobs = [](v1::Worker::Stub& stub, const v1::GenerateRequest& r) {
+    grpc::ClientContext ctx;
+    auto reader = stub.Generate(&ctx, r);
+    v1::GenerateResponse resp;
+    std::vector<std::string> out;
+    while (reader->Read(&resp)) {
+      for (const auto& lp : resp.logprobs()) out.push_back(lp.SerializeAsString());
+    }
+    EXPECT_TRUE(reader->Finish().ok());
+    return out;
+  };
+  Worker c = StartWorker();
+  EXPECT_EQ(logprobs(*c.stub, fetch), logprobs(*a.stub, req));
+
+  v1::LoadRequest load_req;
+  v1::LoadResponse load;
+  grpc::ClientContext load_ctx;
+  ASSERT_TRUE(b.stub->Load(&load_ctx, load_req, &load).ok());
+  EXPECT_GT(load.peer_fetch_tokens_per_s(), 0);
+  const std::string mb = Metrics(b.http);
+  EXPECT_EQ(MetricValue(mb, "kvmesh_worker_peer_fetches_total{result=\"ok\"}"), 1);
+  EXPECT_EQ(MetricValue(mb, "kvmesh_worker_peer_fetch_tokens_total"), full * 16);
+  EXPECT_GT(MetricValue(mb, "kvmesh_worker_peer_page_bytes_total{direction=\"in\"}"), 0);
+  EXPECT_EQ(MetricValue(Metrics(a.http), "kvmesh_worker_peer_pages_served_total"), 2 * full);
+
+  // Another tenant's request names A too, but A holds nothing under its salt.
+  v1::GenerateRequest other = fetch;
+  other.set_cache_salt("other");
+  const Generation foreign = Generate(*b.stub, other);
+  ASSERT_TRUE(foreign.status.ok());
+  EXPECT_EQ(foreign.last.usage().cached_tokens(), 0);
+  EXPECT_EQ(foreign.tokens, local.tokens);
+  EXPECT_EQ(MetricValue(Metrics(b.http), "kvmesh_worker_peer_fetches_total{result=\"partial\"}"),
+            1);
+
+  // A worker storing bf16 pages cannot use A's f16 ones: it computes them.
+  const Generation other_format = Generate(*bf16_worker.stub, fetch);
+  ASSERT_TRUE(other_format.status.ok()) << other_format.status.error_message();
+  EXPECT_EQ(other_format.last.usage().cached_tokens(), 0);
+  // Nobody listens at the hinted address: computed too.
+  v1::GenerateRequest nowhere = fetch;
+  nowhere.mutable_peer_fetch()->set_address("127.0.0.1:1");
+  const Generation gone = Generate(*bf16_worker.stub, nowhere);
+  ASSERT_TRUE(gone.status.ok()) << gone.status.error_message();
+  EXPECT_EQ(
+      MetricValue(Metrics(bf16_worker.http), "kvmesh_worker_peer_fetches_total{result=\"failed\"}"),
+      2);
+
+  // An ill-formed hint is the client's error.
+  v1::GenerateRequest bad = fetch;
+  bad.mutable_peer_fetch()->set_end_block(0);
+  const Generation refused = Generate(*b.stub, bad);
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.status.error_message(), HasSubstr("peer_fetch.end_block"));
+}
+
 }  // namespace
 }  // namespace kvmesh

@@ -115,6 +115,7 @@ class Engine {
   StatusOr<std::vector<KvPage>> ExportPages(std::vector<BlockHash> hashes, size_t max_bytes);
   // What a peer's pages must match to be imported here (KvPageFormat).
   const std::string& page_format() const { return page_format_; }
+  size_t block_bytes() const { return executor_->kv_layout().bytes_per_block(); }
 
   KvEventHub& kv_events() { return hub_; }
   uint64_t epoch() const { return hub_.epoch(); }

@@ -189,6 +189,64 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
                            .Help("|predicted - actual| cached prompt tokens per request")
                            .Register(*registry_)
                            .Add({}, Histogram::BucketBoundaries{0, 16, 64, 256, 1024, 4096});
+  peer_fetches_ = &BuildCounter()
+                       .Name("kvmesh_worker_peer_fetches_total")
+                       .Help(
+                           "Peer prefix fetches by result: ok, partial (the peer held fewer "
+                           "blocks), rejected (a page did not match the prompt), failed")
+                       .Register(*registry_);
+  peer_bytes_ = &BuildCounter()
+                     .Name("kvmesh_worker_peer_page_bytes_total")
+                     .Help("KV page bytes moved between workers: in = fetched, out = served")
+                     .Register(*registry_);
+  peer_fetch_tokens_ = &BuildCounter()
+                            .Name("kvmesh_worker_peer_fetch_tokens_total")
+                            .Help("Prompt tokens whose KV pages were fetched from a peer")
+                            .Register(*registry_)
+                            .Add({});
+  peer_fetch_seconds_ = &BuildCounter()
+                             .Name("kvmesh_worker_peer_fetch_seconds_total")
+                             .Help("Time spent fetching KV pages from peers")
+                             .Register(*registry_)
+                             .Add({});
+  peer_saved_seconds_ =
+      &BuildCounter()
+           .Name("kvmesh_worker_peer_fetch_saved_seconds_total")
+           .Help(
+               "Prefill time saved by peer fetches: fetched tokens at the "
+               "measured prefill speed, less the fetch time (a fetch that saved nothing adds 0)")
+           .Register(*registry_)
+           .Add({});
+  peer_exported_pages_ = &BuildCounter()
+                              .Name("kvmesh_worker_peer_pages_served_total")
+                              .Help("KV pages sent to peers")
+                              .Register(*registry_)
+                              .Add({});
+}
+
+void WorkerMetrics::OnPeerFetch(const std::string& result, int64_t tokens, int64_t bytes,
+                                double seconds, double saved_seconds) {
+  peer_fetches_->Add({{"result", result}}).Increment();
+  peer_bytes_->Add({{"direction", "in"}}).Increment(static_cast<double>(bytes));
+  peer_fetch_tokens_->Increment(static_cast<double>(tokens));
+  peer_fetch_seconds_->Increment(seconds);
+  // A counter only goes up: a fetch that cost more than it saved shows in
+  // the seconds counter instead.
+  if (saved_seconds > 0) peer_saved_seconds_->Increment(saved_seconds);
+  if (tokens > 0 && seconds > 0) {
+    std::lock_guard<std::mutex> lock(peer_mu_);
+    peer_rate_.Add(static_cast<double>(tokens) / seconds);
+  }
+}
+
+void WorkerMetrics::OnPeerExport(int64_t pages, int64_t bytes) {
+  peer_exported_pages_->Increment(static_cast<double>(pages));
+  peer_bytes_->Add({{"direction", "out"}}).Increment(static_cast<double>(bytes));
+}
+
+double WorkerMetrics::peer_fetch_tokens_per_s() const {
+  std::lock_guard<std::mutex> lock(peer_mu_);
+  return peer_rate_.Median();
 }
 
 void WorkerMetrics::OnRequestFinished(const RequestOutput& out, double tpot_seconds) {

@@ -14,10 +14,12 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "worker/engine/engine.h"
+#include "worker/engine/rate_tracker.h"
 
 namespace kvmesh {
 
@@ -57,6 +59,18 @@ class WorkerMetrics : public EngineObserver {
   // The router's prediction of cached prompt tokens against the truth.
   void OnPrediction(int32_t predicted, int32_t actual);
 
+  // A peer prefix fetch: its result (ok, partial, rejected, failed), the
+  // prompt tokens and page bytes taken, how long it took and the prefill
+  // time it saved (estimated at the measured prefill speed, less the fetch).
+  // Thread-safe.
+  void OnPeerFetch(const std::string& result, int64_t tokens, int64_t bytes, double seconds,
+                   double saved_seconds);
+  // Pages sent to a peer.
+  void OnPeerExport(int64_t pages, int64_t bytes);
+  // Median speed of recent fetches that took pages, in tokens per second
+  // (0 before the first); reported in Load.
+  double peer_fetch_tokens_per_s() const;
+
   std::string Render() const;
 
  private:
@@ -75,6 +89,14 @@ class WorkerMetrics : public EngineObserver {
   prometheus::Counter* predicted_cached_;
   prometheus::Counter* predicted_actual_cached_;
   prometheus::Histogram* prediction_error_;
+  prometheus::Family<prometheus::Counter>* peer_fetches_;
+  prometheus::Family<prometheus::Counter>* peer_bytes_;
+  prometheus::Counter* peer_fetch_tokens_;
+  prometheus::Counter* peer_fetch_seconds_;
+  prometheus::Counter* peer_saved_seconds_;
+  prometheus::Counter* peer_exported_pages_;
+  mutable std::mutex peer_mu_;
+  RateTracker peer_rate_;  // guarded by peer_mu_
   std::function<EngineLoad()> load_source_;
   std::function<std::vector<DeviceMetric>()> device_source_;
 };

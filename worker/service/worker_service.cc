@@ -116,7 +116,8 @@ WorkerServiceImpl::WorkerServiceImpl(const Model& model, const Tokenizer& tokeni
       engine_(engine),
       constraints_(tokenizer),
       metrics_(metrics),
-      identity_(std::move(identity)) {
+      identity_(std::move(identity)),
+      fetcher_(engine, model.identity(), identity_.worker_id, transport_, metrics) {
   const ModelConfig& c = model.config();
   info_.set_model_name(c.name);
   info_.set_model_digest(model.identity());
@@ -178,6 +179,7 @@ grpc::Status WorkerServiceImpl::Load(grpc::ServerContext*, const v1::LoadRequest
   resp->set_kv_host_blocks(load.host_blocks);
   resp->set_kv_host_blocks_total(load.host_blocks_capacity);
   resp->set_host_restore_tokens_per_s(load.host_restore_tokens_per_s);
+  resp->set_peer_fetch_tokens_per_s(metrics_.peer_fetch_tokens_per_s());
   resp->set_prefill_tokens_per_s(load.prefill_tokens_per_s);
   resp->set_decode_tokens_per_s(load.decode_tokens_per_s);
   resp->set_queued_prefill_tokens(load.queued_prefill_tokens);
@@ -239,6 +241,12 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
   }
   if (ctx->deadline() != std::chrono::system_clock::time_point::max()) {
     er.deadline = SteadyClock::now() + (ctx->deadline() - std::chrono::system_clock::now());
+  }
+  if (req->has_peer_fetch() && !req->prompt_logprobs()) {  // scoring reuses no cached prefix
+    if (Status s = CheckNoUnknownFields(req->peer_fetch(), "GenerateRequest.peer_fetch"); !s.ok())
+      return reject(s);
+    if (Status s = fetcher_.Fetch(req->peer_fetch(), ctx->deadline(), &er); !s.ok())
+      return reject(s);
   }
   auto queue = std::make_shared<OutputQueue>();
   er.on_output = [queue](RequestOutput&& out) { queue->Push(std::move(out)); };
@@ -355,6 +363,13 @@ grpc::Status WorkerServiceImpl::SubscribeKvEvents(grpc::ServerContext* ctx,
                         "subscriber fell too far behind; resubscribe for a fresh snapshot");
   }
   return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::FetchKvPages(grpc::ServerContext*,
+                                             const v1::FetchKvPagesRequest* req,
+                                             grpc::ServerWriter<v1::KvPageBatch>* writer) {
+  if (Status s = CheckNoUnknownFields(*req, "FetchKvPagesRequest"); !s.ok()) return ToGrpc(s);
+  return ToGrpc(ServeKvPages(engine_, *req, writer, metrics_));
 }
 
 grpc::Status WorkerAdminImpl::Authorize(grpc::ServerContext* ctx) const {

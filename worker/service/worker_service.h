@@ -19,6 +19,7 @@
 #include "worker/model/model.h"
 #include "worker/runtime/graph_backend.h"
 #include "worker/runtime/parallel_plan.h"
+#include "worker/service/peer_pages.h"
 #include "worker/service/worker_metrics.h"
 
 namespace kvmesh {
@@ -43,6 +44,8 @@ class WorkerServiceImpl final : public v1::Worker::Service {
                     v1::LoadResponse* resp) override;
   grpc::Status SubscribeKvEvents(grpc::ServerContext* ctx, const v1::SubscribeKvEventsRequest* req,
                                  grpc::ServerWriter<v1::KvEventBatch>* writer) override;
+  grpc::Status FetchKvPages(grpc::ServerContext* ctx, const v1::FetchKvPagesRequest* req,
+                            grpc::ServerWriter<v1::KvPageBatch>* writer) override;
 
   // Ends open event streams (shutdown).
   void Shutdown() { shutting_down_ = true; }
@@ -55,6 +58,8 @@ class WorkerServiceImpl final : public v1::Worker::Service {
   WorkerMetrics& metrics_;
   WorkerIdentity identity_;
   v1::InfoResponse info_;  // built once
+  GrpcKvPageTransport transport_;
+  PeerFetcher fetcher_;
   std::atomic<uint64_t> next_request_id_{1};
   std::atomic<bool> shutting_down_{false};
 };
