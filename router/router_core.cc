@@ -373,6 +373,7 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       v.host_cached_tokens = std::max(
           0, v.cached_tokens - std::min(device_blocks, max_cacheable_blocks) * group.block_size);
       v.host_restore_tokens_per_s = load.host_restore_tokens_per_s();
+      v.peer_fetch_tokens_per_s = load.peer_fetch_tokens_per_s();
       if (hint && hint->worker_id == v.id && !options.prompt_logprobs()) {
         // Presumed to hold what the session's last prompt left there.
         const int32_t presumed =
@@ -389,7 +390,16 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       metrics_->OnDecision(std::string(policy_->name()), d.reason, Seconds(Clock::now() - t0));
     WorkerConnection* worker = conns[d.index];
     const int slot = views[d.index].slot;
-    const int32_t predicted = views[d.index].cached_tokens;
+    int32_t predicted = views[d.index].cached_tokens;
+    forward.clear_peer_fetch();  // a retry decides afresh
+    if (d.fetch_from >= 0 && d.fetch_from != d.index) {
+      v1::PeerFetch* fetch = forward.mutable_peer_fetch();
+      fetch->set_address(conns[d.fetch_from]->address());
+      fetch->set_worker_id(views[d.fetch_from].id);
+      fetch->set_first_block(static_cast<uint32_t>(d.fetch_first_block));
+      fetch->set_end_block(static_cast<uint32_t>(d.fetch_end_block));
+      predicted = std::max(predicted, d.fetch_end_block * group.block_size);
+    }
     group.index.AddOptimistic(slot, hashes);
     if (!session.empty()) sessions_.Record(session, {views[d.index].id, n_prompt});
     log_.Decided({std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -35,6 +35,15 @@ void RouterOptions::Register(ConfigSchema* s) {
   s->AddDouble("prefix_displacement_weight", &prefix_displacement_weight, 0, 100,
                "prefix policy: extra cost of each prompt token that would evict a cached prefix "
                "on a full worker (0: none)");
+  s->AddBool("prefix_peer_fetch", &prefix_peer_fetch,
+             "prefix policy: let a worker fetch the prompt blocks it lacks from the worker "
+             "holding them (KV pages over gRPC) when that is cheaper than computing them");
+  s->AddDouble("prefix_fetch_tokens_per_s", &prefix_fetch_tokens_per_s, 1, 1e12,
+               "prefix policy: fetch speed assumed for a worker that has not measured its own");
+  s->AddDouble("prefix_fetch_overhead_ms", &prefix_fetch_overhead_ms, 0, 60000,
+               "prefix policy: fixed cost of one peer fetch (a round trip and the holder's read)");
+  s->AddInt("prefix_fetch_holder_step_tokens", &prefix_fetch_holder_step_tokens, 0, 1 << 20,
+            "prefix policy: prefill tokens of the holder's step that a fetch may wait behind");
   s->AddDouble("approx_prefix_match_threshold", &approx_prefix_match_threshold, 0, 1,
                "approx_prefix policy: fraction of the prompt a remembered prefix must cover to "
                "route to its worker");
@@ -119,6 +128,10 @@ PrefixPolicyWeights RouterOptions::weights() const {
   w.guard_slack = static_cast<int32_t>(prefix_guard_slack);
   w.use_host_tier = prefix_host_tier;
   w.displacement_weight = prefix_displacement_weight;
+  w.peer_fetch = prefix_peer_fetch;
+  w.default_fetch_tokens_per_s = prefix_fetch_tokens_per_s;
+  w.fetch_overhead_seconds = prefix_fetch_overhead_ms / 1000;
+  w.fetch_holder_step_tokens = static_cast<int32_t>(prefix_fetch_holder_step_tokens);
   return w;
 }
 

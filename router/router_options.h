@@ -26,6 +26,10 @@ struct RouterOptions {
   int64_t prefix_guard_slack = 4;
   bool prefix_host_tier = true;
   double prefix_displacement_weight = 1.0;
+  bool prefix_peer_fetch = false;
+  double prefix_fetch_tokens_per_s = 50000;
+  double prefix_fetch_overhead_ms = 5;
+  int64_t prefix_fetch_holder_step_tokens = 512;
   double approx_prefix_match_threshold = 0.5;
   int64_t approx_prefix_balance_abs_threshold = 32;
   double approx_prefix_balance_rel_threshold = 1.0001;

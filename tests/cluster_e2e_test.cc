@@ -517,6 +517,67 @@ TEST(ClusterProcessTest, ApiKeysAndOverload) {
   EXPECT_TRUE(retry_after.load());
 }
 
+// With peer fetch on and load priced high, a prompt whose holder is busy
+// goes to the idle worker, which fetches the holder's pages instead of
+// computing them: the router's hint reaches the worker, the output is the
+// holder's, and both workers count the pages.
+TEST(ClusterProcessTest, RouterSendsAPeerFetchToTheIdleWorker) {
+  ProcessHandle w0 = StartWorker(kWorkerBin, {"--worker-id", "w0"});
+  ProcessHandle w1 = StartWorker(kWorkerBin, {"--worker-id", "w1"});
+  ProcessHandle r = StartRouter(kRouterBin, {w0.grpc, w1.grpc},
+                                {"--prefix-peer-fetch", "--prefix-tokens-per-running-request",
+                                 "1000000", "--prefix-fetch-overhead-ms", "0"});
+  ASSERT_TRUE(w0.ok() && w1.ok() && r.ok());
+  ASSERT_TRUE(WaitForHealthyWorkers(r.grpc, 2, std::chrono::seconds(30)));
+  auto stub =
+      v1::Inference::NewStub(grpc::CreateChannel(r.grpc, grpc::InsecureChannelCredentials()));
+  std::mt19937 rng(7);
+  // A few tries: the busy request must still be running when the second
+  // arrives, which a stalled machine could defeat once.
+  bool fetched = false;
+  for (int attempt = 0; attempt < 4 && !fetched; ++attempt) {
+    std::vector<int32_t> prompt = {1};
+    for (int32_t t : RandomTokens(rng, 100)) prompt.push_back(t);
+    const Result first = Generate(*stub, prompt, 1);
+    ASSERT_TRUE(first.status.ok()) << first.status.error_message();
+    // The holder becomes busy with a long generation of the same prompt...
+    Result busy;
+    std::thread long_one([&] {
+      grpc::ClientContext ctx;
+      v1::GenerateTextRequest req;
+      req.mutable_prompt_tokens()->Assign(prompt.begin(), prompt.end());
+      req.mutable_options()->set_max_tokens(400);
+      req.mutable_options()->set_ignore_eos(true);
+      req.mutable_options()->mutable_sampling()->set_temperature(0);
+      auto reader = stub->Generate(&ctx, req);
+      v1::GenerateTextResponse m;
+      while (reader->Read(&m)) {
+        if (!m.worker().empty()) busy.worker = m.worker();
+      }
+      busy.status = reader->Finish();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // ...so the same prompt goes to the other worker, which fetches it.
+    const Result second = Generate(*stub, prompt, 8);
+    long_one.join();
+    ASSERT_TRUE(second.status.ok()) << second.status.error_message();
+    ASSERT_TRUE(busy.status.ok()) << busy.status.error_message();
+    const int32_t full = (static_cast<int32_t>(prompt.size()) - 1) / 16 * 16;
+    if (second.worker == busy.worker || second.worker == first.worker) continue;
+    EXPECT_EQ(second.last.usage().cached_tokens(), full);
+    EXPECT_EQ(second.tokens, Generate(*stub, prompt, 8).tokens);
+    fetched = true;
+  }
+  ASSERT_TRUE(fetched) << "the second request never went to the idle worker";
+  const double ok0 =
+      Metric(HttpGet(w0.http, "/metrics"), "kvmesh_worker_peer_fetches_total{result=\"ok\"}");
+  const double ok1 =
+      Metric(HttpGet(w1.http, "/metrics"), "kvmesh_worker_peer_fetches_total{result=\"ok\"}");
+  EXPECT_GE(std::max(ok0, 0.0) + std::max(ok1, 0.0), 1);
+  const std::string routing = HttpGet(r.http, "/metrics");
+  EXPECT_THAT(routing, HasSubstr("reason=\"peer_fetch\""));
+}
+
 TEST(ClusterProcessTest, KillNineUnderLoadLosesNoUnstartedRequest) {
   ProcessHandle w0 = StartWorker(kWorkerBin, {"--worker-id", "a"}, 0, "kill_w0");
   ProcessHandle w1 = StartWorker(kWorkerBin, {"--worker-id", "b"}, 0, "kill_w1");

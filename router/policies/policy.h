@@ -32,6 +32,8 @@ struct WorkerView {
   // Of cached_tokens, those only in its host-RAM tier (copied back before use).
   int32_t host_cached_tokens = 0;
   double host_restore_tokens_per_s = 0;  // measured by the worker; 0 when unknown
+  // Measured speed of its fetches of KV pages from peers; 0 when unknown.
+  double peer_fetch_tokens_per_s = 0;
 
   // Requests on the worker as best known: its report or this router's own
   // count, whichever is larger (the report lags; other routers add load).
@@ -50,7 +52,13 @@ struct RoutingInput {
 struct Decision {
   int index = 0;       // into RoutingInput::workers
   std::string reason;  // metric label: prefix_hit, min_cost, load_guard, round_robin, least_load,
-                       // session (the router kept a session on its worker)…
+                       // peer_fetch, session (the router kept a session on its worker)…
+  // Peer prefix fetch: the chosen worker first fetches prompt blocks
+  // [fetch_first_block, fetch_end_block) from workers[fetch_from] (-1: no
+  // fetch).
+  int fetch_from = -1;
+  int32_t fetch_first_block = 0;
+  int32_t fetch_end_block = 0;
 };
 
 // Weights of the prefix policy (config keys prefix_*).
@@ -73,6 +81,17 @@ struct PrefixPolicyWeights {
   // its empty blocks) cost this many times again: under memory pressure a
   // miss placed on a full cache displaces work someone will redo.
   double displacement_weight = 1.0;
+  // Peer prefix fetch: a worker may fetch the prompt blocks it lacks from
+  // the worker holding the most of them instead of computing them, when
+  // that is cheaper. A fetch costs fetch_overhead_seconds, plus its tokens
+  // at the fetching worker's measured fetch speed (default_fetch_tokens_per_s
+  // before it has one), plus the holder's current step (its queued prefill,
+  // up to fetch_holder_step_tokens, at its prefill speed), during which it
+  // cannot read the pages out.
+  bool peer_fetch = false;
+  double default_fetch_tokens_per_s = 50000;
+  double fetch_overhead_seconds = 0.005;
+  int32_t fetch_holder_step_tokens = 512;
 };
 
 // Knobs of the approx_prefix policy (config keys approx_prefix_*).

@@ -179,6 +179,66 @@ TEST(PolicyTest, PrefixPricesWhatAMissWouldEvict) {
   EXPECT_EQ(choose(*priced).index, 1);
 }
 
+// A busy holder's prefix is fetched by an idle worker when fetching is
+// cheaper than computing; the hint names the holder and the blocks.
+TEST(PolicyTest, PeerFetchPullsABusyHoldersPrefix) {
+  const std::vector<BlockHash> none;
+  // A 4000-token prompt; w1 holds 3200 of it behind 20000 queued tokens.
+  std::vector<WorkerView> ws = {W(0, 0), W(1, 2, 3200), W(2, 1)};
+  ws[1].queued_prefill_tokens = 20000;
+  auto choose = [&](Policy& p) { return p.Choose({4000, ws, none, 16}); };
+
+  auto off = MakePrefixPolicy({});
+  Decision d = choose(*off);
+  EXPECT_EQ(d.index, 0);
+  EXPECT_EQ(d.fetch_from, -1);
+
+  auto on = MakePrefixPolicy({.peer_fetch = true});
+  d = choose(*on);
+  EXPECT_EQ(d.index, 0);
+  EXPECT_EQ(d.reason, "peer_fetch");
+  EXPECT_EQ(d.fetch_from, 1);
+  EXPECT_EQ(d.fetch_first_block, 0);
+  EXPECT_EQ(d.fetch_end_block, 200);
+
+  // What w0 holds already is not fetched.
+  ws[0].cached_tokens = 1600;
+  d = choose(*on);
+  EXPECT_EQ(d.index, 0);
+  EXPECT_EQ(d.fetch_first_block, 100);
+  EXPECT_EQ(d.fetch_end_block, 200);
+
+  // A fetch slower than computing is not worth it.
+  ws[0].peer_fetch_tokens_per_s = 500;
+  ws[2].peer_fetch_tokens_per_s = 500;
+  d = choose(*on);
+  EXPECT_EQ(d.index, 0);
+  EXPECT_EQ(d.fetch_from, -1);
+  EXPECT_EQ(d.reason, "prefix_hit");
+}
+
+TEST(PolicyTest, PeerFetchLeavesAnIdleHolderItsOwnRequest) {
+  const std::vector<BlockHash> none;
+  auto on = MakePrefixPolicy({.peer_fetch = true});
+  // The idle holder is cheapest: nothing to fetch.
+  std::vector<WorkerView> ws = {W(0, 0), W(1, 0, 3200)};
+  Decision d = on->Choose({4000, ws, none, 16});
+  EXPECT_EQ(d.index, 1);
+  EXPECT_EQ(d.fetch_from, -1);
+  // Less than a block more than w0 has: nothing to fetch either.
+  ws = {W(0, 0, 3200), W(1, 3, 3210)};
+  d = on->Choose({4000, ws, none, 16});
+  EXPECT_EQ(d.fetch_from, -1);
+  // A busy holder's fetch also waits for its step: a holder with a long
+  // queue and a slow prefill makes the fetch dearer than computing 160
+  // tokens.
+  ws = {W(0, 0, 3040), W(1, 9, 3200, 100)};
+  ws[1].queued_prefill_tokens = 100000;
+  d = on->Choose({4000, ws, none, 16});
+  EXPECT_EQ(d.index, 0);
+  EXPECT_EQ(d.fetch_from, -1);
+}
+
 // A prompt goes where its prefix was sent before, once that prefix covers
 // the threshold; otherwise to the worker the policy has sent least.
 TEST(PolicyTest, ApproxPrefixFollowsWhatItRouted) {

@@ -13,6 +13,13 @@
 // holds part of it rather than moving to a full cache and displacing another
 // tenant's. With room in the caches the term is 0.
 //
+// With peer fetch on, each worker has a third option for the prompt tokens
+// it lacks but another worker (the holder, the one holding the most) has:
+// fetch their pages from the holder instead of computing them. The fetch is
+// priced as overhead + tokens / the worker's fetch speed + the holder's
+// current step; the cheaper of fetching and computing is the worker's cost,
+// and a decision that fetches carries the hint (reason peer_fetch).
+//
 // A host-tier hit is copied back rather than recomputed: cheaper than a miss
 // by the ratio of the two measured speeds, dearer than a device hit. A worker
 // that has not measured its restore speed has its host hits priced as misses.
@@ -20,7 +27,8 @@
 // A worker that holds the prefix saves its prefill; a busy one costs its
 // queue; a fast one divides both. Costs within 10% of the cheapest count as a
 // tie (speeds are measured, so never exactly equal); ties go to the least
-// loaded, then to the worker holding the fewest cached blocks (so new
+// loaded, then to a worker that needs no fetch, then to the worker holding
+// the fewest cached blocks (so new
 // prefixes spread over the workers' caches instead of piling onto one), then
 // in turn. The guard: if the cheapest worker carries
 // more than guard_ratio × (least load + 1) + guard_slack requests, one hot
@@ -29,6 +37,7 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "router/policies/policy.h"
@@ -45,7 +54,12 @@ class PrefixPolicy final : public Policy {
     const auto& ws = input.workers;
     const int n = static_cast<int>(ws.size());
     std::vector<double> cost(n);
-    std::vector<int32_t> hit(n);  // cached tokens counted as hits
+    std::vector<int32_t> hit(n);       // cached tokens counted as hits
+    std::vector<int32_t> fetch(n, 0);  // tokens fetched from the holder instead
+    int holder = 0;
+    for (int i = 1; i < n; ++i) {
+      if (ws[i].cached_tokens > ws[holder].cached_tokens) holder = i;
+    }
     double best_cost = std::numeric_limits<double>::infinity();
     int least = 0;
     // A worker that has not measured its prefill speed yet is assumed as fast
@@ -75,6 +89,22 @@ class PrefixPolicy final : public Policy {
                  w_.tokens_per_running_request * v.load()) /
                     rate +
                 (price_host ? host / v.host_restore_tokens_per_s : 0.0);
+      const int32_t fetchable = ws[holder].cached_tokens - cached;
+      if (w_.peer_fetch && i != holder && input.block_size > 0 && fetchable >= input.block_size) {
+        const WorkerView& h = ws[holder];
+        const double h_rate = h.prefill_tokens_per_s > 0 ? h.prefill_tokens_per_s : unknown_rate;
+        const double fetch_rate = v.peer_fetch_tokens_per_s > 0 ? v.peer_fetch_tokens_per_s
+                                                                : w_.default_fetch_tokens_per_s;
+        const double holder_step = static_cast<double>(std::min<int64_t>(
+                                       h.queued_prefill_tokens, w_.fetch_holder_step_tokens)) /
+                                   h_rate;
+        const double fetch_seconds =
+            w_.fetch_overhead_seconds + fetchable / fetch_rate + holder_step;
+        if (fetch_seconds < fetchable / rate) {
+          cost[i] += fetch_seconds - fetchable / rate;
+          fetch[i] = fetchable;
+        }
+      }
       best_cost = std::min(best_cost, cost[i]);
       if (v.load() < ws[least].load()) least = i;
     }
@@ -83,17 +113,32 @@ class PrefixPolicy final : public Policy {
     for (int k = 0; k < n; ++k) {
       const int i = (start + k) % n;
       if (cost[i] > best_cost * 1.1 + 1e-9) continue;
-      if (best < 0 || ws[i].load() < ws[best].load() ||
-          (ws[i].load() == ws[best].load() && ws[i].blocks_cached < ws[best].blocks_cached)) {
-        best = i;
-      }
+      // Among equal loads, a worker that needs no fetch, then the emptier cache.
+      const auto rank = [&](int j) {
+        return std::make_tuple(ws[j].load(), fetch[j] > 0, ws[j].blocks_cached);
+      };
+      if (best < 0 || rank(i) < rank(best)) best = i;
     }
     const double limit = w_.guard_ratio * (ws[least].load() + 1) + w_.guard_slack;
-    if (best != least && ws[best].load() > limit) return {least, "load_guard"};
+    if (best != least && ws[best].load() > limit)
+      return WithFetch({least, "load_guard"}, hit, fetch, holder, input.block_size);
+    if (fetch[best] > 0)
+      return WithFetch({best, "peer_fetch"}, hit, fetch, holder, input.block_size);
     return {best, hit[best] > 0 ? "prefix_hit" : "min_cost"};
   }
 
  private:
+  // The decision, with the fetch hint of its worker when it has one.
+  static Decision WithFetch(Decision d, const std::vector<int32_t>& hit,
+                            const std::vector<int32_t>& fetch, int holder, int32_t block_size) {
+    if (fetch[d.index] > 0) {
+      d.fetch_from = holder;
+      d.fetch_first_block = hit[d.index] / block_size;
+      d.fetch_end_block = (hit[d.index] + fetch[d.index]) / block_size;
+    }
+    return d;
+  }
+
   PrefixPolicyWeights w_;
   std::atomic<uint64_t> turn_{0};
 };
