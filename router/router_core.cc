@@ -87,6 +87,49 @@ bool RouterCore::StickToSession(const std::optional<SessionAffinity::Hint>& hint
   return false;  // the session's worker is gone or was tried
 }
 
+void RouterCore::BuildViews(const ModelSnapshot& snap, const WorkerSet& candidates,
+                            const PrefixMatch& match, int32_t max_cacheable_blocks,
+                            bool prompt_logprobs, const std::optional<SessionAffinity::Hint>& hint,
+                            std::vector<WorkerView>* views,
+                            std::vector<WorkerConnection*>* conns) const {
+  const ModelGroup& group = *snap.group;
+  for (const Candidate& c : snap.healthy) {
+    if (!candidates.Contains(c.slot)) continue;
+    const v1::LoadResponse load = c.worker->load();
+    WorkerView v;
+    v.slot = c.slot;
+    v.id = c.worker->worker_id();
+    // The report lags: drop this router's requests that finished since.
+    const int32_t stale = c.worker->finished_since_poll.load();
+    v.running = std::max<int32_t>(0, static_cast<int32_t>(load.running()) - stale);
+    v.waiting = static_cast<int32_t>(load.waiting());
+    v.queued_prefill_tokens = static_cast<int64_t>(load.queued_prefill_tokens());
+    v.inflight = c.worker->inflight.load();
+    v.prefill_tokens_per_s = load.prefill_tokens_per_s();
+    v.blocks_free = static_cast<int64_t>(load.kv_blocks_free());
+    v.blocks_total = static_cast<int64_t>(load.kv_blocks_total());
+    v.blocks_cached = static_cast<int64_t>(load.kv_blocks_cached());
+    // Scoring the prompt reuses no cached prefix (it needs every position's logits).
+    v.cached_tokens = prompt_logprobs
+                          ? 0
+                          : std::min(match.blocks[c.slot], max_cacheable_blocks) * group.block_size;
+    // Host-tier blocks follow the device ones; a cap trims them first.
+    const int32_t device_blocks = match.blocks[c.slot] - match.host_blocks[c.slot];
+    v.host_cached_tokens = std::max(
+        0, v.cached_tokens - std::min(device_blocks, max_cacheable_blocks) * group.block_size);
+    v.host_restore_tokens_per_s = load.host_restore_tokens_per_s();
+    v.peer_fetch_tokens_per_s = load.peer_fetch_tokens_per_s();
+    if (hint && hint->worker_id == v.id && !prompt_logprobs) {
+      // Presumed to hold what the session's last prompt left there.
+      const int32_t presumed =
+          std::min(hint->prompt_tokens, max_cacheable_blocks * group.block_size);
+      v.cached_tokens = std::max(v.cached_tokens, presumed);
+    }
+    views->push_back(v);
+    conns->push_back(c.worker);
+  }
+}
+
 RouterCore::RouterCore(Registry* registry, std::unique_ptr<Policy> policy, RouterMetrics* metrics,
                        RouterCoreOptions options)
     : registry_(registry),
@@ -318,6 +361,12 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
     }
   };
 
+  // With prefill workers, a long prompt is computed there first.
+  const std::optional<v1::PeerFetch> prefilled =
+      options.prompt_logprobs()
+          ? std::nullopt
+          : PrefillElsewhere(first_snapshot, hashes, max_cacheable_blocks, forward);
+
   WorkerSet tried;
   Status last_error = UnavailableError("no healthy worker serves model " + group.name);
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
@@ -330,8 +379,14 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
     std::vector<WorkerView> views;
     std::vector<WorkerConnection*> conns;
     WorkerSet candidates;
+    // Prefill workers take requests only when no other worker can.
     for (const Candidate& c : snap.healthy) {
-      if (!tried.Contains(c.slot)) candidates.Add(c.slot);
+      if (!tried.Contains(c.slot) && c.worker->role() != "prefill") candidates.Add(c.slot);
+    }
+    if (candidates.empty()) {
+      for (const Candidate& c : snap.healthy) {
+        if (!tried.Contains(c.slot)) candidates.Add(c.slot);
+      }
     }
     if (candidates.empty()) break;
 
@@ -347,42 +402,8 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       session_lock = sessions_.Lock(session);
       hint = sessions_.Find(session);
     }
-    for (const Candidate& c : snap.healthy) {
-      if (!candidates.Contains(c.slot)) continue;
-      const v1::LoadResponse load = c.worker->load();
-      WorkerView v;
-      v.slot = c.slot;
-      v.id = c.worker->worker_id();
-      // The report lags: drop this router's requests that finished since.
-      const int32_t stale = c.worker->finished_since_poll.load();
-      v.running = std::max<int32_t>(0, static_cast<int32_t>(load.running()) - stale);
-      v.waiting = static_cast<int32_t>(load.waiting());
-      v.queued_prefill_tokens = static_cast<int64_t>(load.queued_prefill_tokens());
-      v.inflight = c.worker->inflight.load();
-      v.prefill_tokens_per_s = load.prefill_tokens_per_s();
-      v.blocks_free = static_cast<int64_t>(load.kv_blocks_free());
-      v.blocks_total = static_cast<int64_t>(load.kv_blocks_total());
-      v.blocks_cached = static_cast<int64_t>(load.kv_blocks_cached());
-      // Scoring the prompt reuses no cached prefix (it needs every position's logits).
-      v.cached_tokens =
-          options.prompt_logprobs()
-              ? 0
-              : std::min(match.blocks[c.slot], max_cacheable_blocks) * group.block_size;
-      // Host-tier blocks follow the device ones; a cap trims them first.
-      const int32_t device_blocks = match.blocks[c.slot] - match.host_blocks[c.slot];
-      v.host_cached_tokens = std::max(
-          0, v.cached_tokens - std::min(device_blocks, max_cacheable_blocks) * group.block_size);
-      v.host_restore_tokens_per_s = load.host_restore_tokens_per_s();
-      v.peer_fetch_tokens_per_s = load.peer_fetch_tokens_per_s();
-      if (hint && hint->worker_id == v.id && !options.prompt_logprobs()) {
-        // Presumed to hold what the session's last prompt left there.
-        const int32_t presumed =
-            std::min(hint->prompt_tokens, max_cacheable_blocks * group.block_size);
-        v.cached_tokens = std::max(v.cached_tokens, presumed);
-      }
-      views.push_back(v);
-      conns.push_back(c.worker);
-    }
+    BuildViews(snap, candidates, match, max_cacheable_blocks, options.prompt_logprobs(), hint,
+               &views, &conns);
     Decision d;
     if (!StickToSession(hint, views, &d))
       d = policy_->Choose({n_prompt, views, hashes, group.block_size});
@@ -399,6 +420,15 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       fetch->set_first_block(static_cast<uint32_t>(d.fetch_first_block));
       fetch->set_end_block(static_cast<uint32_t>(d.fetch_end_block));
       predicted = std::max(predicted, d.fetch_end_block * group.block_size);
+    }
+    if (prefilled && prefilled->worker_id() != views[d.index].id) {
+      // The prompt's pages wait on the prefill worker.
+      const auto first = static_cast<uint32_t>(views[d.index].cached_tokens / group.block_size);
+      if (first < prefilled->end_block()) {
+        *forward.mutable_peer_fetch() = *prefilled;
+        forward.mutable_peer_fetch()->set_first_block(first);
+        predicted = static_cast<int32_t>(prefilled->end_block()) * group.block_size;
+      }
     }
     group.index.AddOptimistic(slot, hashes);
     if (!session.empty()) sessions_.Record(session, {views[d.index].id, n_prompt});

@@ -38,6 +38,11 @@ struct RouterCoreOptions {
   // router options prefix_guard_ratio / prefix_guard_slack).
   double session_guard_ratio = 2.0;
   int32_t session_guard_slack = 4;
+  // Disaggregated serving, when some workers have role prefill: a prompt
+  // whose best decode-side worker would compute at least this many of its
+  // tokens is computed on a prefill worker first, and the decode worker
+  // fetches its pages from there.
+  int32_t disagg_min_prompt_tokens = 256;
 };
 
 class RouterCore final : public InferenceCore {
@@ -78,6 +83,19 @@ class RouterCore final : public InferenceCore {
   bool StickToSession(const std::optional<SessionAffinity::Hint>& hint,
                       const std::vector<WorkerView>& views, Decision* decision) const;
   StatusOr<RenderedChat> RenderChat(const v1::ChatRequest& request, bool find_breakpoints);
+  // The policy's view of each candidate (and its connection).
+  void BuildViews(const ModelSnapshot& snap, const WorkerSet& candidates, const PrefixMatch& match,
+                  int32_t max_cacheable_blocks, bool prompt_logprobs,
+                  const std::optional<SessionAffinity::Hint>& hint, std::vector<WorkerView>* views,
+                  std::vector<WorkerConnection*>* conns) const;
+  // Disaggregated serving (router/disaggregation.cc): computes the prompt of
+  // `forward` on a prefill worker and returns where its pages are, or
+  // nullopt when the request is served colocated (no prefill worker, a
+  // short prompt, or the prefill failed).
+  std::optional<v1::PeerFetch> PrefillElsewhere(const ModelSnapshot& snap,
+                                                const std::vector<BlockHash>& hashes,
+                                                int32_t max_cacheable_blocks,
+                                                const v1::GenerateRequest& forward);
   Status Route(const ModelSnapshot& snapshot, std::vector<int32_t> tokens,
                const v1::GenerationOptions& options, std::string request_id,
                const MessageCallback& on_message, const ChatExtras& extras = {});

@@ -44,6 +44,9 @@ void RouterOptions::Register(ConfigSchema* s) {
                "prefix policy: fixed cost of one peer fetch (a round trip and the holder's read)");
   s->AddInt("prefix_fetch_holder_step_tokens", &prefix_fetch_holder_step_tokens, 0, 1 << 20,
             "prefix policy: prefill tokens of the holder's step that a fetch may wait behind");
+  s->AddInt("disagg_min_prompt_tokens", &disagg_min_prompt_tokens, 0, 1 << 24,
+            "disaggregated serving (workers with role prefill): prompts whose decode worker "
+            "would compute at least this many tokens are computed on a prefill worker first");
   s->AddDouble("approx_prefix_match_threshold", &approx_prefix_match_threshold, 0, 1,
                "approx_prefix policy: fraction of the prompt a remembered prefix must cover to "
                "route to its worker");

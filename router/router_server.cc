@@ -48,6 +48,7 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
   co.default_max_tokens = static_cast<int32_t>(o.default_max_tokens);
   co.session_guard_ratio = o.weights().guard_ratio;
   co.session_guard_slack = o.weights().guard_slack;
+  co.disagg_min_prompt_tokens = static_cast<int32_t>(o.disagg_min_prompt_tokens);
   co.request_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_seconds * 1000));
   r->core_ =

@@ -71,6 +71,11 @@ std::string WorkerConnection::worker_id() const {
   return info_.worker_id().empty() ? address_ : info_.worker_id();
 }
 
+std::string WorkerConnection::role() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return info_.role().empty() ? "both" : info_.role();
+}
+
 bool WorkerConnection::FetchInfo() {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);

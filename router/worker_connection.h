@@ -64,6 +64,8 @@ class WorkerConnection {
   bool has_info() const;
   v1::InfoResponse info() const;
   std::string worker_id() const;
+  // Its role for disaggregated serving: "both", "prefill" or "decode".
+  std::string role() const;
 
   // Requests this router has in flight to the worker.
   std::atomic<int32_t> inflight{0};

@@ -578,6 +578,65 @@ TEST(ClusterProcessTest, RouterSendsAPeerFetchToTheIdleWorker) {
   EXPECT_THAT(routing, HasSubstr("reason=\"peer_fetch\""));
 }
 
+// A prefill worker and a decode worker: a long prompt is computed on the
+// prefill worker, the decode worker fetches its pages and streams the
+// output, which is the colocated output; short prompts skip the prefill
+// worker; with the prefill worker killed, requests are served colocated.
+TEST(ClusterProcessTest, DisaggregatedPrefillHandsThePagesToTheDecodeWorker) {
+  ProcessHandle prefill =
+      StartWorker(kWorkerBin, {"--worker-id", "p", "--role", "prefill"}, 0, "disagg_p");
+  ProcessHandle decode =
+      StartWorker(kWorkerBin, {"--worker-id", "d", "--role", "decode"}, 0, "disagg_d");
+  ProcessHandle alone = StartWorker(kWorkerBin, {"--worker-id", "alone"});
+  ProcessHandle r = StartRouter(kRouterBin, {prefill.grpc, decode.grpc},
+                                {"--disagg-min-prompt-tokens", "64"}, "disagg_router");
+  ProcessHandle r_alone = StartRouter(kRouterBin, {alone.grpc});
+  ASSERT_TRUE(prefill.ok() && decode.ok() && alone.ok() && r.ok() && r_alone.ok());
+  ASSERT_TRUE(WaitForHealthyWorkers(r.grpc, 2, std::chrono::seconds(30)));
+  ASSERT_TRUE(WaitForHealthyWorkers(r_alone.grpc, 1, std::chrono::seconds(30)));
+  auto stub =
+      v1::Inference::NewStub(grpc::CreateChannel(r.grpc, grpc::InsecureChannelCredentials()));
+  auto colocated =
+      v1::Inference::NewStub(grpc::CreateChannel(r_alone.grpc, grpc::InsecureChannelCredentials()));
+  std::mt19937 rng(11);
+  std::vector<int32_t> prompt = {1};
+  for (int32_t t : RandomTokens(rng, 300)) prompt.push_back(t);
+  const int32_t full = (static_cast<int32_t>(prompt.size()) - 1) / 16 * 16;
+
+  const Result split = Generate(*stub, prompt, 24, "t");
+  ASSERT_TRUE(split.status.ok()) << split.status.error_message();
+  EXPECT_EQ(split.worker, "d");
+  EXPECT_EQ(split.last.usage().cached_tokens(), full);  // fetched from p
+  const Result together = Generate(*colocated, prompt, 24, "t");
+  ASSERT_TRUE(together.status.ok());
+  EXPECT_EQ(split.tokens, together.tokens);
+  EXPECT_EQ(
+      Metric(HttpGet(decode.http, "/metrics"), "kvmesh_worker_peer_fetches_total{result=\"ok\"}"),
+      1);
+  EXPECT_EQ(Metric(HttpGet(prefill.http, "/metrics"), "kvmesh_worker_peer_pages_served_total"),
+            full / 16);
+
+  // A short prompt is computed where it is decoded.
+  const std::vector<int32_t> short_prompt(prompt.begin(), prompt.begin() + 40);
+  const Result quick = Generate(*stub, short_prompt, 8, "t");
+  ASSERT_TRUE(quick.status.ok());
+  EXPECT_EQ(quick.worker, "d");
+  EXPECT_EQ(
+      Metric(HttpGet(prefill.http, "/metrics"), "kvmesh_worker_requests_total{outcome=\"length\"}"),
+      1);
+
+  // The prefill worker dies: requests are served colocated, none lost.
+  ASSERT_TRUE(prefill.process->Signal(SIGKILL));
+  for (int i = 0; i < 3; ++i) {
+    std::vector<int32_t> p = {1};
+    for (int32_t t : RandomTokens(rng, 300)) p.push_back(t);
+    const Result after = Generate(*stub, p, 8, "t");
+    ASSERT_TRUE(after.status.ok()) << after.status.error_message();
+    EXPECT_EQ(after.worker, "d");
+    EXPECT_EQ(after.tokens, Generate(*colocated, p, 8, "t").tokens);
+  }
+}
+
 TEST(ClusterProcessTest, KillNineUnderLoadLosesNoUnstartedRequest) {
   ProcessHandle w0 = StartWorker(kWorkerBin, {"--worker-id", "a"}, 0, "kill_w0");
   ProcessHandle w1 = StartWorker(kWorkerBin, {"--worker-id", "b"}, 0, "kill_w1");

@@ -63,6 +63,9 @@ void WorkerOptions::Register(ConfigSchema* s) {
   s->AddDouble("shutdown_grace_seconds", &shutdown_grace_seconds, 0, 3600,
                "on SIGTERM, time running requests get to finish");
   s->AddString("worker_id", &worker_id, "name in logs and the router (empty: host:grpc_port)");
+  s->AddString("role", &role,
+               "what routers send here: both, prefill (prompts only; decode workers fetch their "
+               "KV pages) or decode (disaggregated serving)");
   s->AddString("router", &router, "router address to register with (optional)");
   s->AddString("advertise_address", &advertise_address,
                "address routers should dial (empty: host:grpc_port)");
@@ -80,6 +83,10 @@ Status WorkerOptions::Validate() const {
   if (!budget.ok()) return budget.status().WithPrefix("option kv_memory");
   if (auto host = KvHostMemoryBytes(); !host.ok()) return host.status();
   if (auto plan = Plan(); !plan.ok()) return plan.status();
+  if (role != "both" && role != "prefill" && role != "decode") {
+    return InvalidArgumentError("option role: \"" + role +
+                                "\" is not one of both, prefill, decode");
+  }
   if (grpc_port != 0 && grpc_port == http_port) {
     return InvalidArgumentError("options grpc_port and http_port are both " +
                                 std::to_string(grpc_port));

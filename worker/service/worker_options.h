@@ -44,7 +44,10 @@ struct WorkerOptions {
   std::string admin_token;  // required by the WorkerAdmin service when set
   std::string log_level = "info";
   double shutdown_grace_seconds = 30;
-  std::string worker_id;          // default: host:grpc_port
+  std::string worker_id;  // default: host:grpc_port
+  // What the router sends here (disaggregated serving): both, prefill
+  // (prompts only; their pages are fetched by decode workers) or decode.
+  std::string role = "both";
   std::string router;             // router address to register with (optional)
   std::string advertise_address;  // address the router should dial (default host:port)
 

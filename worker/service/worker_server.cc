@@ -92,7 +92,7 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   // The worker id depends on the port, known only after BuildAndStart; the
   // services read it from identity, so build them with a placeholder and fix
   // the id right after (nothing is served before BuildAndStart returns).
-  WorkerIdentity identity{o.worker_id, layout.TypeName(), plan, executor->Counters()};
+  WorkerIdentity identity{o.worker_id, layout.TypeName(), o.role, plan, executor->Counters()};
   w->admin_ = std::make_unique<WorkerAdminImpl>(*w->engine_, o.admin_token);
   // Port 0 is resolved by BuildAndStart; the Info id must carry the real one.
   if (o.grpc_port != 0 && identity.worker_id.empty()) {

@@ -27,6 +27,7 @@ namespace kvmesh {
 struct WorkerIdentity {
   std::string worker_id;
   std::string kv_type;
+  std::string role = "both";
   ParallelPlan plan;                    // reported by Info
   std::vector<DeviceCounters> devices;  // per plan device: bytes held
 };
