@@ -129,16 +129,22 @@ test('topology spread is on by default and can be turned off', () => {
   }
 });
 
-test('network policy: only routers (and metrics scrapers) reach workers, which reach only DNS', () => {
+test('network policy: routers, metrics scrapers and peer workers reach workers, which reach only DNS and each other', () => {
   const objs = render();
   const np = find(objs, 'NetworkPolicy', 'r-kvmesh-workers');
+  const component = (rule) => rule.from ? rule.from[0].podSelector.matchLabels['app.kubernetes.io/component']
+    : rule.to[0].podSelector.matchLabels['app.kubernetes.io/component'];
   assert.deepEqual(np.spec.policyTypes, ['Ingress', 'Egress']);
-  assert.equal(np.spec.ingress[0].from[0].podSelector.matchLabels['app.kubernetes.io/component'], 'router');
-  assert.deepEqual(np.spec.ingress[1].ports, [{ protocol: 'TCP', port: 9090 }], 'scrapers get the metrics port only');
-  assert.equal(np.spec.egress.length, 1);
+  assert.equal(component(np.spec.ingress[0]), 'router');
+  assert.equal(component(np.spec.ingress[1]), 'worker', 'KV pages between workers');
+  assert.deepEqual(np.spec.ingress[1].ports, [{ protocol: 'TCP', port: 50051 }], 'peers get the gRPC port only');
+  assert.deepEqual(np.spec.ingress[2].ports, [{ protocol: 'TCP', port: 9090 }], 'scrapers get the metrics port only');
+  assert.equal(np.spec.egress.length, 2);
   assert.ok(np.spec.egress[0].ports.every((p) => p.port === 53));
+  assert.equal(component(np.spec.egress[1]), 'worker');
+  assert.deepEqual(np.spec.egress[1].ports, [{ protocol: 'TCP', port: 50051 }]);
   const gpu = find(render({ values: ['gpu-values.yaml'] }), 'NetworkPolicy', 'r-kvmesh-workers');
-  assert.equal(gpu.spec.egress[1].to[0].ipBlock.cidr, '203.0.113.10/32', 'the download host only');
+  assert.equal(gpu.spec.egress[2].to[0].ipBlock.cidr, '203.0.113.10/32', 'the download host only');
   assert.equal(find(render({ values: ['hpa-values.yaml'] }), 'NetworkPolicy'), undefined);
 });
 
@@ -164,6 +170,20 @@ test('autoscaling: a KEDA ScaledObject per model on queue depth, or an HPA', () 
   assert.match(renderError([], { values: ['full-values.yaml'] }), /autoscaling.kind keda needs KEDA/);
   const hpa = find(render({ values: ['hpa-values.yaml'] }), 'HorizontalPodAutoscaler');
   assert.equal(hpa.spec.metrics[0].pods.metric.name, 'kvmesh_worker_queue_depth');
+});
+
+test('disaggregation: prefill and decode sets of a model get their roles, the routers peer fetch', () => {
+  const models = [{ name: 'stories-prefill', role: 'prefill' }, { name: 'stories-decode', role: 'decode' },
+    { name: 'stories' }].map((m) => ({ replicas: 1, file: 'stories260K.gguf',
+    source: { type: 'hostPath', hostPath: { path: '/models' } }, ...m }));
+  const objs = render({}, ['--set-json', 'models=' + JSON.stringify(models), '--set', 'router.peerFetch=true']);
+  const workerArgs = (name) => args(find(objs, 'StatefulSet', name).spec.template.spec.containers[0]);
+  assert.ok(workerArgs('r-kvmesh-stories-prefill').includes('--role=prefill'));
+  assert.ok(workerArgs('r-kvmesh-stories-decode').includes('--role=decode'));
+  assert.ok(!workerArgs('r-kvmesh-stories').some((a) => a.startsWith('--role')), 'both is the default');
+  assert.ok(args(find(objs, 'Deployment').spec.template.spec.containers[0]).includes('--prefix-peer-fetch'));
+  assert.ok(!args(find(render(), 'Deployment').spec.template.spec.containers[0]).includes('--prefix-peer-fetch'));
+  assert.match(renderError(['--set', 'worker.role=prefil']), /worker.role/);
 });
 
 test('bad values are refused with a message naming them', () => {
