@@ -3,6 +3,10 @@
 #
 #   start_cluster WORKERS POLICY [worker flags...]   # sets ROUTER (its gRPC address)
 #   stop_cluster
+#
+# POLICY may be "prefix+fetch": the prefix policy with peer fetch. ROLES (one
+# word per worker, e.g. "prefill decode") gives the workers roles, and
+# ROUTER_FLAGS more router flags.
 
 # The value of NAME=VALUE in a process's "listening" line.
 field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
@@ -10,17 +14,21 @@ field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
 start_cluster() {
   local workers=$1 policy=$2
   shift 2
-  local i addrs=()
+  local i addrs=() roles=(${ROLES:-}) router_flags=(${ROUTER_FLAGS:-})
+  if [[ $policy == *+fetch ]]; then
+    policy=${policy%+fetch}
+    router_flags+=(--prefix-peer-fetch)
+  fi
   for ((i = 0; i < workers; ++i)); do
     "$B/worker/kvmesh-worker" --grpc-port 0 --http-port 0 --threads 1 --worker-id "w$i" \
-      --log-level warning "$@" >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
+      --role "${roles[$i]:-both}" --log-level warning "$@" >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
   done
   for ((i = 0; i < workers; ++i)); do
     for _ in $(seq 100); do grep -qs listening "$tmp/w$i.out" && break; sleep 0.1; done
     addrs+=("$(field grpc "$tmp/w$i.out")")
   done
   "$B/router/kvmesh-router" --grpc-port 0 --http-port 0 --policy "$policy" --log-level warning \
-    --workers "$(IFS=,; echo "${addrs[*]}")" >"$tmp/r.out" 2>"$tmp/r.err" &
+    ${router_flags[@]+"${router_flags[@]}"} --workers "$(IFS=,; echo "${addrs[*]}")" >"$tmp/r.out" 2>"$tmp/r.err" &
   for _ in $(seq 100); do grep -qs listening "$tmp/r.out" && break; sleep 0.1; done
   sleep 1  # let the router see every worker healthy
   ROUTER=$(field grpc "$tmp/r.out")

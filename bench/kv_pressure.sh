@@ -8,12 +8,11 @@
 # markdown row per (demand, policy) and the machine load.
 #
 #   [WORKERS=4] [KV_TOKENS=4096] [CONTEXT=1024] [USERS=4] [TURNS=2]
-#   [CONCURRENCY=8] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix approx_prefix least_load
-#   round_robin"] [MODEL=../shared/models/stories260K.gguf] [BUILD_DIR=build]
+#   [CONCURRENCY=8] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
+#   least_load round_robin"] [MODEL=../shared/models/stories260K.gguf] [BUILD_DIR=build]
 #   bench/kv_pressure.sh
 #
-# The prefix policy with peer fetch is not in the list: workers cannot move
-# pages between them yet.
+# prefix+fetch is the prefix policy with peer fetch (--prefix-peer-fetch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
@@ -24,7 +23,7 @@ USERS=${USERS:-4}
 TURNS=${TURNS:-2}
 CONCURRENCY=${CONCURRENCY:-8}
 DEMANDS=${DEMANDS:-"0.5 1.0 1.5"}
-POLICIES=${POLICIES:-"prefix approx_prefix least_load round_robin"}
+POLICIES=${POLICIES:-"prefix prefix+fetch approx_prefix least_load round_robin"}
 MODEL=${MODEL:-../shared/models/stories260K.gguf}
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
