@@ -22,6 +22,7 @@ echo "2 workers x 1 thread, $(basename "$MODEL"), ${CHAT:-3} chat streams x ${RE
 echo
 echo "| serving | ITL p99 alone / mixed ms | ITL p99.9 alone / mixed ms | TPOT p99 alone / mixed ms | ITL p99 ratio | TPOT p99 ratio | chat TTFT p90 mixed ms | long TTFT p50 / p90 ms | long prompts |"
 echo "|---|---|---|---|---:|---:|---:|---|---:|"
+fetch_lines=()
 for ((round = 0; round < ROUNDS; ++round)); do
   for mode in colocated disaggregated; do
     if [[ $mode == disaggregated ]]; then roles="prefill decode"; else roles=""; fi
@@ -31,6 +32,19 @@ for ((round = 0; round < ROUNDS; ++round)); do
       --reply-tokens "${REPLY_TOKENS:-64}" --long-tokens "${LONG_TOKENS:-3000}" \
       --long-interval-ms "${LONG_INTERVAL_MS:-1500}" --phase-seconds "${PHASE_SECONDS:-10}" |
       tail -1 || true)
+    fetch=""
+    if [[ $mode == disaggregated ]]; then
+      # The decode worker's fetches: tokens, bytes and seconds.
+      fetch=$(curl -s "http://$(field http "$tmp/w1.out")/metrics" | python3 -c '
+import sys
+m = {}
+for line in sys.stdin:
+    if line.startswith("kvmesh_worker_peer_"):
+        k, v = line.rsplit(" ", 1); m[k] = float(v)
+t = m.get("kvmesh_worker_peer_fetch_tokens_total", 0); s = m.get("kvmesh_worker_peer_fetch_seconds_total", 0)
+b = m.get("kvmesh_worker_peer_page_bytes_total{direction=\"in\"}", 0)
+print(f"{t:.0f} tokens fetched, {t / s:.0f} tokens/s, {b / s / 1e6:.0f} MB/s" if s else "no fetch")')
+    fi
     stop_cluster
     python3 - "$mode" "$json" <<'PY'
 import json, sys
@@ -48,7 +62,10 @@ print(f"| {mode} | {j['itl_p99_alone_ms']:.2f} / {j['itl_p99_mixed_ms']:.2f} | "
       f"{j['chat_ttft_p90_mixed_ms']:.1f} | {j['long_ttft_p50_ms']:.0f} / {j['long_ttft_p90_ms']:.0f} | "
       f"{j['long_prompts']}{fail} |")
 PY
+    [[ -n $fetch ]] && fetch_lines+=("round $round: $fetch")
   done
 done
 echo
+echo "peer fetches of the decode worker:"
+printf '  %s\n' "${fetch_lines[@]}"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

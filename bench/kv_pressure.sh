@@ -8,11 +8,14 @@
 # markdown row per (demand, policy) and the machine load.
 #
 #   [WORKERS=4] [KV_TOKENS=4096] [CONTEXT=1024] [USERS=4] [TURNS=2]
-#   [CONCURRENCY=8] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
+#   [CONCURRENCY=8] [RATE=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
 #   least_load round_robin"] [MODEL=../shared/models/stories260K.gguf] [BUILD_DIR=build]
 #   bench/kv_pressure.sh
 #
 # prefix+fetch is the prefix policy with peer fetch (--prefix-peer-fetch).
+# RATE > 0 makes the traffic open loop: RATE requests per second offered
+# whatever the cluster serves (router_sessions --rate), as llm-d's benchmark
+# offers a fixed QPS; 0 keeps CONCURRENCY sessions in flight (closed loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
@@ -22,6 +25,7 @@ CONTEXT=${CONTEXT:-1024}
 USERS=${USERS:-4}
 TURNS=${TURNS:-2}
 CONCURRENCY=${CONCURRENCY:-8}
+RATE=${RATE:-0}
 DEMANDS=${DEMANDS:-"0.5 1.0 1.5"}
 POLICIES=${POLICIES:-"prefix prefix+fetch approx_prefix least_load round_robin"}
 MODEL=${MODEL:-../shared/models/stories260K.gguf}
@@ -33,7 +37,8 @@ bytes_per_token=$("$B/cli/kvmesh" kv-plan -m "$MODEL" --context "$CONTEXT" --kv-
 kv_memory=$((bytes_per_token * KV_TOKENS))
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$WORKERS workers x $KV_TOKENS KV tokens ($kv_memory bytes), contexts of $CONTEXT tokens," \
-  "$USERS users per tenant x $TURNS turns, concurrency $CONCURRENCY, $(basename "$MODEL")"
+  "$USERS users per tenant x $TURNS turns, $([[ $RATE != 0 ]] && echo "open loop at $RATE requests/s" ||
+  echo "concurrency $CONCURRENCY"), $(basename "$MODEL")"
 echo
 echo "| KV demand | tenants | policy | hit ratio | TTFT p50 ms | TTFT p90 ms | requests/s | max/min requests |"
 echo "|---|---:|---|---:|---:|---:|---:|---|"
@@ -43,7 +48,7 @@ for demand in $DEMANDS; do
     start_cluster "$WORKERS" "$policy" --model "$MODEL" --kv-memory "$kv_memory"
     json=$("$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
-      --concurrency "$CONCURRENCY" --system-tokens "$CONTEXT" --user-tokens 32 \
+      --concurrency "$CONCURRENCY" --rate "$RATE" --system-tokens "$CONTEXT" --user-tokens 32 \
       --reply-tokens 16 | tail -1 || true)
     if ! python3 -c 'import json,sys; json.loads(sys.argv[1])' "$json" 2>/dev/null; then
       echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | |"

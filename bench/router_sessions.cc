@@ -7,7 +7,14 @@
 //
 //   build/bench/router_sessions --router 127.0.0.1:50050 [--sessions 16] [--turns 6]
 //       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
-//       [--tenants 1]
+//       [--tenants 1] [--rate 0]
+//
+// Closed loop by default: --concurrency sessions at a time, each next one
+// starting when one ends. With --rate R (requests per second), open loop:
+// sessions start at a fixed pace of R / turns per second whatever the
+// cluster does, as users would, so a policy that serves less than R
+// requests per second builds a queue that grows for the whole run (the
+// regime where routing decides TTFT).
 //
 // Reports the prompt tokens served from cache (worker-reported), time to first
 // token (mean, p50, p90, measured by the client), requests per second and per
@@ -44,6 +51,7 @@ int main(int argc, char** argv) {
   std::string router = "127.0.0.1:50050";
   int sessions = 16, turns = 6, concurrency = 4, system_tokens = 256, user_tokens = 48,
       reply_tokens = 32, tenants = 1;
+  double rate = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::atoi(argv[i + 1]);
@@ -63,6 +71,8 @@ int main(int argc, char** argv) {
       reply_tokens = v;
     else if (a == "--tenants")
       tenants = std::max(1, v);
+    else if (a == "--rate")
+      rate = std::atof(argv[i + 1]);
   }
   auto stub = kvmesh::v1::Inference::NewStub(
       grpc::CreateChannel(router, grpc::InsecureChannelCredentials()));
@@ -74,54 +84,76 @@ int main(int argc, char** argv) {
   std::vector<double> ttfts;
   std::map<std::string, int> per_worker;
   int64_t prompt_total = 0, cached_total = 0;
+  // By turn: prompt and cached tokens, and turns after the first that went
+  // to the previous turn's worker.
+  std::vector<int64_t> turn_prompt(turns, 0), turn_cached(turns, 0);
+  int64_t stayed = 0, later_turns = 0;
   int failures = 0;
   std::atomic<int> next_session{0};
   const auto start = Clock::now();
-  std::vector<std::thread> threads;
-  for (int c = 0; c < concurrency; ++c) {
-    threads.emplace_back([&] {
-      for (int s; (s = next_session++) < sessions;) {
-        std::mt19937 rng(100 + s);
-        std::vector<int32_t> history = {1};
-        const std::vector<int32_t>& system = systems[s % tenants];
-        history.insert(history.end(), system.begin(), system.end());
-        for (int t = 0; t < turns; ++t) {
-          const auto user = Random(rng, user_tokens);
-          history.insert(history.end(), user.begin(), user.end());
-          kvmesh::v1::GenerateTextRequest req;
-          req.mutable_prompt_tokens()->Assign(history.begin(), history.end());
-          req.mutable_options()->set_max_tokens(reply_tokens);
-          req.mutable_options()->set_ignore_eos(true);
-          req.mutable_options()->mutable_sampling()->set_temperature(0);
-          grpc::ClientContext ctx;
-          const auto t0 = Clock::now();
-          auto reader = stub->Generate(&ctx, req);
-          kvmesh::v1::GenerateTextResponse m, last;
-          double ttft = -1;
-          std::string worker;
-          std::vector<int32_t> reply;
-          while (reader->Read(&m)) {
-            if (ttft < 0 && m.tokens_size() > 0) {
-              ttft = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-            }
-            reply.insert(reply.end(), m.tokens().begin(), m.tokens().end());
-            if (!m.worker().empty()) worker = m.worker();
-            last = m;
-          }
-          const bool ok = reader->Finish().ok();
-          std::lock_guard<std::mutex> lock(mu);
-          if (!ok) {
-            ++failures;
-            break;
-          }
-          ttfts.push_back(ttft);
-          ++per_worker[worker];
-          prompt_total += last.usage().prompt_tokens();
-          cached_total += last.usage().cached_tokens();
-          history.insert(history.end(), reply.begin(), reply.end());
+  // One session: its turns, one after the other.
+  auto run_session = [&](int s) {
+    std::mt19937 rng(100 + s);
+    std::vector<int32_t> history = {1};
+    const std::vector<int32_t>& system = systems[s % tenants];
+    history.insert(history.end(), system.begin(), system.end());
+    std::string previous;
+    for (int t = 0; t < turns; ++t) {
+      const auto user = Random(rng, user_tokens);
+      history.insert(history.end(), user.begin(), user.end());
+      kvmesh::v1::GenerateTextRequest req;
+      req.mutable_prompt_tokens()->Assign(history.begin(), history.end());
+      req.mutable_options()->set_max_tokens(reply_tokens);
+      req.mutable_options()->set_ignore_eos(true);
+      req.mutable_options()->mutable_sampling()->set_temperature(0);
+      grpc::ClientContext ctx;
+      const auto t0 = Clock::now();
+      auto reader = stub->Generate(&ctx, req);
+      kvmesh::v1::GenerateTextResponse m, last;
+      double ttft = -1;
+      std::string worker;
+      std::vector<int32_t> reply;
+      while (reader->Read(&m)) {
+        if (ttft < 0 && m.tokens_size() > 0) {
+          ttft = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
         }
+        reply.insert(reply.end(), m.tokens().begin(), m.tokens().end());
+        if (!m.worker().empty()) worker = m.worker();
+        last = m;
       }
-    });
+      const bool ok = reader->Finish().ok();
+      std::lock_guard<std::mutex> lock(mu);
+      if (!ok) {
+        ++failures;
+        break;
+      }
+      ttfts.push_back(ttft);
+      ++per_worker[worker];
+      prompt_total += last.usage().prompt_tokens();
+      cached_total += last.usage().cached_tokens();
+      turn_prompt[t] += last.usage().prompt_tokens();
+      turn_cached[t] += last.usage().cached_tokens();
+      if (t > 0) {
+        ++later_turns;
+        stayed += worker == previous;
+      }
+      previous = worker;
+      history.insert(history.end(), reply.begin(), reply.end());
+    }
+  };
+  std::vector<std::thread> threads;
+  if (rate > 0) {
+    // Open loop: session s starts at s × turns / rate seconds.
+    for (int s = 0; s < sessions; ++s) {
+      std::this_thread::sleep_until(start + std::chrono::duration<double>(s * turns / rate));
+      threads.emplace_back(run_session, s);
+    }
+  } else {
+    for (int c = 0; c < concurrency; ++c) {
+      threads.emplace_back([&] {
+        for (int s; (s = next_session++) < sessions;) run_session(s);
+      });
+    }
   }
   for (auto& t : threads) t.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -143,6 +175,13 @@ int main(int argc, char** argv) {
   std::printf("cached prompt tokens: %lld / %lld = %.1f%%\n", static_cast<long long>(cached_total),
               static_cast<long long>(prompt_total),
               100.0 * cached_total / std::max<int64_t>(1, prompt_total));
+  std::printf("cached by turn:");
+  for (int t = 0; t < turns; ++t) {
+    std::printf(" %d: %.1f%%", t + 1,
+                100.0 * turn_cached[t] / std::max<int64_t>(1, turn_prompt[t]));
+  }
+  std::printf("; later turns on the previous turn's worker: %.1f%%\n",
+              100.0 * stayed / std::max<int64_t>(1, later_turns));
   std::printf("time to first token: mean %.1f ms, p50 %.1f ms, p90 %.1f ms\n", mean, p50, p90);
   std::printf("requests per second: %.2f\n", requests_per_s);
   std::printf("requests per worker:");

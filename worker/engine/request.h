@@ -122,6 +122,7 @@ struct Request {
   int32_t num_computed = 0;        // tokens whose K/V are in the cache
   int32_t num_cached_tokens = -1;  // prefix-cache hit at first admission (-1: not yet)
   int32_t num_preemptions = 0;
+  int32_t times_passed_over = 0;  // admissions that took a later request first
   SequenceBlocks kv;
 
   Sampler sampler;

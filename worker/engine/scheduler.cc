@@ -38,6 +38,29 @@ void Scheduler::Remove(Request* request) {
   drop(waiting_);
 }
 
+size_t Scheduler::PickNextWaiting() {
+  Request* front = waiting_.front();
+  // A preempted request, or one passed over often enough, goes first.
+  if (waiting_.size() == 1 || front->num_preemptions > 0 ||
+      front->times_passed_over >= kMaxPassOvers)
+    return 0;
+  auto cached = [this](Request* r) {
+    return r->wants_prompt_logprobs() ? 0 : kv_->FindCachedPrefix(&r->kv, r->tokens).num_tokens();
+  };
+  size_t best = 0;
+  int32_t best_cached = cached(front);
+  const size_t n = std::min(waiting_.size(), kAdmissionLookahead);
+  for (size_t i = 1; i < n; ++i) {
+    const int32_t c = cached(waiting_[i]);
+    if (c > best_cached) {
+      best = i;
+      best_cached = c;
+    }
+  }
+  if (best != 0) ++front->times_passed_over;
+  return best;
+}
+
 ScheduleOutput Scheduler::Schedule() {
   ScheduleOutput out;
   int32_t budget = limits_.max_tokens_per_step;
@@ -80,6 +103,11 @@ ScheduleOutput Scheduler::Schedule() {
   if (out.preempted.empty()) {
     while (!waiting_.empty() && budget > 0 &&
            static_cast<int32_t>(running_.size()) < limits_.max_running) {
+      if (const size_t pick = PickNextWaiting(); pick != 0) {
+        Request* first = waiting_[pick];  // the others keep their order
+        waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(pick));
+        waiting_.push_front(first);
+      }
       Request* r = waiting_.front();
       // Prompt logprobs need every position computed: no cached prefix.
       const CachedPrefix prefix =

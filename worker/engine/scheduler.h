@@ -3,9 +3,14 @@
 //
 // Every step has a token budget. Running requests come first, in arrival
 // order: a decoding request takes one token, a request still in its prompt
-// takes the next chunk that fits. Then waiting requests are admitted, first
-// come first served, while budget, running slots and KV blocks last; an
-// admitted request first reuses its longest cached prefix. When a running
+// takes the next chunk that fits. Then waiting requests are admitted while
+// budget, running slots and KV blocks last; an admitted request first reuses
+// its longest cached prefix. The next one admitted is the one with the most
+// cached prompt tokens among the first kAdmissionLookahead waiting (first
+// come first served among equals): under memory pressure a request whose
+// prefix is cached now (a session's next turn) would otherwise wait behind
+// misses whose allocations evict that prefix, and then miss too. A preempted
+// request, and one passed over kMaxPassOvers times, goes first regardless. When a running
 // request needs a block and none is free, the most recently admitted running
 // request is preempted: its blocks are freed and it goes back to the front of
 // the waiting queue to be recomputed later (its cached blocks usually survive
@@ -28,6 +33,9 @@ namespace kvmesh {
 // The most prompt tokens a step computes for a request that scores its
 // prompt (prompt logprobs): each needs a row of logits.
 inline constexpr int32_t kMaxScoredChunkTokens = 128;
+// Cache-first admission (see above).
+inline constexpr size_t kAdmissionLookahead = 16;
+inline constexpr int32_t kMaxPassOvers = 8;
 
 struct SchedulerLimits {
   int32_t max_tokens_per_step = 512;
@@ -75,6 +83,8 @@ class Scheduler {
 
  private:
   void Preempt(Request* request);
+  // The index in waiting_ of the request to admit next.
+  size_t PickNextWaiting();
 
   KvCacheManager* kv_;
   SchedulerLimits limits_;

@@ -103,6 +103,41 @@ TEST_F(SchedulerTest, RunningLimitAndFifoAdmission) {
   EXPECT_EQ(s.Schedule().chunks.size(), 2u);  // b decodes, c admitted
 }
 
+// Under memory pressure a request whose prefix is cached now is admitted
+// before older misses (whose allocations would evict it), at most
+// kMaxPassOvers times ahead of the same request.
+TEST_F(SchedulerTest, ACachedPrefixIsAdmittedBeforeOlderMisses) {
+  KvCacheManager kv(64, 4);
+  Scheduler s(&kv, {.max_tokens_per_step = 100, .max_running = 1, .max_waiting = 64});
+  auto warm = MakeRequest("warm", 13, 100);
+  s.AddWaiting(warm.get());
+  Commit(s.Schedule(), kv);
+  s.Remove(warm.get());  // its 3 full blocks stay cached
+
+  auto miss = MakeRequest("miss", 13, 300);
+  auto hit = MakeRequest("hit", 13, 100);  // the same prompt again
+  s.AddWaiting(miss.get());
+  s.AddWaiting(hit.get());
+  ScheduleOutput o = s.Schedule();
+  ASSERT_EQ(o.chunks.size(), 1u);
+  EXPECT_EQ(o.chunks[0].request, hit.get());
+  EXPECT_EQ(hit->num_cached_tokens, 12);
+  EXPECT_EQ(s.waiting().front(), miss.get());
+  EXPECT_EQ(miss->times_passed_over, 1);
+  s.Remove(hit.get());
+
+  // Passed over kMaxPassOvers times, the miss goes first.
+  std::vector<std::unique_ptr<Request>> hits;
+  miss->times_passed_over = kMaxPassOvers;
+  hits.push_back(MakeRequest("hit2", 13, 100));
+  s.AddWaiting(hits.back().get());
+  o = s.Schedule();
+  ASSERT_EQ(o.chunks.size(), 1u);
+  EXPECT_EQ(o.chunks[0].request, miss.get());
+  s.Remove(miss.get());
+  s.Remove(hits.back().get());
+}
+
 TEST_F(SchedulerTest, PreemptsTheNewestWhenBlocksRunOut) {
   // 4 blocks of 4 tokens. a (8 tokens) and b (8 tokens) fill them; when a
   // needs a 3rd block, b (newest) is preempted and goes back to waiting.
