@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <map>
@@ -635,6 +636,24 @@ TEST(ClusterProcessTest, DisaggregatedPrefillHandsThePagesToTheDecodeWorker) {
     EXPECT_EQ(after.worker, "d");
     EXPECT_EQ(after.tokens, Generate(*colocated, p, 8, "t").tokens);
   }
+}
+
+// A worker on a Unix domain socket serves through a router that dials it
+// there (single-host deployments with no worker port on the network).
+TEST(ClusterProcessTest, RouterReachesAWorkerOnAUnixDomainSocket) {
+  const std::string path =
+      ::testing::TempDir() + "kvmesh-cluster-" + std::to_string(::getpid()) + ".sock";
+  ProcessHandle w = StartWorker(kWorkerBin, {"--listen", "unix:" + path});
+  ASSERT_TRUE(w.ok());
+  ASSERT_EQ(w.grpc, "unix:" + path);
+  ProcessHandle r = StartRouter(kRouterBin, {w.grpc});
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(WaitForHealthyWorkers(r.grpc, 1, std::chrono::seconds(30)));
+  auto stub =
+      v1::Inference::NewStub(grpc::CreateChannel(r.grpc, grpc::InsecureChannelCredentials()));
+  const Result got = Generate(*stub, {1, 403, 407, 261}, 8);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_EQ(got.tokens.size(), 8u);
 }
 
 TEST(ClusterProcessTest, KillNineUnderLoadLosesNoUnstartedRequest) {

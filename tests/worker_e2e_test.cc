@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -418,6 +419,39 @@ TEST(WorkerProcessTest, SoakOfAThousandRequests) {
   EXPECT_EQ(MetricValue(m, "kvmesh_worker_kv_blocks{state=\"used\"}"), 0);
   EXPECT_EQ(MetricValue(m, "kvmesh_worker_running_requests"), 0);
   EXPECT_EQ(MetricValue(m, "kvmesh_worker_requests_total{outcome=\"length\"}"), 1200);
+}
+
+// --listen unix:PATH: gRPC on a Unix domain socket, no TCP port for it; a
+// second worker on the same socket is refused; a stale socket file left by
+// a killed worker is no obstacle.
+TEST(WorkerProcessTest, ServesOnAUnixDomainSocket) {
+  const std::string path =
+      ::testing::TempDir() + "kvmesh-worker-" + std::to_string(::getpid()) + ".sock";
+  Worker w = StartWorker({"--listen", "unix:" + path});
+  ASSERT_EQ(w.grpc, "unix:" + path);
+  const Generation g = Generate(*w.stub, Greedy({1, 403, 407}, 8));
+  ASSERT_TRUE(g.status.ok()) << g.status.error_message();
+  EXPECT_EQ(g.tokens.size(), 8u);
+
+  auto refused = [](const std::vector<std::string>& args) {
+    Subprocess p;
+    const std::string err = ::testing::TempDir() + "/uds.err";
+    std::vector<std::string> argv = {KVMESH_WORKER_BINARY, "--http-port", "0"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    EXPECT_TRUE(p.Start(argv, err));
+    EXPECT_NE(p.Wait(std::chrono::seconds(30)), 0);
+    std::ifstream in(err);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  EXPECT_THAT(refused({"--listen", "unix:" + path}), HasSubstr("is in use"));
+  // The first still serves.
+  EXPECT_TRUE(Generate(*w.stub, Greedy({1, 403}, 2)).status.ok());
+
+  ASSERT_TRUE(w.process->Signal(SIGKILL));
+  w.process->Wait(std::chrono::seconds(10));
+  Worker again = StartWorker({"--listen", "unix:" + path});  // over the stale file
+  EXPECT_TRUE(Generate(*again.stub, Greedy({1, 403}, 2)).status.ok());
+  EXPECT_THAT(refused({"--listen", path}), HasSubstr("is not unix:PATH"));
 }
 
 // Peer prefix fetch between two worker processes: B, told that A holds the

@@ -20,8 +20,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   // One line tests and scripts can parse.
-  std::printf("kvmesh-worker listening grpc=%s:%d http=%s:%d id=%s\n", options.host.c_str(),
-              (*server)->grpc_port(), options.host.c_str(), (*server)->http_port(),
+  std::printf("kvmesh-worker listening grpc=%s http=%s:%d id=%s\n",
+              (*server)->grpc_address().c_str(), options.host.c_str(), (*server)->http_port(),
               (*server)->worker_id().c_str());
   std::fflush(stdout);
   kvmesh::WaitForTerminationSignal();

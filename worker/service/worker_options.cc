@@ -19,6 +19,10 @@ void WorkerOptions::Register(ConfigSchema* s) {
              "verify the model against model_sha256 or MODEL.sha256 before loading");
   s->AddString("host", &host, "address to listen on (127.0.0.1: loopback only; 0.0.0.0: all)");
   s->AddInt("grpc_port", &grpc_port, 0, 65535, "gRPC port (0: any free port)");
+  s->AddString("listen", &listen,
+               "serve gRPC on a Unix domain socket instead of TCP: unix:PATH (single-host "
+               "deployments where nothing should be reachable over the network; grpc_port is "
+               "then unused)");
   s->AddInt("http_port", &http_port, 0, 65535,
             "HTTP port for /metrics and /healthz (0: any free port)");
   s->AddInt("threads", &threads, 0, 1024,
@@ -83,6 +87,15 @@ Status WorkerOptions::Validate() const {
   if (!budget.ok()) return budget.status().WithPrefix("option kv_memory");
   if (auto host = KvHostMemoryBytes(); !host.ok()) return host.status();
   if (auto plan = Plan(); !plan.ok()) return plan.status();
+  if (!listen.empty() && (listen.rfind("unix:", 0) != 0 || listen.size() == 5)) {
+    return InvalidArgumentError("option listen: \"" + listen +
+                                "\" is not unix:PATH (a Unix domain socket path)");
+  }
+  if (listen.size() > 5 + 107) {  // sun_path holds 108 bytes with its NUL
+    return InvalidArgumentError("option listen: the socket path has " +
+                                std::to_string(listen.size() - 5) +
+                                " bytes; a Unix domain socket path holds at most 107");
+  }
   if (role != "both" && role != "prefill" && role != "decode") {
     return InvalidArgumentError("option role: \"" + role +
                                 "\" is not one of both, prefill, decode");

@@ -17,7 +17,10 @@ struct WorkerOptions {
   std::string model_sha256;
   bool require_sha256 = false;
   std::string host = "127.0.0.1";
-  int64_t grpc_port = 50051;    // 0: pick a free port
+  int64_t grpc_port = 50051;  // 0: pick a free port
+  // gRPC on a Unix domain socket instead ("unix:/run/kvmesh/worker.sock");
+  // empty: TCP on host:grpc_port.
+  std::string listen;
   int64_t http_port = 9090;     // /metrics and /healthz; 0: pick a free port
   int64_t threads = 0;          // per CPU device; 0: all cores, divided among the devices
   std::string devices;          // empty: cpu:0

@@ -2,7 +2,12 @@
 
 #include <grpcpp/health_check_service_interface.h>
 #include <httplib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -13,7 +18,29 @@
 #include "worker/runtime/model_executor.h"
 
 namespace kvmesh {
-namespace {}  // namespace
+namespace {
+
+// gRPC removes a socket file before binding it, so a second worker given
+// the same path would silently take the first one's clients: a socket some
+// process answers on is an error here instead (a stale file is fine).
+Status CheckSocketFree(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0)
+    return UnavailableError("cannot create a Unix domain socket: " +
+                            std::string(std::strerror(errno)));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  const bool answered = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  if (answered) {
+    return UnavailableError("option listen: unix:" + path +
+                            " is in use: another process is serving on that socket");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions& o) {
   RETURN_IF_ERROR(o.Validate());
@@ -65,7 +92,9 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   // Listen first, so the worker id can name the real port.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(o.host + ":" + std::to_string(o.grpc_port),
+  const bool on_socket = !o.listen.empty();
+  if (on_socket) RETURN_IF_ERROR(CheckSocketFree(o.listen.substr(5)));
+  builder.AddListeningPort(on_socket ? o.listen : o.host + ":" + std::to_string(o.grpc_port),
                            grpc::InsecureServerCredentials(), &w->grpc_port_);
   // gRPC sets SO_REUSEPORT by default, which lets a second worker bind the
   // same port and silently take part of its traffic: a port in use must be
@@ -95,8 +124,8 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   WorkerIdentity identity{o.worker_id, layout.TypeName(), o.role, plan, executor->Counters()};
   w->admin_ = std::make_unique<WorkerAdminImpl>(*w->engine_, o.admin_token);
   // Port 0 is resolved by BuildAndStart; the Info id must carry the real one.
-  if (o.grpc_port != 0 && identity.worker_id.empty()) {
-    identity.worker_id = o.host + ":" + std::to_string(o.grpc_port);
+  if (identity.worker_id.empty() && (on_socket || o.grpc_port != 0)) {
+    identity.worker_id = on_socket ? o.listen : o.host + ":" + std::to_string(o.grpc_port);
   }
   w->service_ = std::make_unique<WorkerServiceImpl>(*w->model_, *w->tokenizer_, *w->engine_,
                                                     *w->metrics_, identity);
@@ -104,13 +133,13 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   builder.RegisterService(w->admin_.get());
   w->engine_->Start();
   w->grpc_server_ = builder.BuildAndStart();
-  if (!w->grpc_server_ || w->grpc_port_ == 0) {
+  if (!w->grpc_server_ || (!on_socket && w->grpc_port_ == 0)) {
     w->engine_->Stop();
-    return UnavailableError("cannot listen for gRPC on " + o.host + ":" +
-                            std::to_string(o.grpc_port));
+    return UnavailableError("cannot listen for gRPC on " +
+                            (on_socket ? o.listen : o.host + ":" + std::to_string(o.grpc_port)));
   }
-  w->worker_id_ = !identity.worker_id.empty() ? identity.worker_id
-                                              : o.host + ":" + std::to_string(w->grpc_port_);
+  w->grpc_address_ = on_socket ? o.listen : o.host + ":" + std::to_string(w->grpc_port_);
+  w->worker_id_ = !identity.worker_id.empty() ? identity.worker_id : w->grpc_address_;
 
   w->http_ = std::make_unique<httplib::Server>();
   WorkerServer* self = w.get();
@@ -152,9 +181,8 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
 // Renews this worker's registration with the router every few seconds (TTL
 // 15 s), so a router that restarts finds it again; deregisters on shutdown.
 void WorkerServer::RegistrationLoop() {
-  const std::string address = !options_.advertise_address.empty()
-                                  ? options_.advertise_address
-                                  : options_.host + ":" + std::to_string(grpc_port_);
+  const std::string address =
+      !options_.advertise_address.empty() ? options_.advertise_address : grpc_address_;
   auto stub = v1::RouterRegistry::NewStub(
       grpc::CreateChannel(options_.router, grpc::InsecureChannelCredentials()));
   bool registered = false;

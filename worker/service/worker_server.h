@@ -32,6 +32,8 @@ class WorkerServer {
   ~WorkerServer();
 
   int grpc_port() const { return grpc_port_; }
+  // What clients dial: host:port, or unix:PATH with --listen.
+  const std::string& grpc_address() const { return grpc_address_; }
   int http_port() const { return http_port_; }
   const std::string& worker_id() const { return worker_id_; }
   Engine& engine() { return *engine_; }
@@ -57,6 +59,7 @@ class WorkerServer {
   std::thread http_thread_;
   std::thread registration_thread_;  // heartbeats to options_.router, when set
   int grpc_port_ = 0;
+  std::string grpc_address_;
   int http_port_ = 0;
   std::string worker_id_;
   std::mutex shutdown_mu_;
