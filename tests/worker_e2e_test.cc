@@ -341,6 +341,60 @@ TEST(WorkerProcessTest, SigtermLetsRunningRequestsFinishAndExitsZero) {
   EXPECT_EQ(w.process->Wait(std::chrono::seconds(20)), 0);
 }
 
+// A long prefill (a 12k-token prompt on tinystories-d64, many 512-token
+// steps) stops within a step of its deadline, and SIGTERM during another
+// ends the worker within its grace period.
+TEST(WorkerProcessTest, CancellationAndShutdownStopALongPrefill) {
+  Worker w = StartWorker({"--model", kShared + "/models/tinystories-d64.gguf", "--context-length",
+                          "16384", "--allow-context-overflow", "--kv-memory", "64MiB",
+                          "--shutdown-grace-seconds", "1"});
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 12000; ++i) prompt.push_back(260 + (i * 31) % 240);
+  auto running = [&] {
+    v1::LoadRequest req;
+    v1::LoadResponse load;
+    grpc::ClientContext ctx;
+    EXPECT_TRUE(w.stub->Load(&ctx, req, &load).ok());
+    return load.running() + load.waiting();
+  };
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  const auto t0 = std::chrono::steady_clock::now();
+  const Generation late = Generate(*w.stub, Greedy(prompt, 4), &ctx);
+  EXPECT_EQ(late.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  while (running() > 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double stopped_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[ cancel ] a 12k-token prefill stopped %.2f s after it started (deadline 0.5 s)\n",
+              stopped_s);
+  EXPECT_LT(stopped_s, 3.0);
+  EXPECT_EQ(running(), 0u);
+
+  // In full the prefill takes several seconds (it is timed here first).
+  const auto t2 = std::chrono::steady_clock::now();
+  std::vector<int32_t> other = prompt;
+  other[1] = 300;  // nothing cached
+  ASSERT_TRUE(Generate(*w.stub, Greedy(other, 1)).status.ok());
+  std::printf("[ cancel ] the same prefill in full: %.2f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count());
+  std::thread t([&] {
+    other[1] = 301;
+    (void)Generate(*w.stub, Greedy(other, 4));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t1 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(w.process->Signal(SIGTERM));
+  EXPECT_EQ(w.process->Wait(std::chrono::seconds(30)), 0);
+  const double exited_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  std::printf("[ shutdown ] SIGTERM during a 12k-token prefill: exited after %.2f s (grace 1 s)\n",
+              exited_s);
+  EXPECT_LT(exited_s, 3.0);
+  t.join();
+}
+
 TEST(WorkerProcessTest, BadConfigIsAnErrorNamingIt) {
   Subprocess p;
   ASSERT_TRUE(
