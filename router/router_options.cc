@@ -60,6 +60,11 @@ void RouterOptions::Register(ConfigSchema* s) {
             "approx_prefix policy: prompt tokens remembered per worker (least recent forgotten)");
   s->AddStringList("api_keys", &api_keys, "accepted API keys (empty: none needed)");
   s->MarkSecret("api_keys");
+  s->AddDouble("api_key_rate", &api_key_rate, 0, 1e9,
+               "requests per second each API key may start on average (0: no limit); past it, "
+               "429 with Retry-After (HTTP) or RESOURCE_EXHAUSTED (gRPC)");
+  s->AddDouble("api_key_burst", &api_key_burst, 1, 1e9,
+               "requests an API key may start at once before api_key_rate applies");
   s->AddString("chat_template", &chat_template,
                "chat template family for every model (empty: from each model)");
   s->AddStringList("model_alias", &model_aliases,

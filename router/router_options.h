@@ -31,6 +31,8 @@ struct RouterOptions {
   double prefix_fetch_overhead_ms = 5;
   int64_t prefix_fetch_holder_step_tokens = 512;
   int64_t disagg_min_prompt_tokens = 256;
+  double api_key_rate = 0;  // requests per second per API key; 0: no limit
+  double api_key_burst = 10;
   double approx_prefix_match_threshold = 0.5;
   int64_t approx_prefix_balance_abs_threshold = 32;
   double approx_prefix_balance_rel_threshold = 1.0001;

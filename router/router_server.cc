@@ -71,7 +71,12 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   const std::string router_id =
       o.router_id.empty() ? o.host + ":" + std::to_string(o.grpc_port) : o.router_id;
-  r->inference_ = std::make_unique<InferenceServiceImpl>(*r->core_, r->metrics_.get(), o.api_keys);
+  std::shared_ptr<KeyRateLimiter> limiter;
+  if (o.api_key_rate > 0 && !o.api_keys.empty()) {
+    limiter = std::make_shared<KeyRateLimiter>(o.api_keys.size(), o.api_key_rate, o.api_key_burst);
+  }
+  r->inference_ =
+      std::make_unique<InferenceServiceImpl>(*r->core_, r->metrics_.get(), o.api_keys, limiter);
   r->registry_service_ = std::make_unique<RegistryServiceImpl>(*r->registry_, router_id);
   builder.RegisterService(r->inference_.get());
   builder.RegisterService(r->registry_service_.get());
@@ -85,6 +90,7 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
   go.host = o.host;
   go.port = static_cast<int>(o.http_port);
   go.api_keys = o.api_keys;
+  go.rate_limiter = limiter;  // one bucket per key across both front doors
   go.volatile_prefixes = o.volatile_prefixes;
   go.num_threads = static_cast<int>(o.http_threads);
   go.tls_cert_file = o.tls_cert;

@@ -1,6 +1,7 @@
 #include "router/router_services.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "common/secret_compare.h"
 
@@ -25,7 +26,21 @@ grpc::Status InferenceServiceImpl::Authorize(grpc::ServerContext* ctx) const {
       const std::string_view token = value.substr(kScheme.size());
       // Every key is compared in full: no early exit on a match.
       bool accepted = false;
-      for (const std::string& key : api_keys_) accepted |= SecretsEqual(token, key);
+      size_t which = 0;
+      for (size_t i = 0; i < api_keys_.size(); ++i) {
+        const bool match = SecretsEqual(token, api_keys_[i]);
+        accepted |= match;
+        if (match) which = i;
+      }
+      if (accepted && limiter_) {
+        if (const double wait = limiter_->Acquire(which); wait > 0) {
+          char retry[32];
+          std::snprintf(retry, sizeof retry, "%.1f", wait);
+          return grpc::Status(
+              grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "rate limit reached (" + limiter_->Describe() + "); retry in " + retry + " s");
+        }
+      }
       if (accepted) return grpc::Status::OK;
     }
   }

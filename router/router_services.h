@@ -7,6 +7,7 @@
 #include "kvmesh/v1/inference.grpc.pb.h"
 #include "kvmesh/v1/router.grpc.pb.h"
 #include "router/inference_core.h"
+#include "router/key_rate_limiter.h"
 #include "router/registry.h"
 #include "router/router_metrics.h"
 
@@ -16,9 +17,14 @@ class InferenceServiceImpl final : public v1::Inference::Service {
  public:
   // `api_keys` empty: no authentication; otherwise callers send
   // "authorization: Bearer KEY" metadata.
+  // `limiter` (may be null) limits each key's request rate.
   InferenceServiceImpl(InferenceCore& core, RouterMetrics* metrics,
-                       std::vector<std::string> api_keys)
-      : core_(core), metrics_(metrics), api_keys_(std::move(api_keys)) {}
+                       std::vector<std::string> api_keys,
+                       std::shared_ptr<KeyRateLimiter> limiter = nullptr)
+      : core_(core),
+        metrics_(metrics),
+        api_keys_(std::move(api_keys)),
+        limiter_(std::move(limiter)) {}
 
   grpc::Status Generate(grpc::ServerContext* ctx, const v1::GenerateTextRequest* req,
                         grpc::ServerWriter<v1::GenerateTextResponse>* writer) override;
@@ -36,6 +42,7 @@ class InferenceServiceImpl final : public v1::Inference::Service {
   InferenceCore& core_;
   RouterMetrics* metrics_;
   std::vector<std::string> api_keys_;
+  std::shared_ptr<KeyRateLimiter> limiter_;
 };
 
 class RegistryServiceImpl final : public v1::RouterRegistry::Service {

@@ -656,6 +656,45 @@ TEST(ClusterProcessTest, RouterReachesAWorkerOnAUnixDomainSocket) {
   EXPECT_EQ(got.tokens.size(), 8u);
 }
 
+// Per-key rate limits: a key past its burst gets 429 with Retry-After over
+// HTTP and RESOURCE_EXHAUSTED over gRPC (one bucket across both); another
+// key is unaffected.
+TEST(ClusterProcessTest, EachApiKeyHasItsOwnRateLimit) {
+  ProcessHandle w = StartWorker(kWorkerBin);
+  ProcessHandle r =
+      StartRouter(kRouterBin, {w.grpc},
+                  {"--api-keys", "k1,k2", "--api-key-rate", "0.2", "--api-key-burst", "2"});
+  ASSERT_TRUE(w.ok() && r.ok());
+  httplib::Client c("http://" + r.http);
+  // /healthz needs no key (polling with one would spend its tokens).
+  for (int i = 0; i < 600; ++i) {
+    auto h = c.Get("/healthz");
+    if (h && h->status == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const httplib::Headers k1 = {{"Authorization", "Bearer k1"}};
+  const std::string body = R"({"prompt":"Once upon","max_tokens":2})";
+  EXPECT_EQ(c.Post("/v1/completions", k1, body, "application/json")->status, 200);
+  EXPECT_EQ(c.Post("/v1/completions", k1, body, "application/json")->status, 200);
+  auto limited = c.Post("/v1/completions", k1, body, "application/json");
+  ASSERT_TRUE(limited);
+  EXPECT_EQ(limited->status, 429);
+  EXPECT_THAT(limited->body, HasSubstr("rate limit reached (0.2 requests/s per API key"));
+  EXPECT_EQ(limited->get_header_value("Retry-After"), "5");
+  const httplib::Headers k2 = {{"x-api-key", "k2"}};
+  EXPECT_EQ(c.Post("/v1/completions", k2, body, "application/json")->status, 200);
+
+  auto stub =
+      v1::Inference::NewStub(grpc::CreateChannel(r.grpc, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer k1");
+  v1::ListModelsRequest req;
+  v1::ListModelsResponse resp;
+  const grpc::Status s = stub->ListModels(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("retry in"));
+}
+
 TEST(ClusterProcessTest, KillNineUnderLoadLosesNoUnstartedRequest) {
   ProcessHandle w0 = StartWorker(kWorkerBin, {"--worker-id", "a"}, 0, "kill_w0");
   ProcessHandle w1 = StartWorker(kWorkerBin, {"--worker-id", "b"}, 0, "kill_w1");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <random>
@@ -21,6 +22,7 @@
 #include "router/gateway/responses_api.h"
 #include "router/gateway/responses_stream.h"
 #include "router/gateway/sse_stream_writer.h"
+#include "router/key_rate_limiter.h"
 
 namespace kvmesh::router::gateway {
 namespace {
@@ -300,14 +302,29 @@ bool HttpGateway::Authorize(const httplib::Request& req, httplib::Response& res,
     return false;
   }
   bool accepted = false;
-  for (const std::string& key : options_.api_keys) {
+  size_t which = 0;
+  for (size_t i = 0; i < options_.api_keys.size(); ++i) {
+    const std::string& key = options_.api_keys[i];
     // Check both headers against every key: no early exit on a match.
-    accepted |= !x_api_key.empty() && SecretsEqual(x_api_key, key);
-    accepted |= !bearer.empty() && SecretsEqual(bearer, key);
+    const bool match = (!x_api_key.empty() && SecretsEqual(x_api_key, key)) |
+                       (!bearer.empty() && SecretsEqual(bearer, key));
+    accepted |= match;
+    if (match) which = i;
   }
   if (!accepted) {
     SendError(res, format, UnauthenticatedError("invalid API key"));
     return false;
+  }
+  if (options_.rate_limiter) {
+    if (const double wait = options_.rate_limiter->Acquire(which); wait > 0) {
+      const int retry = static_cast<int>(std::ceil(wait));
+      SendError(res, format,
+                ResourceExhaustedError("rate limit reached (" + options_.rate_limiter->Describe() +
+                                       "); retry in " + std::to_string(retry) + " s"));
+      res.headers.erase("Retry-After");
+      res.set_header("Retry-After", std::to_string(retry));
+      return false;
+    }
   }
   return true;
 }

@@ -62,6 +62,10 @@ struct Request;
 struct Response;
 }  // namespace httplib
 
+namespace kvmesh::router {
+class KeyRateLimiter;
+}  // namespace kvmesh::router
+
 namespace kvmesh::router::gateway {
 
 class StreamEncoder;
@@ -71,6 +75,8 @@ struct GatewayOptions {
   int port = 0;  // 0: the system picks a free port; port() reports it
   // Accepted API keys; empty: no authentication.
   std::vector<std::string> api_keys;
+  // Per-key request rate (indexes of api_keys); null: no limit.
+  std::shared_ptr<KeyRateLimiter> rate_limiter;
   size_t max_body_bytes = 16u << 20;  // larger bodies get 413
   int num_threads = 64;
   // Both set: serve HTTPS with this PEM certificate (chain) and key.
