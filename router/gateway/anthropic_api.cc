@@ -168,6 +168,7 @@ Status ParseMessages(const JsonObjectReader& body, v1::ChatRequest* request) {
   if (messages == nullptr) return body.Missing("messages");
   if (!messages->is_array()) return body.TypeError("messages", "an array of messages");
   if (messages->empty()) return body.ValueError("messages", "must not be empty", *messages);
+  RETURN_IF_ERROR(body.AtMost("messages", *messages, kMaxMessages));
   for (size_t i = 0; i < messages->size(); ++i) {
     const json& item = (*messages)[i];
     std::string path = IndexedPath("messages", i);
@@ -227,6 +228,7 @@ Status ParseTools(const JsonObjectReader& body, v1::ChatRequest* request) {
   const json* tools = body.Find("tools");
   if (tools == nullptr || tools->is_null()) return Status::Ok();
   if (!tools->is_array()) return body.TypeError("tools", "an array of tools");
+  RETURN_IF_ERROR(body.AtMost("tools", *tools, kMaxTools));
   if (const json* choice = body.Find("tool_choice"); choice != nullptr && !choice->is_null()) {
     if (!choice->is_object()) return body.TypeError("tool_choice", "an object");
     JsonObjectReader reader(*choice, "tool_choice");

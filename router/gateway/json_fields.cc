@@ -123,6 +123,14 @@ Status JsonObjectReader::ValueError(std::string_view key, std::string_view requi
   return InvalidArgumentError(std::move(message));
 }
 
+Status JsonObjectReader::AtMost(std::string_view key, const nlohmann::json& array,
+                                size_t limit) const {
+  if (!array.is_array() || array.size() <= limit) return Status::Ok();
+  return InvalidArgumentError("field \"" + FieldName(key) + "\" has " +
+                              std::to_string(array.size()) + " entries; at most " +
+                              std::to_string(limit));
+}
+
 Status JsonObjectReader::Missing(std::string_view key) const {
   std::string message = "field \"";
   message += FieldName(key);

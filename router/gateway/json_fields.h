@@ -30,6 +30,11 @@ std::string IndexedPath(std::string_view base, size_t index);
 // INVALID_ARGUMENT: field "<path>" must be an object, got <type>.
 Status NotAnObject(const std::string& path, const nlohmann::json& value);
 
+// The most messages (or Responses input items) and tools one request may
+// carry; past them the request is a 400 naming the limit.
+inline constexpr size_t kMaxMessages = 10000;
+inline constexpr size_t kMaxTools = 1024;
+
 class JsonObjectReader {
  public:
   // `path` names `object` in messages: "" for the request body,
@@ -51,6 +56,9 @@ class JsonObjectReader {
                     const nlohmann::json& value) const;
   // INVALID_ARGUMENT: field "<name>" is required.
   Status Missing(std::string_view key) const;
+  // INVALID_ARGUMENT when the array `key` has more than `limit` entries:
+  // field "<name>" has N entries; at most LIMIT.
+  Status AtMost(std::string_view key, const nlohmann::json& array, size_t limit) const;
 
   // Each read leaves `out` as it was when the field is absent or null.
   Status String(std::string_view key, std::string* out) const;

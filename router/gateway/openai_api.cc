@@ -405,6 +405,7 @@ Status ParseMessages(const JsonObjectReader& body, v1::ChatRequest* request) {
   if (messages == nullptr) return body.Missing("messages");
   if (!messages->is_array()) return body.TypeError("messages", "an array of messages");
   if (messages->empty()) return body.ValueError("messages", "must not be empty", *messages);
+  RETURN_IF_ERROR(body.AtMost("messages", *messages, kMaxMessages));
   for (size_t i = 0; i < messages->size(); ++i) {
     const json& item = (*messages)[i];
     const std::string path = IndexedPath("messages", i);
@@ -443,6 +444,7 @@ Status ParseTools(const JsonObjectReader& body, v1::ChatRequest* request) {
   const json* tools = body.Find("tools");
   if (tools == nullptr) return Status::Ok();
   if (!tools->is_array()) return body.TypeError("tools", "an array of tools");
+  RETURN_IF_ERROR(body.AtMost("tools", *tools, kMaxTools));
   if (const json* choice = body.Find("tool_choice"); choice != nullptr) {
     if (choice->is_string()) {
       const std::string& mode = choice->get_ref<const std::string&>();

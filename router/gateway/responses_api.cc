@@ -236,6 +236,7 @@ class ConversationBuilder {
 Status ParseTools(const JsonObjectReader& body, v1::ChatRequest* request) {
   const json* tools = body.Find("tools");
   if (tools != nullptr && !tools->is_array()) return body.TypeError("tools", "an array of tools");
+  if (tools != nullptr) RETURN_IF_ERROR(body.AtMost("tools", *tools, kMaxTools));
   ordered_json out = ordered_json::array();
   for (size_t i = 0; tools != nullptr && i < tools->size(); ++i) {
     const json& tool = (*tools)[i];
@@ -364,6 +365,7 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(const json& body,
     user.set_content(input->get<std::string>());
     parsed.new_messages.push_back(std::move(user));
   } else if (input->is_array()) {
+    RETURN_IF_ERROR(reader.AtMost("input", *input, kMaxMessages));
     ConversationBuilder builder(&parsed.new_messages);
     for (size_t i = 0; i < input->size(); ++i) {
       RETURN_IF_ERROR(builder.Item((*input)[i], IndexedPath("input", i)));

@@ -89,6 +89,34 @@ TEST_F(GatewayTest, WrongFieldTypeIs400NamingTheField) {
   EXPECT_EQ(Json(result)["error"]["message"], "field \"n\" must be between 1 and 16, got 17");
 }
 
+TEST_F(GatewayTest, TooManyMessagesOrToolsIs400NamingTheLimit) {
+  json body = {{"messages", json::array()}};
+  for (int i = 0; i < 10001; ++i) body["messages"].push_back({{"role", "user"}, {"content", "x"}});
+  httplib::Result result = Post("/v1/chat/completions", body.dump());
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, 400);
+  EXPECT_EQ(Json(result)["error"]["message"],
+            "field \"messages\" has 10001 entries; at most 10000");
+
+  json tools = json::array();
+  for (int i = 0; i < 1025; ++i) {
+    tools.push_back({{"name", "t" + std::to_string(i)}, {"input_schema", {{"type", "object"}}}});
+  }
+  json anthropic = {{"model", "tiny"},
+                    {"max_tokens", 8},
+                    {"tools", tools},
+                    {"messages", {{{"role", "user"}, {"content", "x"}}}}};
+  result = PostWithXApiKey("/v1/messages", anthropic.dump());
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, 400);
+  EXPECT_EQ(Json(result)["error"]["message"], "field \"tools\" has 1025 entries; at most 1024");
+  // At the limits, fine.
+  body["messages"].erase(body["messages"].begin());
+  result = Post("/v1/chat/completions", body.dump());
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->status, 200) << result->body;
+}
+
 TEST_F(GatewayTest, UnknownModelIs404) {
   httplib::Result result = Post("/v1/chat/completions", R"({"model": "nope", "stream": true,
       "messages": [{"role": "user", "content": "x"}]})");
