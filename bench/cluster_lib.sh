@@ -6,7 +6,8 @@
 #
 # POLICY may be "prefix+fetch": the prefix policy with peer fetch. ROLES (one
 # word per worker, e.g. "prefill decode") gives the workers roles, and
-# ROUTER_FLAGS more router flags.
+# ROUTER_FLAGS more router flags. ROUTERS (default 1) routers over the same
+# workers; ROUTER is then their addresses, comma-separated.
 
 # The value of NAME=VALUE in a process's "listening" line.
 field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
@@ -27,11 +28,18 @@ start_cluster() {
     for _ in $(seq 100); do grep -qs listening "$tmp/w$i.out" && break; sleep 0.1; done
     addrs+=("$(field grpc "$tmp/w$i.out")")
   done
-  "$B/router/kvmesh-router" --grpc-port 0 --http-port 0 --policy "$policy" --log-level warning \
-    ${router_flags[@]+"${router_flags[@]}"} --workers "$(IFS=,; echo "${addrs[*]}")" >"$tmp/r.out" 2>"$tmp/r.err" &
-  for _ in $(seq 100); do grep -qs listening "$tmp/r.out" && break; sleep 0.1; done
-  sleep 1  # let the router see every worker healthy
-  ROUTER=$(field grpc "$tmp/r.out")
+  local r routers=()
+  for ((r = 0; r < ${ROUTERS:-1}; ++r)); do
+    "$B/router/kvmesh-router" --grpc-port 0 --http-port 0 --policy "$policy" --log-level warning \
+      ${router_flags[@]+"${router_flags[@]}"} --workers "$(IFS=,; echo "${addrs[*]}")" \
+      >"$tmp/r$r.out" 2>"$tmp/r$r.err" &
+  done
+  for ((r = 0; r < ${ROUTERS:-1}; ++r)); do
+    for _ in $(seq 100); do grep -qs listening "$tmp/r$r.out" && break; sleep 0.1; done
+    routers+=("$(field grpc "$tmp/r$r.out")")
+  done
+  sleep 1  # let the routers see every worker healthy
+  ROUTER=$(IFS=,; echo "${routers[*]}")
 }
 
 stop_cluster() {

@@ -7,7 +7,7 @@
 # caches) serves the same traffic through bench/router_sessions. Prints one
 # markdown row per (demand, policy) and the machine load.
 #
-#   [WORKERS=4] [KV_TOKENS=4096] [CONTEXT=1024] [USERS=4] [TURNS=2]
+#   [WORKERS=4] [ROUTERS=1] [KV_TOKENS=4096] [CONTEXT=1024] [USERS=4] [TURNS=2]
 #   [CONCURRENCY=8] [RATE=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
 #   least_load round_robin"] [MODEL=../shared/models/stories260K.gguf] [BUILD_DIR=build]
 #   bench/kv_pressure.sh
@@ -16,6 +16,9 @@
 # RATE > 0 makes the traffic open loop: RATE requests per second offered
 # whatever the cluster serves (router_sessions --rate), as llm-d's benchmark
 # offers a fixed QPS; 0 keeps CONCURRENCY sessions in flight (closed loop).
+# ROUTERS > 1 puts that many routers over the same workers, turn t of
+# session s going through router (s + t) mod ROUTERS, as requests behind a
+# Service over a deployment's router replicas land on any of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
@@ -36,7 +39,7 @@ bytes_per_token=$("$B/cli/kvmesh" kv-plan -m "$MODEL" --context "$CONTEXT" --kv-
   python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_per_token"])')
 kv_memory=$((bytes_per_token * KV_TOKENS))
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "$WORKERS workers x $KV_TOKENS KV tokens ($kv_memory bytes), contexts of $CONTEXT tokens," \
+echo "${ROUTERS:-1} router(s), $WORKERS workers x $KV_TOKENS KV tokens ($kv_memory bytes), contexts of $CONTEXT tokens," \
   "$USERS users per tenant x $TURNS turns, $([[ $RATE != 0 ]] && echo "open loop at $RATE requests/s" ||
   echo "concurrency $CONCURRENCY"), $(basename "$MODEL")"
 echo

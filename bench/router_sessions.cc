@@ -5,7 +5,7 @@
 // reply, so prompts grow and share prefixes — the traffic prefix-aware
 // routing is for.
 //
-//   build/bench/router_sessions --router 127.0.0.1:50050 [--sessions 16] [--turns 6]
+//   build/bench/router_sessions --router 127.0.0.1:50050[,HOST:PORT…] [--sessions 16] [--turns 6]
 //       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
 //       [--tenants 1] [--rate 0]
 //
@@ -74,8 +74,16 @@ int main(int argc, char** argv) {
     else if (a == "--rate")
       rate = std::atof(argv[i + 1]);
   }
-  auto stub = kvmesh::v1::Inference::NewStub(
-      grpc::CreateChannel(router, grpc::InsecureChannelCredentials()));
+  // Several routers (comma-separated): turn t of session s goes through
+  // router (s + t) mod R, as requests behind a load balancer (a Kubernetes
+  // Service over the router replicas) land on any replica.
+  std::vector<std::unique_ptr<kvmesh::v1::Inference::Stub>> stubs;
+  for (size_t at = 0; at <= router.size();) {
+    const size_t comma = std::min(router.find(',', at), router.size());
+    stubs.push_back(kvmesh::v1::Inference::NewStub(grpc::CreateChannel(
+        router.substr(at, comma - at), grpc::InsecureChannelCredentials())));
+    at = comma + 1;
+  }
   std::mt19937 seed_rng(2024);
   std::vector<std::vector<int32_t>> systems;
   for (int t = 0; t < tenants; ++t) systems.push_back(Random(seed_rng, system_tokens));
@@ -101,6 +109,7 @@ int main(int argc, char** argv) {
     for (int t = 0; t < turns; ++t) {
       const auto user = Random(rng, user_tokens);
       history.insert(history.end(), user.begin(), user.end());
+      kvmesh::v1::Inference::Stub* stub = stubs[(s + t) % stubs.size()].get();
       kvmesh::v1::GenerateTextRequest req;
       req.mutable_prompt_tokens()->Assign(history.begin(), history.end());
       req.mutable_options()->set_max_tokens(reply_tokens);
