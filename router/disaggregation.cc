@@ -72,12 +72,13 @@ std::optional<v1::PeerFetch> RouterCore::PrefillElsewhere(const ModelSnapshot& s
     fetch->set_end_block(static_cast<uint32_t>(d.fetch_end_block));
   }
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + options_.request_timeout);
+  // Cancelled when the prefill makes no progress (no prefill chunk) for the
+  // request timeout, as a colocated request is.
+  const std::unique_ptr<StreamWatchdog::Guard> watch = watchdog_.Watch(&ctx);
   ++worker->inflight;
   auto reader = worker->stub().Generate(&ctx, req);
   v1::GenerateResponse resp;
-  while (reader->Read(&resp)) {
-  }
+  while (reader->Read(&resp)) watch->Touch();
   const grpc::Status status = reader->Finish();
   --worker->inflight;
   ++worker->finished_since_poll;

@@ -24,8 +24,8 @@ std::string KeyRateLimiter::Describe() const {
 
 double KeyRateLimiter::Acquire(size_t key) {
   if (!enabled() || key >= buckets_.size()) return 0;
-  const double t = now_();
   std::lock_guard<std::mutex> lock(mu_);
+  const double t = now_();  // under the lock: `at` never moves backwards
   Bucket& b = buckets_[key];
   b.tokens = std::min(burst_, b.tokens + (t - b.at) * rate_);
   b.at = t;

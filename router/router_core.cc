@@ -422,8 +422,12 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       predicted = std::max(predicted, d.fetch_end_block * group.block_size);
     }
     if (prefilled && prefilled->worker_id() != views[d.index].id) {
-      // The prompt's pages wait on the prefill worker.
-      const auto first = static_cast<uint32_t>(views[d.index].cached_tokens / group.block_size);
+      // The prompt's pages wait on the prefill worker. The fetch starts after
+      // the decode worker's device blocks (fetched pages go to the device,
+      // and a prefix is device blocks first).
+      const WorkerView& v = views[d.index];
+      const auto first =
+          static_cast<uint32_t>((v.cached_tokens - v.host_cached_tokens) / group.block_size);
       if (first < prefilled->end_block()) {
         *forward.mutable_peer_fetch() = *prefilled;
         forward.mutable_peer_fetch()->set_first_block(first);

@@ -8,6 +8,12 @@
 namespace kvmesh::router {
 namespace {
 
+// Authorize's answer (UNAUTHENTICATED, or RESOURCE_EXHAUSTED past a rate
+// limit) as a Status, its code kept.
+Status FromGrpcStatus(const grpc::Status& s) {
+  return Status(static_cast<StatusCode>(static_cast<int>(s.error_code())), s.error_message());
+}
+
 grpc::Status ToGrpc(const Status& s) {
   if (s.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(static_cast<int>(s.code())), s.message());
@@ -56,8 +62,7 @@ grpc::Status InferenceServiceImpl::Finish(const std::string& route, const Status
 grpc::Status InferenceServiceImpl::Generate(grpc::ServerContext* ctx,
                                             const v1::GenerateTextRequest* req,
                                             grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
-  if (auto a = Authorize(ctx); !a.ok())
-    return Finish("grpc.Generate", UnauthenticatedError(a.error_message()));
+  if (auto a = Authorize(ctx); !a.ok()) return Finish("grpc.Generate", FromGrpcStatus(a));
   Status s = core_.Generate(*req, [&](const v1::GenerateTextResponse& m) {
     return !ctx->IsCancelled() && writer->Write(m);
   });
@@ -66,8 +71,7 @@ grpc::Status InferenceServiceImpl::Generate(grpc::ServerContext* ctx,
 
 grpc::Status InferenceServiceImpl::Chat(grpc::ServerContext* ctx, const v1::ChatRequest* req,
                                         grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
-  if (auto a = Authorize(ctx); !a.ok())
-    return Finish("grpc.Chat", UnauthenticatedError(a.error_message()));
+  if (auto a = Authorize(ctx); !a.ok()) return Finish("grpc.Chat", FromGrpcStatus(a));
   Status s = core_.Chat(*req, [&](const v1::GenerateTextResponse& m) {
     return !ctx->IsCancelled() && writer->Write(m);
   });

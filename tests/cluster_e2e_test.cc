@@ -693,6 +693,16 @@ TEST(ClusterProcessTest, EachApiKeyHasItsOwnRateLimit) {
   const grpc::Status s = stub->ListModels(&ctx, req, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(s.error_message(), HasSubstr("retry in"));
+  // Generate keeps the code too (a client retries; it does not drop its key).
+  grpc::ClientContext gen_ctx;
+  gen_ctx.AddMetadata("authorization", "Bearer k1");
+  v1::GenerateTextRequest gen;
+  gen.add_prompt_tokens(1);
+  auto reader = stub->Generate(&gen_ctx, gen);
+  v1::GenerateTextResponse m;
+  while (reader->Read(&m)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
 TEST(ClusterProcessTest, KillNineUnderLoadLosesNoUnstartedRequest) {

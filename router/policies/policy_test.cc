@@ -208,6 +208,17 @@ TEST(PolicyTest, PeerFetchPullsABusyHoldersPrefix) {
   EXPECT_EQ(d.fetch_first_block, 100);
   EXPECT_EQ(d.fetch_end_block, 200);
 
+  // Blocks w0 holds only in its host tier are fetched too: fetched pages go
+  // to the device, and a prefix is device blocks first.
+  ws[0].host_cached_tokens = 800;
+  ws[0].host_restore_tokens_per_s = 4000;
+  d = choose(*on);
+  EXPECT_EQ(d.index, 0);
+  EXPECT_EQ(d.fetch_from, 1);
+  EXPECT_EQ(d.fetch_first_block, 50);
+  EXPECT_EQ(d.fetch_end_block, 200);
+  ws[0].host_cached_tokens = 0;
+
   // A fetch slower than computing is not worth it.
   ws[0].peer_fetch_tokens_per_s = 500;
   ws[2].peer_fetch_tokens_per_s = 500;

@@ -56,6 +56,7 @@ class PrefixPolicy final : public Policy {
     std::vector<double> cost(n);
     std::vector<int32_t> hit(n);       // cached tokens counted as hits
     std::vector<int32_t> fetch(n, 0);  // tokens fetched from the holder instead
+    std::vector<int32_t> fetch_start(n, 0);
     int holder = 0;
     for (int i = 1; i < n; ++i) {
       if (ws[i].cached_tokens > ws[holder].cached_tokens) holder = i;
@@ -89,8 +90,12 @@ class PrefixPolicy final : public Policy {
                  w_.tokens_per_running_request * v.load()) /
                     rate +
                 (price_host ? host / v.host_restore_tokens_per_s : 0.0);
-      const int32_t fetchable = ws[holder].cached_tokens - cached;
-      if (w_.peer_fetch && i != holder && input.block_size > 0 && fetchable >= input.block_size) {
+      // A fetch starts after w's device blocks: the pages go to the device,
+      // and a prefix is device blocks first, so w's host-tier blocks are
+      // fetched too (instead of restored).
+      const int32_t device = v.cached_tokens - host;
+      const int32_t beyond = ws[holder].cached_tokens - cached;  // computed otherwise
+      if (w_.peer_fetch && i != holder && input.block_size > 0 && beyond >= input.block_size) {
         const WorkerView& h = ws[holder];
         const double h_rate = h.prefill_tokens_per_s > 0 ? h.prefill_tokens_per_s : unknown_rate;
         const double fetch_rate = v.peer_fetch_tokens_per_s > 0 ? v.peer_fetch_tokens_per_s
@@ -98,11 +103,14 @@ class PrefixPolicy final : public Policy {
         const double holder_step = static_cast<double>(std::min<int64_t>(
                                        h.queued_prefill_tokens, w_.fetch_holder_step_tokens)) /
                                    h_rate;
-        const double fetch_seconds =
-            w_.fetch_overhead_seconds + fetchable / fetch_rate + holder_step;
-        if (fetch_seconds < fetchable / rate) {
-          cost[i] += fetch_seconds - fetchable / rate;
-          fetch[i] = fetchable;
+        const int32_t fetched = ws[holder].cached_tokens - device;
+        const double fetch_seconds = w_.fetch_overhead_seconds + fetched / fetch_rate + holder_step;
+        const double replaced =
+            beyond / rate + (price_host ? host / v.host_restore_tokens_per_s : 0.0);
+        if (fetch_seconds < replaced) {
+          cost[i] += fetch_seconds - replaced;
+          fetch_start[i] = device;
+          fetch[i] = fetched;
         }
       }
       best_cost = std::min(best_cost, cost[i]);
@@ -121,20 +129,20 @@ class PrefixPolicy final : public Policy {
     }
     const double limit = w_.guard_ratio * (ws[least].load() + 1) + w_.guard_slack;
     if (best != least && ws[best].load() > limit)
-      return WithFetch({least, "load_guard"}, hit, fetch, holder, input.block_size);
+      return WithFetch({least, "load_guard"}, fetch_start, fetch, holder, input.block_size);
     if (fetch[best] > 0)
-      return WithFetch({best, "peer_fetch"}, hit, fetch, holder, input.block_size);
+      return WithFetch({best, "peer_fetch"}, fetch_start, fetch, holder, input.block_size);
     return {best, hit[best] > 0 ? "prefix_hit" : "min_cost"};
   }
 
  private:
   // The decision, with the fetch hint of its worker when it has one.
-  static Decision WithFetch(Decision d, const std::vector<int32_t>& hit,
+  static Decision WithFetch(Decision d, const std::vector<int32_t>& start,
                             const std::vector<int32_t>& fetch, int holder, int32_t block_size) {
     if (fetch[d.index] > 0) {
       d.fetch_from = holder;
-      d.fetch_first_block = hit[d.index] / block_size;
-      d.fetch_end_block = (hit[d.index] + fetch[d.index]) / block_size;
+      d.fetch_first_block = start[d.index] / block_size;
+      d.fetch_end_block = (start[d.index] + fetch[d.index]) / block_size;
     }
     return d;
   }

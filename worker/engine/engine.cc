@@ -262,10 +262,8 @@ void Engine::DrainInbox() {
   for (auto& r : fresh) {
     Request* raw = r.get();
     if (!raw->spec.peer_pages.empty()) {
-      const int32_t first = raw->spec.peer_first_block;
-      kv_.ImportPages(
-          raw->spec.peer_pages,
-          first == 0 ? std::nullopt : std::optional<BlockHash>(raw->kv.hashes[first - 1]));
+      kv_.ImportPages(raw->kv.hashes, raw->tokens, raw->spec.peer_first_block,
+                      raw->spec.peer_pages);
       std::vector<KvPage>().swap(raw->spec.peer_pages);  // their bytes are in the cache now
     }
     requests_[raw->spec.id] = std::move(r);

@@ -40,19 +40,28 @@ void KvCacheManager::SetCopier(KvBlockCopier* copier, size_t block_bytes) {
   block_bytes_ = block_bytes;
 }
 
-int32_t KvCacheManager::ImportPages(std::span<const KvPage> pages,
-                                    const std::optional<BlockHash>& parent) {
-  if (!enable_prefix_caching_ || copier_ == nullptr) return 0;
+int32_t KvCacheManager::ImportPages(std::span<const BlockHash> hashes,
+                                    std::span<const int32_t> prompt, int32_t first_block,
+                                    std::span<const KvPage> pages) {
+  if (!enable_prefix_caching_ || copier_ == nullptr || first_block < 0) return 0;
+  const size_t bs = static_cast<size_t>(block_size());
   std::vector<int32_t> held;
+  // The prompt's device prefix before the pages stays put meanwhile.
+  for (size_t i = 0;
+       i < static_cast<size_t>(first_block) && i < hashes.size() && (i + 1) * bs <= prompt.size();
+       ++i) {
+    const auto block = pool_.FindCached(hashes[i], prompt.subspan(i * bs, bs));
+    if (!block) break;
+    pool_.Acquire(*block);
+    held.push_back(*block);
+  }
   int32_t cached = 0;
   for (const KvPage& page : pages) {
-    const std::optional<BlockHash> page_parent =
-        cached == 0 ? parent : std::optional<BlockHash>(pages[cached - 1].hash);
-    if (page.bytes.size() != block_bytes_ ||
-        page.tokens.size() != static_cast<size_t>(block_size()))
-      break;
-    if (pool_.FindCached(page.hash, page.tokens) ||
-        (host_ && host_->Find(page.hash, page.tokens))) {
+    const size_t i = static_cast<size_t>(first_block) + cached;
+    if (page.bytes.size() != block_bytes_ || page.tokens.size() != bs) break;
+    if (const auto block = pool_.FindCached(page.hash, page.tokens)) {
+      pool_.Acquire(*block);
+      held.push_back(*block);
       ++cached;
       continue;
     }
@@ -63,7 +72,12 @@ int32_t KvCacheManager::ImportPages(std::span<const KvPage> pages,
       pool_.Release(fresh);  // never cached: its contents are not trusted
       break;
     }
-    pool_.Cache(fresh[0], page.hash, page_parent, page.tokens);
+    const std::optional<BlockHash> parent =
+        i == 0 || i > hashes.size() ? std::nullopt : std::optional<BlockHash>(hashes[i - 1]);
+    pool_.Cache(fresh[0], page.hash, parent, page.tokens);
+    if (host_) {
+      if (const auto slot = host_->Find(page.hash, page.tokens)) host_->Erase(*slot);
+    }
     held.push_back(fresh[0]);
     ++stats_.imported_blocks;
     ++cached;

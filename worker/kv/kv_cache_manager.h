@@ -138,15 +138,19 @@ class KvCacheManager {
   void Release(SequenceBlocks* seq);
 
   // Puts pages computed elsewhere (already checked by CheckPeerPages) into
-  // the device pool as cached blocks: each page cached in neither tier gets a
-  // fresh device block (evicting the least recent free one, as a computed
-  // block would), is registered under its hash and released at once, at the
-  // most recent end of the LRU, so the request that asked for the pages finds
-  // them as a device hit. `parent` is the hash before pages[0] (nullopt for a
-  // sequence's first block). Stops when no block is free or a copy fails.
-  // Returns how many leading pages are now cached (imported or already
-  // there).
-  int32_t ImportPages(std::span<const KvPage> pages, const std::optional<BlockHash>& parent);
+  // the device pool as cached blocks. The pages are blocks first_block,
+  // first_block + 1, … of `prompt`, whose full blocks hash to `hashes`. Each
+  // page not on the device gets a fresh device block (evicting the least
+  // recent free one, as a computed block would) and is registered under its
+  // hash; one the host tier holds leaves it (the tiers are exclusive, and a
+  // prefix is device blocks first). Meanwhile the prompt's device blocks
+  // before first_block and the pages already there are held, so the
+  // allocations cannot evict what the pages attach to. At the end all are
+  // released at the most recent end of the LRU, so the request that asked
+  // for the pages finds them as a device hit. Stops when no block is free or
+  // a copy fails. Returns how many leading pages are now on the device.
+  int32_t ImportPages(std::span<const BlockHash> hashes, std::span<const int32_t> prompt,
+                      int32_t first_block, std::span<const KvPage> pages);
   // The leading run of `hashes` cached in either tier, as pages (device
   // blocks read through the copier), as long as the pages' bytes stay within
   // `max_bytes`. Changes no LRU order.

@@ -94,13 +94,13 @@ TEST(KvPagesTest, PagesExportedByHashImportAsTheSameCachedBlocks) {
   EXPECT_EQ(check.accepted, 4);
   EXPECT_EQ(check.rejected, "");
 
-  EXPECT_EQ(asker.kv.ImportPages(pages, std::nullopt), 4);
+  EXPECT_EQ(asker.kv.ImportPages(hashes, prompt, 0, pages), 4);
   EXPECT_EQ(asker.kv.stats().imported_blocks, 4);
   EXPECT_EQ(asker.kv.pool().num_free(), 16);  // cached, not held
   EXPECT_EQ(asker.PrefixBytes(root, prompt), holder.PrefixBytes(root, prompt));
   EXPECT_EQ(asker.PrefixBytes(root, prompt).size(), 4u);
   // Importing them again changes nothing.
-  EXPECT_EQ(asker.kv.ImportPages(pages, std::nullopt), 4);
+  EXPECT_EQ(asker.kv.ImportPages(hashes, prompt, 0, pages), 4);
   EXPECT_EQ(asker.kv.stats().imported_blocks, 4);
 }
 
@@ -125,7 +125,7 @@ TEST(KvPagesTest, ImportStartsMidChainAfterTheAskersOwnBlocks) {
   const auto pages = holder.kv.ExportPages(std::span(hashes).subspan(2), 1 << 20);
   ASSERT_EQ(pages.size(), 2u);
   EXPECT_EQ(CheckPeerPages(pages, hashes, prompt, 2, kBs, kBytes).accepted, 2);
-  EXPECT_EQ(asker.kv.ImportPages(pages, hashes[1]), 2);
+  EXPECT_EQ(asker.kv.ImportPages(hashes, prompt, 2, pages), 2);
   EXPECT_EQ(asker.PrefixBytes(root, prompt), holder.PrefixBytes(root, prompt));
 }
 
@@ -176,14 +176,63 @@ TEST(KvPagesTest, ImportStopsWhenNoBlockIsFreeOrACopyFails) {
   SequenceBlocks busy;  // holds 4 of the 6 blocks
   busy.root = RootHash("other");
   ASSERT_TRUE(small.kv.AllocateSlots(&busy, 16));
-  EXPECT_EQ(small.kv.ImportPages(pages, std::nullopt), 2);
+  EXPECT_EQ(small.kv.ImportPages(hashes, prompt, 0, pages), 2);
   small.kv.Release(&busy);
 
   Side failing(16);
   failing.dev.fail_writes = true;
-  EXPECT_EQ(failing.kv.ImportPages(pages, std::nullopt), 0);
+  EXPECT_EQ(failing.kv.ImportPages(hashes, prompt, 0, pages), 0);
   EXPECT_EQ(failing.kv.pool().num_free_cached(), 0);
   EXPECT_EQ(failing.kv.stats().failed_copies, 1);
+}
+
+// The asker's own prefix before the pages is held while the pages take
+// blocks, so under pressure the import cannot evict what the pages attach
+// to.
+TEST(KvPagesTest, ImportKeepsTheAskersPrefixItAttachesTo) {
+  const BlockHash root = RootHash("m");
+  const auto prompt = Tokens(17);
+  const auto hashes = HashFullBlocks(root, prompt, kBs);
+  Side holder(16), asker(4);
+  holder.Compute(root, prompt);
+  asker.Compute(root, Tokens(9));                    // blocks 0 and 1 of the prompt
+  asker.Compute(RootHash("other"), Tokens(8, 900));  // more recent: the prompt's are the oldest
+  const auto pages = holder.kv.ExportPages(std::span(hashes).subspan(2), 1 << 20);
+  ASSERT_EQ(pages.size(), 2u);
+  // Two blocks are needed. The least recent are the prompt's own blocks 0
+  // and 1, which must stay: the other prompt's blocks are taken.
+  EXPECT_EQ(asker.kv.ImportPages(hashes, prompt, 2, pages), 2);
+  EXPECT_EQ(asker.PrefixBytes(root, prompt).size(), 4u);
+  EXPECT_EQ(asker.PrefixBytes(root, prompt), holder.PrefixBytes(root, prompt));
+}
+
+// A page the asker holds in its host tier goes to the device as well (and
+// leaves the host tier), so the prefix is device blocks first and the pages
+// after it are reachable.
+TEST(KvPagesTest, APageInTheHostTierMovesToTheDevice) {
+  const BlockHash root = RootHash("m");
+  const auto prompt = Tokens(17);
+  const auto hashes = HashFullBlocks(root, prompt, kBs);
+  Side holder(16);
+  holder.Compute(root, prompt);
+  const auto pages = holder.kv.ExportPages(hashes, 1 << 20);
+  ASSERT_EQ(pages.size(), 4u);
+
+  Side asker(4);
+  asker.kv.EnableHostTier(16 * kBytes, kBytes, &asker.dev);
+  asker.Compute(root, Tokens(9));  // blocks 0 and 1
+  SequenceBlocks other;            // pushes them to the host tier
+  other.root = RootHash("other");
+  ASSERT_TRUE(asker.kv.AllocateSlots(&other, 16));
+  asker.kv.Release(&other);
+  ASSERT_GE(asker.kv.host_tier()->size(), 2);
+  EXPECT_EQ(asker.kv.ImportPages(hashes, prompt, 0, pages), 4);
+  SequenceBlocks seq;
+  seq.root = root;
+  const CachedPrefix prefix = asker.kv.FindCachedPrefix(&seq, prompt);
+  EXPECT_EQ(prefix.blocks.size(), 4u);  // all on the device
+  EXPECT_TRUE(prefix.host_slots.empty());
+  EXPECT_FALSE(asker.kv.host_tier()->Find(hashes[0], std::span(prompt).first(kBs)));
 }
 
 }  // namespace

@@ -25,16 +25,18 @@ v1::Worker::Stub* GrpcKvPageTransport::StubFor(const std::string& address) {
   auto& stub = stubs_[address];
   if (!stub) {
     grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(static_cast<int>(2 * kPageBatchBytes));
+    // A batch holds at least one page, whatever its size.
+    args.SetMaxReceiveMessageSize(64 << 20);
     stub = v1::Worker::NewStub(
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
   }
   return stub.get();
 }
 
-StatusOr<std::vector<KvPage>> GrpcKvPageTransport::Fetch(
-    const std::string& address, std::span<const BlockHash> hashes, const std::string& page_format,
-    std::chrono::system_clock::time_point deadline) {
+FetchedPages GrpcKvPageTransport::Fetch(const std::string& address,
+                                        std::span<const BlockHash> hashes,
+                                        const std::string& page_format,
+                                        std::chrono::system_clock::time_point deadline) {
   v1::Worker::Stub* stub = StubFor(address);
   grpc::ClientContext ctx;
   ctx.set_deadline(deadline);
@@ -42,7 +44,8 @@ StatusOr<std::vector<KvPage>> GrpcKvPageTransport::Fetch(
   for (const BlockHash& h : hashes) request.add_block_hashes(std::string(h.AsBytes()));
   request.set_page_format(page_format);
   auto reader = stub->FetchKvPages(&ctx, request);
-  std::vector<KvPage> pages;
+  FetchedPages out;
+  std::vector<KvPage>& pages = out.pages;
   v1::KvPageBatch batch;
   Status bad = Status::Ok();
   while (bad.ok() && reader->Read(&batch)) {
@@ -63,11 +66,12 @@ StatusOr<std::vector<KvPage>> GrpcKvPageTransport::Fetch(
   if (!bad.ok()) {
     ctx.TryCancel();
     reader->Finish();
-    return bad;
+    out.status = bad;  // the pages before the bad one stand
+    return out;
   }
-  const grpc::Status s = reader->Finish();
-  if (!s.ok()) return FromGrpc(s, address);
-  return pages;
+  // Pages read before an error (e.g. the deadline) stand too.
+  if (const grpc::Status s = reader->Finish(); !s.ok()) out.status = FromGrpc(s, address);
+  return out;
 }
 
 Status ServeKvPages(Engine& engine, const v1::FetchKvPagesRequest& request,
@@ -136,18 +140,22 @@ Status PeerFetcher::Fetch(const v1::PeerFetch& hint, std::chrono::system_clock::
 
   const auto t0 = std::chrono::steady_clock::now();
   const auto limit = std::min(deadline, std::chrono::system_clock::now() + kPeerFetchTimeout);
-  auto pages = transport_.Fetch(hint.address(), std::span(hashes).subspan(first),
-                                engine_.page_format(), limit);
+  FetchedPages fetched = transport_.Fetch(hint.address(), std::span(hashes).subspan(first),
+                                          engine_.page_format(), limit);
   const double seconds = SecondsSince(t0);
-  if (!pages.ok()) {
+  std::vector<KvPage>& pages = fetched.pages;
+  if (!fetched.status.ok()) {
     Log(LogLevel::kWarning, "worker",
-        "request " + request->id + ": fetching " + blocks + " from " + holder +
-            " failed; computing them: " + pages.status().ToString());
-    metrics_.OnPeerFetch("failed", 0, 0, seconds, 0);
-    return Status::Ok();
+        "request " + request->id + ": fetching " + blocks + " from " + holder + " ended after " +
+            std::to_string(pages.size()) +
+            " pages; computing the rest: " + fetched.status.ToString());
+    if (pages.empty()) {
+      metrics_.OnPeerFetch("failed", 0, 0, seconds, 0);
+      return Status::Ok();
+    }
   }
-  const PageCheck check = CheckPeerPages(*pages, hashes, prompt, static_cast<int32_t>(first), bs,
-                                         engine_.block_bytes());
+  const PageCheck check =
+      CheckPeerPages(pages, hashes, prompt, static_cast<int32_t>(first), bs, engine_.block_bytes());
   const char* result = !check.rejected.empty()                              ? "rejected"
                        : check.accepted < static_cast<int32_t>(end - first) ? "partial"
                                                                             : "ok";
@@ -161,8 +169,8 @@ Status PeerFetcher::Fetch(const v1::PeerFetch& hint, std::chrono::system_clock::
   const double saved = rate > 0 ? static_cast<double>(tokens) / rate - seconds : 0;
   metrics_.OnPeerFetch(result, tokens, static_cast<int64_t>(check.accepted) * engine_.block_bytes(),
                        seconds, saved);
-  pages->resize(static_cast<size_t>(check.accepted));
-  request->peer_pages = std::move(pages).value();
+  pages.resize(static_cast<size_t>(check.accepted));
+  request->peer_pages = std::move(pages);
   request->peer_first_block = static_cast<int32_t>(first);
   return Status::Ok();
 }

@@ -43,23 +43,28 @@ inline constexpr size_t kPageBatchBytes = size_t{4} << 20;
 // nearer); past it the blocks are computed.
 inline constexpr std::chrono::milliseconds kPeerFetchTimeout{2000};
 
+// What a fetch brought: the pages received (the leading run of the asked
+// hashes the peer holds, or its start when the fetch ended early) and why it
+// ended early (unreachable, other page format, deadline passed), if it did.
+struct FetchedPages {
+  std::vector<KvPage> pages;
+  Status status;
+};
+
 class KvPageTransport {
  public:
   virtual ~KvPageTransport() = default;
-  // The leading run of `hashes` that the worker at `address` holds, or an
-  // error (unreachable, other page format, deadline passed).
-  virtual StatusOr<std::vector<KvPage>> Fetch(const std::string& address,
-                                              std::span<const BlockHash> hashes,
-                                              const std::string& page_format,
-                                              std::chrono::system_clock::time_point deadline) = 0;
+  virtual FetchedPages Fetch(const std::string& address, std::span<const BlockHash> hashes,
+                             const std::string& page_format,
+                             std::chrono::system_clock::time_point deadline) = 0;
 };
 
 // Worker.FetchKvPages over gRPC; channels to peers are kept and reused.
 class GrpcKvPageTransport final : public KvPageTransport {
  public:
-  StatusOr<std::vector<KvPage>> Fetch(const std::string& address, std::span<const BlockHash> hashes,
-                                      const std::string& page_format,
-                                      std::chrono::system_clock::time_point deadline) override;
+  FetchedPages Fetch(const std::string& address, std::span<const BlockHash> hashes,
+                     const std::string& page_format,
+                     std::chrono::system_clock::time_point deadline) override;
 
  private:
   v1::Worker::Stub* StubFor(const std::string& address);
