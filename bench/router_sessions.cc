@@ -80,8 +80,8 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<kvmesh::v1::Inference::Stub>> stubs;
   for (size_t at = 0; at <= router.size();) {
     const size_t comma = std::min(router.find(',', at), router.size());
-    stubs.push_back(kvmesh::v1::Inference::NewStub(grpc::CreateChannel(
-        router.substr(at, comma - at), grpc::InsecureChannelCredentials())));
+    stubs.push_back(kvmesh::v1::Inference::NewStub(
+        grpc::CreateChannel(router.substr(at, comma - at), grpc::InsecureChannelCredentials())));
     at = comma + 1;
   }
   std::mt19937 seed_rng(2024);
