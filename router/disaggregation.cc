@@ -64,13 +64,7 @@ std::optional<v1::PeerFetch> RouterCore::PrefillElsewhere(const ModelSnapshot& s
   *req.mutable_prompt_tokens() = forward.prompt_tokens();
   req.set_cache_salt(forward.cache_salt());
   req.set_max_tokens(0);  // prefill only: the full blocks stay cached
-  if (d.fetch_from >= 0 && d.fetch_from != d.index) {
-    v1::PeerFetch* fetch = req.mutable_peer_fetch();
-    fetch->set_address(conns[d.fetch_from]->address());
-    fetch->set_worker_id(views[d.fetch_from].id);
-    fetch->set_first_block(static_cast<uint32_t>(d.fetch_first_block));
-    fetch->set_end_block(static_cast<uint32_t>(d.fetch_end_block));
-  }
+  AddFetchHint(d, views, conns, &req);
   grpc::ClientContext ctx;
   // Cancelled when the prefill makes no progress (no prefill chunk) for the
   // request timeout, as a colocated request is.

@@ -130,6 +130,18 @@ void RouterCore::BuildViews(const ModelSnapshot& snap, const WorkerSet& candidat
   }
 }
 
+bool RouterCore::AddFetchHint(const Decision& d, const std::vector<WorkerView>& views,
+                              const std::vector<WorkerConnection*>& conns,
+                              v1::GenerateRequest* request) {
+  if (d.fetch_from < 0 || d.fetch_from == d.index) return false;
+  v1::PeerFetch* fetch = request->mutable_peer_fetch();
+  fetch->set_address(conns[d.fetch_from]->address());
+  fetch->set_worker_id(views[d.fetch_from].id);
+  fetch->set_first_block(static_cast<uint32_t>(d.fetch_first_block));
+  fetch->set_end_block(static_cast<uint32_t>(d.fetch_end_block));
+  return true;
+}
+
 RouterCore::RouterCore(Registry* registry, std::unique_ptr<Policy> policy, RouterMetrics* metrics,
                        RouterCoreOptions options)
     : registry_(registry),
@@ -413,12 +425,7 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
     const int slot = views[d.index].slot;
     int32_t predicted = views[d.index].cached_tokens;
     forward.clear_peer_fetch();  // a retry decides afresh
-    if (d.fetch_from >= 0 && d.fetch_from != d.index) {
-      v1::PeerFetch* fetch = forward.mutable_peer_fetch();
-      fetch->set_address(conns[d.fetch_from]->address());
-      fetch->set_worker_id(views[d.fetch_from].id);
-      fetch->set_first_block(static_cast<uint32_t>(d.fetch_first_block));
-      fetch->set_end_block(static_cast<uint32_t>(d.fetch_end_block));
+    if (AddFetchHint(d, views, conns, &forward)) {
       predicted = std::max(predicted, d.fetch_end_block * group.block_size);
     }
     if (prefilled && prefilled->worker_id() != views[d.index].id) {

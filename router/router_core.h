@@ -83,6 +83,11 @@ class RouterCore final : public InferenceCore {
   bool StickToSession(const std::optional<SessionAffinity::Hint>& hint,
                       const std::vector<WorkerView>& views, Decision* decision) const;
   StatusOr<RenderedChat> RenderChat(const v1::ChatRequest& request, bool find_breakpoints);
+  // Puts the decision's peer-fetch hint (if it has one) into `request`;
+  // whether it had one.
+  static bool AddFetchHint(const Decision& d, const std::vector<WorkerView>& views,
+                           const std::vector<WorkerConnection*>& conns,
+                           v1::GenerateRequest* request);
   // The policy's view of each candidate (and its connection).
   void BuildViews(const ModelSnapshot& snap, const WorkerSet& candidates, const PrefixMatch& match,
                   int32_t max_cacheable_blocks, bool prompt_logprobs,

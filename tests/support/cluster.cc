@@ -1,7 +1,9 @@
 #include "tests/support/cluster.h"
 
 #include <grpcpp/grpcpp.h>
+#include <httplib.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "kvmesh/v1/inference.grpc.pb.h"
@@ -80,6 +82,46 @@ bool WaitForHealthyWorkers(const std::string& router_grpc, int workers,
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
+}
+
+Result Generate(v1::Inference::Stub& stub, const std::vector<int32_t>& prompt, int max_tokens,
+                const std::string& salt) {
+  grpc::ClientContext ctx;
+  v1::GenerateTextRequest req;
+  req.mutable_prompt_tokens()->Assign(prompt.begin(), prompt.end());
+  req.mutable_options()->set_max_tokens(max_tokens);
+  req.mutable_options()->mutable_sampling()->set_temperature(0);
+  req.mutable_options()->set_cache_salt(salt);
+  auto reader = stub.Generate(&ctx, req);
+  Result r;
+  v1::GenerateTextResponse m;
+  while (reader->Read(&m)) {
+    r.text += m.text();
+    r.tokens.insert(r.tokens.end(), m.tokens().begin(), m.tokens().end());
+    if (!m.worker().empty()) r.worker = m.worker();
+    r.last = m;
+  }
+  r.status = reader->Finish();
+  return r;
+}
+
+std::vector<int32_t> RandomTokens(std::mt19937& rng, int n) {
+  std::uniform_int_distribution<int32_t> dist(260, 511);  // ordinary text tokens
+  std::vector<int32_t> out(n);
+  for (int32_t& t : out) t = dist(rng);
+  return out;
+}
+
+std::string HttpGet(const std::string& host_port, const std::string& path) {
+  httplib::Client c("http://" + host_port);
+  auto res = c.Get(path.c_str());
+  return res ? res->body : "";
+}
+
+double Metric(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::atof(text.c_str() + at + series.size() + 2);
 }
 
 }  // namespace kvmesh::testing

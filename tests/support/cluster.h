@@ -2,11 +2,16 @@
 // processes on loopback and wait until they are ready.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "kvmesh/v1/inference.grpc.pb.h"
 #include "tests/support/subprocess.h"
 
 namespace kvmesh::testing {
@@ -32,5 +37,24 @@ ProcessHandle StartRouter(const std::string& binary, const std::vector<std::stri
 // `workers` healthy workers.
 bool WaitForHealthyWorkers(const std::string& router_grpc, int workers,
                            std::chrono::milliseconds timeout, const std::string& api_key = "");
+
+// One greedy Generate through a router, as the client saw it.
+struct Result {
+  grpc::Status status;
+  std::string text;
+  std::vector<int32_t> tokens;
+  v1::GenerateTextResponse last;
+  std::string worker;
+};
+Result Generate(v1::Inference::Stub& stub, const std::vector<int32_t>& prompt, int max_tokens,
+                const std::string& salt = "");
+
+// `n` ordinary text tokens of stories260K's vocabulary.
+std::vector<int32_t> RandomTokens(std::mt19937& rng, int n);
+
+// The body of GET http://HOST_PORT/PATH ("" when it fails).
+std::string HttpGet(const std::string& host_port, const std::string& path);
+// The value of one series in Prometheus text (-1 when absent).
+double Metric(const std::string& text, const std::string& series);
 
 }  // namespace kvmesh::testing
