@@ -377,8 +377,9 @@ TEST(WorkerProcessTest, CancellationAndShutdownStopALongPrefill) {
   std::vector<int32_t> other = prompt;
   other[1] = 300;  // nothing cached
   ASSERT_TRUE(Generate(*w.stub, Greedy(other, 1)).status.ok());
-  std::printf("[ cancel ] the same prefill in full: %.2f s\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count());
+  const double full_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
+  std::printf("[ cancel ] the same prefill in full: %.2f s\n", full_s);
   std::thread t([&] {
     other[1] = 301;
     (void)Generate(*w.stub, Greedy(other, 4));
@@ -391,7 +392,9 @@ TEST(WorkerProcessTest, CancellationAndShutdownStopALongPrefill) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   std::printf("[ shutdown ] SIGTERM during a 12k-token prefill: exited after %.2f s (grace 1 s)\n",
               exited_s);
-  EXPECT_LT(exited_s, 3.0);
+  // The grace, then at most the engine step in flight (a 512-token chunk)
+  // and the streams' teardown: far sooner than the prefill would end.
+  EXPECT_LT(exited_s, 1.0 + 0.5 * full_s);
   t.join();
 }
 

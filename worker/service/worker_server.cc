@@ -239,8 +239,12 @@ void WorkerServer::Shutdown(std::chrono::milliseconds grace) {
   }
   if (service_) service_->Shutdown();
   if (engine_) engine_->Stop();  // cancels whatever is left; its streams end
+  Log(LogLevel::kDebug, "worker", "engine stopped");
+  // The engine has ended every request, so its streams are ending now; gRPC
+  // would otherwise wait out the whole deadline on idle connections.
   if (grpc_server_)
-    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  Log(LogLevel::kDebug, "worker", "gRPC server stopped");
   if (http_) http_->stop();
   if (http_thread_.joinable()) http_thread_.join();
   {
