@@ -51,12 +51,12 @@ std::optional<v1::PeerFetch> RouterCore::PrefillElsewhere(const ModelSnapshot& s
   }
 
   std::vector<WorkerView> views;
-  std::vector<WorkerConnection*> conns;
+  std::vector<std::shared_ptr<WorkerClient>> conns;
   BuildViews(snap, prefill, match, max_cacheable_blocks, false, std::nullopt, &views, &conns);
   const Decision d =
       policy_->Choose({forward.prompt_tokens_size(), views, hashes, group.block_size});
   if (metrics_) metrics_->OnDecision(std::string(policy_->name()), "prefill_" + d.reason, 0);
-  WorkerConnection* worker = conns[d.index];
+  WorkerLease worker(conns[d.index]);
   group.index.AddOptimistic(views[d.index].slot, hashes);
 
   v1::GenerateRequest req;
@@ -64,18 +64,15 @@ std::optional<v1::PeerFetch> RouterCore::PrefillElsewhere(const ModelSnapshot& s
   *req.mutable_prompt_tokens() = forward.prompt_tokens();
   req.set_cache_salt(forward.cache_salt());
   req.set_max_tokens(0);  // prefill only: the full blocks stay cached
-  AddFetchHint(d, views, conns, &req);
-  grpc::ClientContext ctx;
+  if (auto fetch = FetchHint(d, views, conns)) *req.mutable_peer_fetch() = *fetch;
+  const std::unique_ptr<GenerateStream> stream = worker->Generate(req);
+  GenerateStream* const raw = stream.get();
   // Cancelled when the prefill makes no progress (no prefill chunk) for the
   // request timeout, as a colocated request is.
-  const std::unique_ptr<StreamWatchdog::Guard> watch = watchdog_.Watch(&ctx);
-  ++worker->inflight;
-  auto reader = worker->stub().Generate(&ctx, req);
+  const std::unique_ptr<StreamWatchdog::Guard> watch = watchdog_.Watch([raw] { raw->Cancel(); });
   v1::GenerateResponse resp;
-  while (reader->Read(&resp)) watch->Touch();
-  const grpc::Status status = reader->Finish();
-  --worker->inflight;
-  ++worker->finished_since_poll;
+  while (stream->Read(&resp)) watch->Touch();
+  const grpc::Status status = stream->Finish();
   const std::string id = views[d.index].id;
   if (!status.ok()) {
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE) worker->ReportFailure();

@@ -10,8 +10,40 @@
 #include "common/tokenizer_spec.h"
 
 namespace kvmesh::router {
+namespace {
+
+StatusOr<std::vector<std::string>> ResolveWithGetaddrinfo(const std::string& host,
+                                                          const std::string& port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0) return UnavailableError("DNS lookup of " + host + " failed: " + gai_strerror(rc));
+  std::vector<std::string> out;
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (a->ai_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, buf, sizeof buf);
+      out.push_back(std::string(buf) + ":" + port);
+    } else if (a->ai_family == AF_INET6) {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, buf, sizeof buf);
+      out.push_back("[" + std::string(buf) + "]:" + port);
+    }
+  }
+  freeaddrinfo(res);
+  return out;
+}
+
+}  // namespace
 
 Registry::Registry(RegistryOptions options) : options_(std::move(options)) {
+  if (!options_.make_client) {
+    const ConnectionOptions connection = options_.connection;
+    options_.make_client = [connection](const std::string& address, WorkerListener* listener) {
+      return std::make_shared<WorkerConnection>(address, listener, connection);
+    };
+  }
+  if (!options_.resolve) options_.resolve = ResolveWithGetaddrinfo;
   // The maintenance thread expires self-registrations (and resolves DNS once
   // StartDns was called).
   maintenance_ = std::thread([this] { MaintenanceLoop(); });
@@ -20,7 +52,7 @@ Registry::Registry(RegistryOptions options) : options_(std::move(options)) {
 Registry::~Registry() { Stop(); }
 
 void Registry::Stop() {
-  std::vector<std::unique_ptr<WorkerConnection>> to_stop;
+  std::vector<std::shared_ptr<WorkerClient>> to_stop;
   {
     std::unique_lock<std::shared_mutex> lock(mu_);
     if (stopping_) return;
@@ -41,7 +73,7 @@ void Registry::Stop() {
   }
 }
 
-Registry::Member* Registry::FindMember(WorkerConnection* w) {
+Registry::Member* Registry::FindMember(WorkerClient* w) {
   for (auto& [addr, m] : members_) {
     if (m.connection.get() == w) return &m;
   }
@@ -59,12 +91,13 @@ void Registry::Reconcile() {
         m.group->slots[m.slot] = nullptr;
         m.group->index.RemoveWorker(m.slot);
       }
-      retired_.push_back(std::move(m.connection));  // stopped outside the lock
+      // Stopped outside the lock; freed when the last request using it ends.
+      if (m.connection) retired_.push_back(std::move(m.connection));
       it = members_.erase(it);
       continue;
     }
     if (!m.connection) {
-      m.connection = std::make_unique<WorkerConnection>(it->first, this, options_.connection);
+      m.connection = options_.make_client(it->first, this);
       m.connection->Start();
       Log(LogLevel::kInfo, "router", "worker " + it->first + " joined the membership");
     }
@@ -72,36 +105,44 @@ void Registry::Reconcile() {
   }
 }
 
-void Registry::SetStaticWorkers(const std::vector<std::string>& addresses) {
-  std::vector<std::unique_ptr<WorkerConnection>> retired;
+void Registry::StopRetired() {
+  std::vector<std::shared_ptr<WorkerClient>> retired;
   {
     std::unique_lock<std::shared_mutex> lock(mu_);
-    for (auto& [addr, m] : members_) m.from_static = false;
-    for (const std::string& a : addresses) members_[a].from_static = true;
-    Reconcile();
     retired.swap(retired_);
   }
   for (auto& c : retired) c->Stop();
 }
 
+void Registry::SetStaticWorkers(const std::vector<std::string>& addresses) {
+  {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    for (auto& [addr, m] : members_) m.from_static = false;
+    for (const std::string& a : addresses) members_[a].from_static = true;
+    Reconcile();
+  }
+  StopRetired();
+}
+
 void Registry::Heartbeat(const std::string& address, std::chrono::seconds ttl) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
-  if (stopping_) return;
-  members_[address].registered_until = std::chrono::steady_clock::now() + ttl;
-  Reconcile();
+  {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    if (stopping_) return;
+    members_[address].registered_until = std::chrono::steady_clock::now() + ttl;
+    Reconcile();
+  }
+  StopRetired();
 }
 
 void Registry::Deregister(const std::string& address) {
-  std::vector<std::unique_ptr<WorkerConnection>> retired;
   {
     std::unique_lock<std::shared_mutex> lock(mu_);
     auto it = members_.find(address);
     if (it == members_.end()) return;
     it->second.registered_until.reset();
     Reconcile();
-    retired.swap(retired_);
   }
-  for (auto& c : retired) c->Stop();
+  StopRetired();
 }
 
 Status Registry::StartDns(const std::string& name_and_port) {
@@ -125,7 +166,9 @@ void Registry::MaintenanceLoop() {
     std::string host, port;
     {
       std::unique_lock<std::mutex> lock(dns_mu_);
-      dns_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_ || dns_due_; });
+      dns_cv_.wait_for(
+          lock, std::min<std::chrono::milliseconds>(std::chrono::seconds(1), options_.dns_refresh),
+          [this] { return stop_ || dns_due_; });
       if (stop_) return;
       if (dns_due_ || std::chrono::steady_clock::now() >= next_dns) {
         host = dns_host_;
@@ -137,30 +180,14 @@ void Registry::MaintenanceLoop() {
     bool dns_ok = false;
     if (!host.empty()) {
       next_dns = std::chrono::steady_clock::now() + options_.dns_refresh;
-      addrinfo hints{};
-      hints.ai_socktype = SOCK_STREAM;
-      addrinfo* res = nullptr;
-      const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
-      if (rc == 0) {
+      auto addresses = options_.resolve(host, port);
+      if (addresses.ok()) {
         dns_ok = true;
-        for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
-          char buf[INET6_ADDRSTRLEN] = {};
-          if (a->ai_family == AF_INET) {
-            inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, buf,
-                      sizeof buf);
-            resolved.insert(std::string(buf) + ":" + port);
-          } else if (a->ai_family == AF_INET6) {
-            inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, buf,
-                      sizeof buf);
-            resolved.insert("[" + std::string(buf) + "]:" + port);
-          }
-        }
-        freeaddrinfo(res);
+        resolved.insert(addresses->begin(), addresses->end());
       } else {
-        Log(LogLevel::kWarning, "router", "DNS lookup of " + host + " failed: " + gai_strerror(rc));
+        Log(LogLevel::kWarning, "router", addresses.status().message());
       }
     }
-    std::vector<std::unique_ptr<WorkerConnection>> retired;
     {
       std::unique_lock<std::shared_mutex> lock(mu_);
       if (stopping_) return;
@@ -170,13 +197,12 @@ void Registry::MaintenanceLoop() {
         for (const std::string& a : resolved) members_[a].from_dns = true;
       }
       Reconcile();  // also expires lapsed self-registrations
-      retired.swap(retired_);
     }
-    for (auto& c : retired) c->Stop();
+    StopRetired();
   }
 }
 
-void Registry::OnWorkerInfo(WorkerConnection* w, const v1::InfoResponse& info) {
+void Registry::OnWorkerInfo(WorkerClient* w, const v1::InfoResponse& info) {
   // Build the tokenizer outside the lock (a large vocabulary takes ~0.2 s).
   std::shared_ptr<const Tokenizer> tokenizer;
   Status tok_status;
@@ -265,26 +291,26 @@ void Registry::OnWorkerInfo(WorkerConnection* w, const v1::InfoResponse& info) {
               " workers; " + w->address() + " is not routed to");
       return;
     }
-    group->slots[free_slot] = w;
+    group->slots[free_slot] = m->connection;
     m->group = group.get();
     m->slot = free_slot;
   }
 }
 
-void Registry::OnHealthChanged(WorkerConnection* w, bool healthy) {
+void Registry::OnHealthChanged(WorkerClient* w, bool healthy) {
   if (healthy) return;  // entries come back through a fresh snapshot
   std::shared_lock<std::shared_mutex> lock(mu_);
   Member* m = FindMember(w);
   if (m != nullptr && m->group != nullptr && m->slot >= 0) m->group->index.RemoveWorker(m->slot);
 }
 
-void Registry::OnIndexReset(WorkerConnection* w) {
+void Registry::OnIndexReset(WorkerClient* w) {
   std::shared_lock<std::shared_mutex> lock(mu_);
   Member* m = FindMember(w);
   if (m != nullptr && m->group != nullptr && m->slot >= 0) m->group->index.RemoveWorker(m->slot);
 }
 
-void Registry::OnKvEvents(WorkerConnection* w, const v1::KvEventBatch& batch) {
+void Registry::OnKvEvents(WorkerClient* w, const v1::KvEventBatch& batch) {
   std::shared_lock<std::shared_mutex> lock(mu_);
   Member* m = FindMember(w);
   if (m == nullptr || m->group == nullptr || m->slot < 0) return;
@@ -320,7 +346,7 @@ StatusOr<ModelSnapshot> Registry::Snapshot(const std::string& name) {
   ModelSnapshot snap;
   snap.group = group;
   for (int i = 0; i < kMaxWorkersPerModel; ++i) {
-    WorkerConnection* w = group->slots[i];
+    const std::shared_ptr<WorkerClient>& w = group->slots[i];
     if (w != nullptr && w->healthy()) snap.healthy.push_back({i, w});
   }
   return snap;
@@ -338,17 +364,17 @@ std::map<std::string, int> Registry::HealthyCounts() {
   std::map<std::string, int> out;
   for (auto& [n, g] : groups_) {
     int healthy = 0;
-    for (WorkerConnection* w : g->slots) healthy += w != nullptr && w->healthy();
+    for (const auto& w : g->slots) healthy += w != nullptr && w->healthy();
     out[n] = healthy;
   }
   return out;
 }
 
-std::vector<WorkerConnection*> Registry::AllConnections() {
+std::vector<std::shared_ptr<WorkerClient>> Registry::AllConnections() {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  std::vector<WorkerConnection*> out;
+  std::vector<std::shared_ptr<WorkerClient>> out;
   for (auto& [addr, m] : members_) {
-    if (m.connection) out.push_back(m.connection.get());
+    if (m.connection) out.push_back(m.connection);
   }
   return out;
 }

@@ -12,10 +12,15 @@
 //
 // Thread-safe. Routing threads take a ModelSnapshot (a consistent copy of a
 // model's candidates) and never hold the registry lock while forwarding.
+// Clients are held by shared ownership (router/worker_client.h): one that
+// leaves the membership is stopped at once and freed when the last snapshot
+// or request lease holding it lets go. The clients and the DNS lookup come
+// from factories in RegistryOptions, so tests can put fakes in their place.
 #pragma once
 
 #include <array>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +35,7 @@
 #include "router/chat/chat_template.h"
 #include "router/model_names.h"
 #include "router/prefix_index.h"
+#include "router/worker_client.h"
 #include "router/worker_connection.h"
 
 namespace kvmesh::router {
@@ -44,12 +50,12 @@ struct ModelGroup {
   std::optional<ChatTemplate> chat_template;  // nullopt: template not recognised
   Status chat_template_error;                 // why, when nullopt
   PrefixIndex index;
-  std::array<WorkerConnection*, kMaxWorkersPerModel> slots{};
+  std::array<std::shared_ptr<WorkerClient>, kMaxWorkersPerModel> slots{};
 };
 
 struct Candidate {
   int slot = 0;
-  WorkerConnection* worker = nullptr;
+  std::shared_ptr<WorkerClient> worker;
 };
 
 // What a routing decision needs, copied out under the lock.
@@ -65,6 +71,14 @@ struct RegistryOptions {
   std::vector<ModelAlias> model_aliases;  // see router/model_names.h
   bool strict_model_names = false;
   std::chrono::milliseconds optimistic_ttl{std::chrono::seconds(20)};
+  // Makes the client of a new member; empty: a WorkerConnection with
+  // `connection`.
+  std::function<std::shared_ptr<WorkerClient>(const std::string& address, WorkerListener* listener)>
+      make_client;
+  // Resolves a DNS source to "ip:port" addresses; empty: getaddrinfo.
+  std::function<StatusOr<std::vector<std::string>>(const std::string& host,
+                                                   const std::string& port)>
+      resolve;
 };
 
 class Registry : public WorkerListener {
@@ -85,7 +99,7 @@ class Registry : public WorkerListener {
   std::vector<std::string> ModelNames();
   // Healthy workers and their model, for /v1/models and metrics.
   std::map<std::string, int> HealthyCounts();
-  std::vector<WorkerConnection*> AllConnections();
+  std::vector<std::shared_ptr<WorkerClient>> AllConnections();
   // Blocks the prefix index holds for each worker (from its events), by worker id.
   std::map<std::string, int64_t> IndexedBlocks();
   // True once at least one worker is healthy.
@@ -94,14 +108,14 @@ class Registry : public WorkerListener {
   void Stop();
 
   // WorkerListener
-  void OnWorkerInfo(WorkerConnection* w, const v1::InfoResponse& info) override;
-  void OnHealthChanged(WorkerConnection* w, bool healthy) override;
-  void OnIndexReset(WorkerConnection* w) override;
-  void OnKvEvents(WorkerConnection* w, const v1::KvEventBatch& batch) override;
+  void OnWorkerInfo(WorkerClient* w, const v1::InfoResponse& info) override;
+  void OnHealthChanged(WorkerClient* w, bool healthy) override;
+  void OnIndexReset(WorkerClient* w) override;
+  void OnKvEvents(WorkerClient* w, const v1::KvEventBatch& batch) override;
 
  private:
   struct Member {
-    std::unique_ptr<WorkerConnection> connection;
+    std::shared_ptr<WorkerClient> connection;
     bool from_static = false;
     bool from_dns = false;
     std::optional<std::chrono::steady_clock::time_point> registered_until;
@@ -111,7 +125,8 @@ class Registry : public WorkerListener {
 
   void Reconcile();  // starts/stops connections to match the member sources; needs mu_
   void MaintenanceLoop();
-  Member* FindMember(WorkerConnection* w);  // needs mu_
+  Member* FindMember(WorkerClient* w);  // needs mu_
+  void StopRetired();                   // takes mu_
 
   RegistryOptions options_;
 
@@ -122,7 +137,7 @@ class Registry : public WorkerListener {
   std::shared_mutex mu_;
   std::map<std::string, Member> members_;                      // by address; guarded by mu_
   std::map<std::string, std::unique_ptr<ModelGroup>> groups_;  // guarded by mu_
-  std::vector<std::unique_ptr<WorkerConnection>> retired_;     // stopped; guarded by mu_
+  std::vector<std::shared_ptr<WorkerClient>> retired_;         // to stop; guarded by mu_
   bool stopping_ = false;
   std::mutex dns_mu_;
   std::condition_variable dns_cv_;

@@ -91,7 +91,7 @@ void RouterCore::BuildViews(const ModelSnapshot& snap, const WorkerSet& candidat
                             const PrefixMatch& match, int32_t max_cacheable_blocks,
                             bool prompt_logprobs, const std::optional<SessionAffinity::Hint>& hint,
                             std::vector<WorkerView>* views,
-                            std::vector<WorkerConnection*>* conns) const {
+                            std::vector<std::shared_ptr<WorkerClient>>* conns) const {
   const ModelGroup& group = *snap.group;
   for (const Candidate& c : snap.healthy) {
     if (!candidates.Contains(c.slot)) continue;
@@ -130,16 +130,16 @@ void RouterCore::BuildViews(const ModelSnapshot& snap, const WorkerSet& candidat
   }
 }
 
-bool RouterCore::AddFetchHint(const Decision& d, const std::vector<WorkerView>& views,
-                              const std::vector<WorkerConnection*>& conns,
-                              v1::GenerateRequest* request) {
-  if (d.fetch_from < 0 || d.fetch_from == d.index) return false;
-  v1::PeerFetch* fetch = request->mutable_peer_fetch();
-  fetch->set_address(conns[d.fetch_from]->address());
-  fetch->set_worker_id(views[d.fetch_from].id);
-  fetch->set_first_block(static_cast<uint32_t>(d.fetch_first_block));
-  fetch->set_end_block(static_cast<uint32_t>(d.fetch_end_block));
-  return true;
+std::optional<v1::PeerFetch> RouterCore::FetchHint(
+    const Decision& d, const std::vector<WorkerView>& views,
+    const std::vector<std::shared_ptr<WorkerClient>>& conns) {
+  if (d.fetch_from < 0 || d.fetch_from == d.index) return std::nullopt;
+  v1::PeerFetch fetch;
+  fetch.set_address(conns[d.fetch_from]->address());
+  fetch.set_worker_id(views[d.fetch_from].id);
+  fetch.set_first_block(static_cast<uint32_t>(d.fetch_first_block));
+  fetch.set_end_block(static_cast<uint32_t>(d.fetch_end_block));
+  return fetch;
 }
 
 RouterCore::RouterCore(Registry* registry, std::unique_ptr<Policy> policy, RouterMetrics* metrics,
@@ -363,21 +363,17 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
   forward.set_top_logprobs(options.top_logprobs());
   forward.set_prompt_logprobs(options.prompt_logprobs());
   forward.set_n(options.n());
-  // Logprob entries name their tokens' text for the client.
-  const Tokenizer& tokenizer = *group.tokenizer;
-  auto with_text = [&tokenizer](const v1::TokenLogprob& in, v1::TokenLogprob* out) {
-    *out = in;
-    out->set_text(tokenizer.TokenToPiece(in.token(), /*render_special=*/true));
-    for (v1::TokenLogprob& alt : *out->mutable_top()) {
-      alt.set_text(tokenizer.TokenToPiece(alt.token(), /*render_special=*/true));
-    }
-  };
-
+  RouteRequest r;
+  r.group = &group;
+  r.request_id = request_id;
+  r.n_prompt = n_prompt;
+  r.hashes = hashes;
+  r.max_cacheable_blocks = max_cacheable_blocks;
+  r.options = &options;
+  r.arrival = arrival;
   // With prefill workers, a long prompt is computed there first.
-  const std::optional<v1::PeerFetch> prefilled =
-      options.prompt_logprobs()
-          ? std::nullopt
-          : PrefillElsewhere(first_snapshot, hashes, max_cacheable_blocks, forward);
+  if (!options.prompt_logprobs())
+    r.prefilled = PrefillElsewhere(first_snapshot, hashes, max_cacheable_blocks, forward);
 
   WorkerSet tried;
   Status last_error = UnavailableError("no healthy worker serves model " + group.name);
@@ -388,22 +384,6 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       if (!fresh.ok()) return fresh.status();
       snap = std::move(fresh).value();
     }
-    std::vector<WorkerView> views;
-    std::vector<WorkerConnection*> conns;
-    WorkerSet candidates;
-    // Prefill workers take requests only when no other worker can.
-    for (const Candidate& c : snap.healthy) {
-      if (!tried.Contains(c.slot) && c.worker->role() != "prefill") candidates.Add(c.slot);
-    }
-    if (candidates.empty()) {
-      for (const Candidate& c : snap.healthy) {
-        if (!tried.Contains(c.slot)) candidates.Add(c.slot);
-      }
-    }
-    if (candidates.empty()) break;
-
-    const Clock::time_point t0 = Clock::now();
-    const PrefixMatch match = group.index.Match(hashes, candidates);
     // A session's requests are decided one at a time, so those arriving
     // together follow the first one's choice.
     const std::string session =
@@ -414,141 +394,198 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
       session_lock = sessions_.Lock(session);
       hint = sessions_.Find(session);
     }
-    BuildViews(snap, candidates, match, max_cacheable_blocks, options.prompt_logprobs(), hint,
-               &views, &conns);
-    Decision d;
-    if (!StickToSession(hint, views, &d))
-      d = policy_->Choose({n_prompt, views, hashes, group.block_size});
-    if (metrics_)
-      metrics_->OnDecision(std::string(policy_->name()), d.reason, Seconds(Clock::now() - t0));
-    WorkerConnection* worker = conns[d.index];
-    const int slot = views[d.index].slot;
-    int32_t predicted = views[d.index].cached_tokens;
+    const Clock::time_point t0 = Clock::now();
+    std::optional<Plan> plan = PlanAttempt(snap, tried, r, hint);
+    if (!plan) break;  // every healthy worker was tried
+    if (metrics_) {
+      metrics_->OnDecision(std::string(policy_->name()), plan->decision.reason,
+                           Seconds(Clock::now() - t0));
+    }
     forward.clear_peer_fetch();  // a retry decides afresh
-    if (AddFetchHint(d, views, conns, &forward)) {
-      predicted = std::max(predicted, d.fetch_end_block * group.block_size);
-    }
-    if (prefilled && prefilled->worker_id() != views[d.index].id) {
-      // The prompt's pages wait on the prefill worker. The fetch starts after
-      // the decode worker's device blocks (fetched pages go to the device,
-      // and a prefix is device blocks first).
-      const WorkerView& v = views[d.index];
-      const auto first =
-          static_cast<uint32_t>((v.cached_tokens - v.host_cached_tokens) / group.block_size);
-      if (first < prefilled->end_block()) {
-        *forward.mutable_peer_fetch() = *prefilled;
-        forward.mutable_peer_fetch()->set_first_block(first);
-        predicted = static_cast<int32_t>(prefilled->end_block()) * group.block_size;
-      }
-    }
-    group.index.AddOptimistic(slot, hashes);
-    if (!session.empty()) sessions_.Record(session, {views[d.index].id, n_prompt});
+    if (plan->fetch) *forward.mutable_peer_fetch() = *plan->fetch;
+    forward.set_predicted_cached_tokens(plan->predicted);
+    group.index.AddOptimistic(plan->slot, hashes);
+    if (!session.empty()) sessions_.Record(session, {plan->view.id, n_prompt});
     log_.Decided({std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count(),
-                  request_id, group.name, views[d.index].id, std::string(policy_->name()), d.reason,
-                  n_prompt, views[d.index].cached_tokens});
-    forward.set_predicted_cached_tokens(predicted);
-    const std::string worker_id = worker->worker_id();
-
-    grpc::ClientContext ctx;
-    const std::unique_ptr<StreamWatchdog::Guard> watch = watchdog_.Watch(&ctx);
-    ++worker->inflight;
+                  request_id, group.name, plan->view.id, std::string(policy_->name()),
+                  plan->decision.reason, n_prompt, plan->view.cached_tokens});
+    WorkerLease lease(plan->worker);
     // The next request of the session sees this one in the worker's load.
     if (session_lock.owns_lock()) session_lock.unlock();
-    auto reader = worker->stub().Generate(&ctx, forward);
-    v1::GenerateResponse resp;
-    bool relayed = false, cancelled = false;
-    int64_t relayed_tokens = 0;
-    while (reader->Read(&resp)) {
-      watch->Touch();
-      if (cancelled) continue;  // drain until the worker confirms the cancel
-      const bool progress_only = resp.tokens_size() == 0 && resp.text().empty() &&
-                                 resp.finish_reason() == v1::FINISH_REASON_UNSPECIFIED;
-      if (progress_only) continue;  // the prefill moved; nothing for the client
-      if (resp.choice() >= std::max<uint32_t>(1, options.n())) {
-        ctx.TryCancel();
-        cancelled = true;
-        Log(LogLevel::kError, "router",
-            "worker " + worker_id + " sent choice " + std::to_string(resp.choice()) +
-                " of a request with n=" + std::to_string(options.n()) + "; cancelled");
-        continue;
-      }
-      v1::GenerateTextResponse out;
-      out.set_text(resp.text());
-      out.mutable_tokens()->CopyFrom(resp.tokens());
-      out.set_worker(worker_id);
-      out.set_request_id(request_id);
-      out.set_choice(resp.choice());
-      for (const v1::TokenLogprob& lp : resp.logprobs()) with_text(lp, out.add_logprobs());
-      // The prompt's token texts concatenate to its detokenized text (what
-      // echo shows): control tokens show nothing, and the space an SPM
-      // vocabulary puts before the text is dropped, as decoding does.
-      bool first_text = true;
-      for (const v1::TokenLogprob& lp : resp.prompt_logprobs()) {
-        v1::TokenLogprob* entry = out.add_prompt_logprobs();
-        with_text(lp, entry);
-        std::string text = tokenizer.TokenToPiece(lp.token(), /*render_special=*/false);
-        if (first_text && !text.empty()) {
-          if (tokenizer.config().add_space_prefix && text[0] == ' ') text.erase(0, 1);
-          first_text = false;
-        }
-        entry->set_text(std::move(text));
-      }
-      const bool last = resp.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
-      if (last) {
-        out.set_finish_reason(resp.finish_reason());
-        out.set_stop_sequence(resp.stop_sequence());
-        *out.mutable_usage() = resp.usage();
-        *out.mutable_timings() = resp.timings();
-        out.mutable_timings()->set_ttft_ms(resp.timings().ttft_ms());
-        if (resp.choice() == 0) {
-          log_.Finished(request_id, worker_id, n_prompt,
-                        static_cast<int32_t>(resp.usage().cached_tokens()));
-        }
-        if (metrics_ && resp.choice() == 0) {
-          metrics_->OnCachedTokens(predicted, static_cast<int32_t>(resp.usage().cached_tokens()),
-                                   n_prompt);
-        }
-      }
-      if (!relayed && resp.tokens_size() > 0 && metrics_)
-        metrics_->OnFirstToken(Seconds(Clock::now() - arrival));
-      relayed = relayed || resp.tokens_size() > 0 || last;
-      relayed_tokens += resp.tokens_size();
-      if (!on_message(out)) {
-        ctx.TryCancel();
-        cancelled = true;
-      }
-    }
-    const grpc::Status status = reader->Finish();
-    --worker->inflight;
-    ++worker->finished_since_poll;
-    if (metrics_ && (relayed || status.ok()))
-      metrics_->OnRequestDone(Seconds(Clock::now() - arrival));
-    if (cancelled) return CancelledError("the client cancelled the request");
-    if (status.ok()) return Status::Ok();
-    if (watch->timed_out()) {
-      return DeadlineExceededError(
-          "worker " + worker_id + " made no progress for " +
-          std::to_string(
-              std::chrono::duration_cast<std::chrono::seconds>(options_.request_timeout).count()) +
-          " s (no token, no prefill chunk); the request was cancelled");
-    }
-    if (relayed) {
-      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) worker->ReportFailure();
-      return UnavailableError("worker " + worker_id + " failed after " +
-                              std::to_string(relayed_tokens) +
-                              " tokens: " + status.error_message());
-    }
-    if (!Retryable(status.error_code())) return FromGrpc(status);
-    last_error = FromGrpc(status).WithPrefix("worker " + worker_id);
-    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) worker->ReportFailure();
-    tried.Add(slot);
-    if (metrics_) metrics_->OnRetry(RetryReason(status.error_code()));
+    AttemptEnd end = Relay(lease, *plan, forward, r, on_message);
+    if (!end.retry) return end.status;
+    last_error = std::move(end.status);
+    tried.Add(plan->slot);
+    if (metrics_) metrics_->OnRetry(end.retry_reason);
     Log(LogLevel::kInfo, "router",
         "request " + request_id + ": " + last_error.message() + "; retrying");
   }
   return last_error;
+}
+
+std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
+    const ModelSnapshot& snap, const WorkerSet& tried, const RouteRequest& r,
+    const std::optional<SessionAffinity::Hint>& hint) const {
+  const ModelGroup& group = *r.group;
+  WorkerSet candidates;
+  // Prefill workers take requests only when no other worker can.
+  for (const Candidate& c : snap.healthy) {
+    if (!tried.Contains(c.slot) && c.worker->role() != "prefill") candidates.Add(c.slot);
+  }
+  if (candidates.empty()) {
+    for (const Candidate& c : snap.healthy) {
+      if (!tried.Contains(c.slot)) candidates.Add(c.slot);
+    }
+  }
+  if (candidates.empty()) return std::nullopt;
+
+  const PrefixMatch match = group.index.Match(r.hashes, candidates);
+  std::vector<WorkerView> views;
+  std::vector<std::shared_ptr<WorkerClient>> conns;
+  BuildViews(snap, candidates, match, r.max_cacheable_blocks, r.options->prompt_logprobs(), hint,
+             &views, &conns);
+  Plan plan;
+  if (!StickToSession(hint, views, &plan.decision))
+    plan.decision = policy_->Choose({r.n_prompt, views, r.hashes, group.block_size});
+  const Decision& d = plan.decision;
+  plan.worker = conns[d.index];
+  plan.view = views[d.index];
+  plan.slot = plan.view.slot;
+  plan.predicted = plan.view.cached_tokens;
+  plan.fetch = FetchHint(d, views, conns);
+  if (plan.fetch) plan.predicted = std::max(plan.predicted, d.fetch_end_block * group.block_size);
+  if (r.prefilled && r.prefilled->worker_id() != plan.view.id) {
+    // The prompt's pages wait on the prefill worker. The fetch starts after
+    // the decode worker's device blocks (fetched pages go to the device,
+    // and a prefix is device blocks first).
+    const WorkerView& v = plan.view;
+    const auto first =
+        static_cast<uint32_t>((v.cached_tokens - v.host_cached_tokens) / group.block_size);
+    if (first < r.prefilled->end_block()) {
+      plan.fetch = *r.prefilled;
+      plan.fetch->set_first_block(first);
+      plan.predicted = static_cast<int32_t>(r.prefilled->end_block()) * group.block_size;
+    }
+  }
+  return plan;
+}
+
+namespace {
+
+RouterCore::AttemptEnd Done(Status status) {
+  RouterCore::AttemptEnd end;
+  end.status = std::move(status);
+  return end;
+}
+
+}  // namespace
+
+RouterCore::AttemptEnd RouterCore::Relay(WorkerLease& lease, const Plan& plan,
+                                         const v1::GenerateRequest& forward, const RouteRequest& r,
+                                         const MessageCallback& on_message) {
+  const v1::GenerationOptions& options = *r.options;
+  const std::string& request_id = r.request_id;
+  const int32_t n_prompt = r.n_prompt;
+  // Logprob entries name their tokens' text for the client.
+  const Tokenizer& tokenizer = *r.group->tokenizer;
+  auto with_text = [&tokenizer](const v1::TokenLogprob& in, v1::TokenLogprob* out) {
+    *out = in;
+    out->set_text(tokenizer.TokenToPiece(in.token(), /*render_special=*/true));
+    for (v1::TokenLogprob& alt : *out->mutable_top()) {
+      alt.set_text(tokenizer.TokenToPiece(alt.token(), /*render_special=*/true));
+    }
+  };
+  const std::string worker_id = lease->worker_id();
+
+  const std::unique_ptr<GenerateStream> stream = lease->Generate(forward);
+  GenerateStream* const raw = stream.get();
+  const std::unique_ptr<StreamWatchdog::Guard> watch = watchdog_.Watch([raw] { raw->Cancel(); });
+  v1::GenerateResponse resp;
+  bool relayed = false, cancelled = false;
+  int64_t relayed_tokens = 0;
+  while (stream->Read(&resp)) {
+    watch->Touch();
+    if (cancelled) continue;  // drain until the worker confirms the cancel
+    const bool progress_only = resp.tokens_size() == 0 && resp.text().empty() &&
+                               resp.finish_reason() == v1::FINISH_REASON_UNSPECIFIED;
+    if (progress_only) continue;  // the prefill moved; nothing for the client
+    if (resp.choice() >= std::max<uint32_t>(1, options.n())) {
+      stream->Cancel();
+      cancelled = true;
+      Log(LogLevel::kError, "router",
+          "worker " + worker_id + " sent choice " + std::to_string(resp.choice()) +
+              " of a request with n=" + std::to_string(options.n()) + "; cancelled");
+      continue;
+    }
+    v1::GenerateTextResponse out;
+    out.set_text(resp.text());
+    out.mutable_tokens()->CopyFrom(resp.tokens());
+    out.set_worker(worker_id);
+    out.set_request_id(request_id);
+    out.set_choice(resp.choice());
+    for (const v1::TokenLogprob& lp : resp.logprobs()) with_text(lp, out.add_logprobs());
+    // The prompt's token texts concatenate to its detokenized text (what
+    // echo shows): control tokens show nothing, and the space an SPM
+    // vocabulary puts before the text is dropped, as decoding does.
+    bool first_text = true;
+    for (const v1::TokenLogprob& lp : resp.prompt_logprobs()) {
+      v1::TokenLogprob* entry = out.add_prompt_logprobs();
+      with_text(lp, entry);
+      std::string text = tokenizer.TokenToPiece(lp.token(), /*render_special=*/false);
+      if (first_text && !text.empty()) {
+        if (tokenizer.config().add_space_prefix && text[0] == ' ') text.erase(0, 1);
+        first_text = false;
+      }
+      entry->set_text(std::move(text));
+    }
+    const bool last = resp.finish_reason() != v1::FINISH_REASON_UNSPECIFIED;
+    if (last) {
+      out.set_finish_reason(resp.finish_reason());
+      out.set_stop_sequence(resp.stop_sequence());
+      *out.mutable_usage() = resp.usage();
+      *out.mutable_timings() = resp.timings();
+      if (resp.choice() == 0) {
+        log_.Finished(request_id, worker_id, n_prompt,
+                      static_cast<int32_t>(resp.usage().cached_tokens()));
+      }
+      if (metrics_ && resp.choice() == 0) {
+        metrics_->OnCachedTokens(plan.predicted, static_cast<int32_t>(resp.usage().cached_tokens()),
+                                 n_prompt);
+      }
+    }
+    if (!relayed && resp.tokens_size() > 0 && metrics_)
+      metrics_->OnFirstToken(Seconds(Clock::now() - r.arrival));
+    relayed = relayed || resp.tokens_size() > 0 || last;
+    relayed_tokens += resp.tokens_size();
+    if (!on_message(out)) {
+      stream->Cancel();
+      cancelled = true;
+    }
+  }
+  const grpc::Status status = stream->Finish();
+  if (metrics_ && (relayed || status.ok()))
+    metrics_->OnRequestDone(Seconds(Clock::now() - r.arrival));
+  if (cancelled) return Done(CancelledError("the client cancelled the request"));
+  if (status.ok()) return Done(Status::Ok());
+  if (watch->timed_out()) {
+    return Done(DeadlineExceededError(
+        "worker " + worker_id + " made no progress for " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::seconds>(options_.request_timeout).count()) +
+        " s (no token, no prefill chunk); the request was cancelled"));
+  }
+  if (relayed) {
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) lease->ReportFailure();
+    return Done(UnavailableError("worker " + worker_id + " failed after " +
+                                 std::to_string(relayed_tokens) +
+                                 " tokens: " + status.error_message()));
+  }
+  if (!Retryable(status.error_code())) return Done(FromGrpc(status));
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) lease->ReportFailure();
+  return {FromGrpc(status).WithPrefix("worker " + worker_id), /*retry=*/true,
+          RetryReason(status.error_code())};
 }
 
 }  // namespace kvmesh::router

@@ -7,6 +7,10 @@
 // overloaded, worker died) is re-sent to another worker, at most
 // `max_attempts` times in all; once tokens have been relayed a failure ends
 // the stream with a clear error instead (the client has already seen text).
+// Route is split in two: PlanAttempt (the choice, from the index, the loads
+// and the policy) and Relay (one stream, under a WorkerLease that keeps the
+// worker's client alive). Workers are reached through WorkerClient, so the
+// whole of it runs against fakes in tests (router/router_core_test.cc).
 // Thread-safe: each call runs on its caller's thread.
 #pragma once
 
@@ -63,6 +67,14 @@ class RouterCore final : public InferenceCore {
 
   const Policy& policy() const { return *policy_; }
 
+  // How an attempt ended (Relay): finished (well or with a final error), or failed
+  // before its first token, so another worker may take it.
+  struct AttemptEnd {
+    Status status;
+    bool retry = false;
+    std::string retry_reason;  // the retry metric's label
+  };
+
  private:
   class ActiveCall;
   struct RenderedChat {
@@ -83,16 +95,44 @@ class RouterCore final : public InferenceCore {
   bool StickToSession(const std::optional<SessionAffinity::Hint>& hint,
                       const std::vector<WorkerView>& views, Decision* decision) const;
   StatusOr<RenderedChat> RenderChat(const v1::ChatRequest& request, bool find_breakpoints);
-  // Puts the decision's peer-fetch hint (if it has one) into `request`;
-  // whether it had one.
-  static bool AddFetchHint(const Decision& d, const std::vector<WorkerView>& views,
-                           const std::vector<WorkerConnection*>& conns,
-                           v1::GenerateRequest* request);
-  // The policy's view of each candidate (and its connection).
+  // The decision's peer-fetch hint, if it has one.
+  static std::optional<v1::PeerFetch> FetchHint(
+      const Decision& d, const std::vector<WorkerView>& views,
+      const std::vector<std::shared_ptr<WorkerClient>>& conns);
+  // The policy's view of each candidate (and its client).
   void BuildViews(const ModelSnapshot& snap, const WorkerSet& candidates, const PrefixMatch& match,
                   int32_t max_cacheable_blocks, bool prompt_logprobs,
                   const std::optional<SessionAffinity::Hint>& hint, std::vector<WorkerView>* views,
-                  std::vector<WorkerConnection*>* conns) const;
+                  std::vector<std::shared_ptr<WorkerClient>>* conns) const;
+  // What Route knows of a request, for planning and relaying each attempt.
+  struct RouteRequest {
+    ModelGroup* group = nullptr;
+    std::string request_id;
+    int32_t n_prompt = 0;
+    std::vector<BlockHash> hashes;
+    int32_t max_cacheable_blocks = 0;
+    const v1::GenerationOptions* options = nullptr;
+    std::optional<v1::PeerFetch> prefilled;  // the pages a prefill worker holds
+    std::chrono::steady_clock::time_point arrival;
+  };
+  // One attempt: the worker chosen, and what it is expected to hold.
+  struct Plan {
+    std::shared_ptr<WorkerClient> worker;
+    int slot = 0;
+    WorkerView view;
+    Decision decision;
+    int32_t predicted = 0;  // prompt tokens expected cached (or fetched) there
+    std::optional<v1::PeerFetch> fetch;
+  };
+  // Chooses the worker for an attempt among the healthy workers not yet
+  // tried; nullopt when none is left. Reads the index and loads, changes
+  // nothing.
+  std::optional<Plan> PlanAttempt(const ModelSnapshot& snap, const WorkerSet& tried,
+                                  const RouteRequest& r,
+                                  const std::optional<SessionAffinity::Hint>& hint) const;
+  // Sends `forward` to the leased worker and relays its stream to the client.
+  AttemptEnd Relay(WorkerLease& lease, const Plan& plan, const v1::GenerateRequest& forward,
+                   const RouteRequest& r, const MessageCallback& on_message);
   // Disaggregated serving (router/disaggregation.cc): computes the prompt of
   // `forward` on a prefill worker and returns where its pages are, or
   // nullopt when the request is served colocated (no prefill worker, a

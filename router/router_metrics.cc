@@ -115,7 +115,7 @@ std::string RouterMetrics::Render() const {
                               "Requests this router has in flight to each worker");
   auto healthy =
       GaugeFamily("kvmesh_router_worker_healthy", "1 when the worker is in the routing set");
-  for (WorkerConnection* w : registry_->AllConnections()) {
+  for (const auto& w : registry_->AllConnections()) {
     const v1::LoadResponse load = w->load();
     const prometheus::Labels l = {{"worker", w->worker_id()}};
     running.metric.push_back(GaugeValue(l, load.running()));

@@ -12,7 +12,7 @@ std::string StatusJson(const StatusSource& source) {
       {"id", source.router_id}, {"policy", source.policy}, {"draining", source.draining}};
   const auto hits = source.log->Hits();
   ordered_json workers = ordered_json::array();
-  for (WorkerConnection* w : source.registry->AllConnections()) {
+  for (const auto& w : source.registry->AllConnections()) {
     const v1::LoadResponse load = w->load();
     const bool has_info = w->has_info();
     const v1::InfoResponse info = has_info ? w->info() : v1::InfoResponse();

@@ -15,17 +15,17 @@ StreamWatchdog::~StreamWatchdog() {
   thread_.join();
 }
 
-std::unique_ptr<StreamWatchdog::Guard> StreamWatchdog::Watch(grpc::ClientContext* context) {
+std::unique_ptr<StreamWatchdog::Guard> StreamWatchdog::Watch(std::function<void()> cancel) {
   std::lock_guard<std::mutex> lock(mutex_);
   entries_.emplace_front();
   Entry& entry = entries_.front();
-  entry.context = context;
+  entry.cancel = std::move(cancel);
   entry.last_progress.store(Clock::now().time_since_epoch().count());
   return std::make_unique<Guard>(this, entries_.begin());
 }
 
 StreamWatchdog::Guard::~Guard() {
-  // Under the lock, so the watchdog never cancels a context being destroyed.
+  // Under the lock, so the watchdog never cancels a stream being destroyed.
   std::lock_guard<std::mutex> lock(watchdog_->mutex_);
   watchdog_->entries_.erase(entry_);
 }
@@ -39,7 +39,7 @@ void StreamWatchdog::Run() {
     for (Entry& entry : entries_) {
       if (entry.timed_out.load() || now - entry.last_progress.load() <= limit) continue;
       entry.timed_out.store(true);
-      entry.context->TryCancel();
+      entry.cancel();
     }
   }
 }

@@ -3,14 +3,15 @@
 // A request may take long — a 50k-token prompt prefills for minutes on a
 // CPU — but it must keep moving: each token, and each prefill chunk the
 // worker reports, counts as progress. A stream that goes `idle_timeout`
-// without any is cancelled (TryCancel on its gRPC context), so a stuck
+// without any is cancelled (its cancel function, e.g. TryCancel on its gRPC
+// context or GenerateStream::Cancel), so a stuck
 // worker cannot hold a client forever, while no deadline ever cuts off a
 // prefill that is making progress.
 //
 // Thread-safety: Watch() and the Guard's Touch() and destructor may be
 // called from any thread; one background thread checks the streams every
-// `check_interval` and is joined by the destructor. The watched context
-// must outlive its Guard (declare the Guard after the context).
+// `check_interval` and is joined by the destructor. What the cancel function
+// touches must outlive its Guard (declare the Guard after the stream).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -18,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -37,7 +39,7 @@ class StreamWatchdog {
   StreamWatchdog& operator=(const StreamWatchdog&) = delete;
 
   struct Entry {
-    grpc::ClientContext* context;
+    std::function<void()> cancel;
     std::atomic<Clock::rep> last_progress;
     std::atomic<bool> timed_out{false};
   };
@@ -61,7 +63,11 @@ class StreamWatchdog {
     std::list<Entry>::iterator entry_;
   };
 
-  std::unique_ptr<Guard> Watch(grpc::ClientContext* context);
+  // `cancel` is called once, on the watchdog's thread, if the stream idles.
+  std::unique_ptr<Guard> Watch(std::function<void()> cancel);
+  std::unique_ptr<Guard> Watch(grpc::ClientContext* context) {
+    return Watch([context] { context->TryCancel(); });
+  }
 
   std::chrono::milliseconds idle_timeout() const { return idle_timeout_; }
 

@@ -3,6 +3,22 @@
 #include "common/log.h"
 
 namespace kvmesh::router {
+namespace {
+
+class GrpcGenerateStream final : public GenerateStream {
+ public:
+  GrpcGenerateStream(v1::Worker::Stub* stub, const v1::GenerateRequest& request)
+      : reader_(stub->Generate(&context_, request)) {}
+  bool Read(v1::GenerateResponse* response) override { return reader_->Read(response); }
+  void Cancel() override { context_.TryCancel(); }
+  grpc::Status Finish() override { return reader_->Finish(); }
+
+ private:
+  grpc::ClientContext context_;  // first: the reader uses it
+  std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader_;
+};
+
+}  // namespace
 
 WorkerConnection::WorkerConnection(std::string address, WorkerListener* listener,
                                    ConnectionOptions options)
@@ -50,6 +66,10 @@ void WorkerConnection::SetHealthy(bool healthy) {
 }
 
 void WorkerConnection::ReportFailure() { SetHealthy(false); }
+
+std::unique_ptr<GenerateStream> WorkerConnection::Generate(const v1::GenerateRequest& request) {
+  return std::make_unique<GrpcGenerateStream>(stub_.get(), request);
+}
 
 v1::LoadResponse WorkerConnection::load() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,4 +1,4 @@
-// WorkerConnection: the router's link to one worker.
+// WorkerConnection: the router's gRPC client of one worker (a WorkerClient).
 //
 // It owns the gRPC channel and two background threads:
 //  * a poller that calls Info (on first contact and whenever the worker's
@@ -9,7 +9,8 @@
 //    events may be lost, so it tells the listener to forget the worker's
 //    entries and subscribes again for a fresh snapshot.
 // The listener (the registry) receives these callbacks on the connection's
-// threads. Stop() joins both threads. Accessors are thread-safe.
+// threads. Stop() joins both threads; Generate streams already open go on.
+// Accessors are thread-safe.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -23,21 +24,9 @@
 #include <thread>
 
 #include "kvmesh/v1/worker.grpc.pb.h"
+#include "router/worker_client.h"
 
 namespace kvmesh::router {
-
-class WorkerConnection;
-
-class WorkerListener {
- public:
-  virtual ~WorkerListener() = default;
-  // First contact, or the worker restarted (new epoch).
-  virtual void OnWorkerInfo(WorkerConnection* w, const v1::InfoResponse& info) = 0;
-  virtual void OnHealthChanged(WorkerConnection* w, bool healthy) = 0;
-  // Forget everything indexed for this worker (before a fresh snapshot).
-  virtual void OnIndexReset(WorkerConnection* w) = 0;
-  virtual void OnKvEvents(WorkerConnection* w, const v1::KvEventBatch& batch) = 0;
-};
 
 struct ConnectionOptions {
   std::chrono::milliseconds poll_interval{200};
@@ -46,32 +35,23 @@ struct ConnectionOptions {
   std::chrono::milliseconds resubscribe_backoff{500};
 };
 
-class WorkerConnection {
+class WorkerConnection final : public WorkerClient {
  public:
   WorkerConnection(std::string address, WorkerListener* listener, ConnectionOptions options);
-  ~WorkerConnection();
+  ~WorkerConnection() override;
 
-  void Start();
-  void Stop();
+  void Start() override;
+  void Stop() override;
 
-  const std::string& address() const { return address_; }
-  v1::Worker::Stub& stub() { return *stub_; }
-  bool healthy() const { return healthy_.load(); }
-  // Marks the worker unhealthy now (a forwarded call failed to connect); the
-  // poller brings it back when it answers again.
-  void ReportFailure();
-  v1::LoadResponse load() const;
-  bool has_info() const;
-  v1::InfoResponse info() const;
-  std::string worker_id() const;
-  // Its role for disaggregated serving: "both", "prefill" or "decode".
-  std::string role() const;
-
-  // Requests this router has in flight to the worker.
-  std::atomic<int32_t> inflight{0};
-  // Requests of this router that finished since the last Load report, which
-  // therefore still counts them: subtracted from the reported load.
-  std::atomic<int32_t> finished_since_poll{0};
+  const std::string& address() const override { return address_; }
+  bool healthy() const override { return healthy_.load(); }
+  void ReportFailure() override;
+  v1::LoadResponse load() const override;
+  bool has_info() const override;
+  v1::InfoResponse info() const override;
+  std::string worker_id() const override;
+  std::string role() const override;
+  std::unique_ptr<GenerateStream> Generate(const v1::GenerateRequest& request) override;
 
  private:
   void PollLoop();

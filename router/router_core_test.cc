@@ -1,0 +1,323 @@
+// RouterCore against fake workers (router/fake_worker_client.h): retries,
+// errors after the first token, cancellation, deadlines, and the lifetime of
+// a worker's client while its streams run. No processes, no network.
+#include "router/router_core.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "router/registry_harness.h"
+
+namespace kvmesh::router {
+namespace {
+
+using std::chrono::milliseconds;
+
+v1::LoadResponse Running(uint32_t n) {
+  v1::LoadResponse load;
+  load.set_running(n);
+  return load;
+}
+
+v1::GenerateTextRequest Prompt(int n_tokens = 40) {
+  v1::GenerateTextRequest req;
+  for (int i = 0; i < n_tokens; ++i) req.add_prompt_tokens(10 + i % 200);
+  req.mutable_options()->set_max_tokens(8);
+  return req;
+}
+
+struct Reply {
+  Status status;
+  std::vector<v1::GenerateTextResponse> messages;
+};
+
+Reply Send(RouterCore& core, const v1::GenerateTextRequest& req,
+           std::function<bool(const v1::GenerateTextResponse&)> accept = {}) {
+  Reply r;
+  r.status = core.Generate(req, [&](const v1::GenerateTextResponse& m) {
+    r.messages.push_back(m);
+    return accept ? accept(m) : true;
+  });
+  return r;
+}
+
+class RouterCoreTest : public ::testing::Test {
+ protected:
+  // Workers "a" and "b" of model tiny; "b" reports more load, so a
+  // least-load choice takes "a" first.
+  void SetUp() override {
+    harness_.registry().SetStaticWorkers({"a", "b"});
+    harness_.Connect("a", RegistryHarness::ModelInfo("a"));
+    harness_.Connect("b", RegistryHarness::ModelInfo("b"));
+    a_ = harness_.worker("a");
+    b_ = harness_.worker("b");
+    b_->set_load(Running(5));
+  }
+  std::unique_ptr<RouterCore> Core(RouterCoreOptions options = {}) {
+    return std::make_unique<RouterCore>(&harness_.registry(), MakeLeastLoadPolicy(), nullptr,
+                                        options);
+  }
+
+  RegistryHarness harness_;
+  std::shared_ptr<FakeWorkerClient> a_, b_;
+};
+
+TEST_F(RouterCoreTest, RetriesAnotherWorkerWhenTheFirstFailsBeforeAnyToken) {
+  a_->set_on_generate([](const std::shared_ptr<FakeCall>& call) {
+    call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused"));
+  });
+  auto core = Core();
+  const Reply r = Send(*core, Prompt());
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  ASSERT_EQ(a_->calls().size(), 1u);
+  ASSERT_EQ(b_->calls().size(), 1u);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].worker(), "b");
+  EXPECT_EQ(r.messages[0].tokens_size(), 1);
+  // Unreachable: out of the routing set until it answers a poll again.
+  EXPECT_EQ(a_->failures_reported(), 1);
+  EXPECT_FALSE(a_->healthy());
+  // Both attempts carried the same request.
+  EXPECT_EQ(a_->calls()[0]->request().request_id(), b_->calls()[0]->request().request_id());
+  EXPECT_EQ(b_->calls()[0]->request().prompt_tokens_size(), 40);
+}
+
+TEST_F(RouterCoreTest, AnOverloadedWorkerIsRetriedElsewhereAndStaysHealthy) {
+  a_->set_on_generate([](const std::shared_ptr<FakeCall>& call) {
+    call->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "queue full"));
+  });
+  auto core = Core();
+  const Reply r = Send(*core, Prompt());
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(b_->calls().size(), 1u);
+  EXPECT_EQ(a_->failures_reported(), 0);
+  EXPECT_TRUE(a_->healthy());
+}
+
+TEST_F(RouterCoreTest, WhenEveryWorkerFailsTheLastErrorNamesItsWorker) {
+  for (const auto& w : {a_, b_}) {
+    w->set_on_generate([](const std::shared_ptr<FakeCall>& call) {
+      call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused"));
+    });
+  }
+  RouterCoreOptions options;
+  options.max_attempts = 5;
+  auto core = Core(options);
+  const Reply r = Send(*core, Prompt());
+  EXPECT_EQ(r.status.code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status.message().find("worker b"), std::string::npos) << r.status.message();
+  // Each worker once: a tried worker is not tried again for the request.
+  EXPECT_EQ(a_->calls().size(), 1u);
+  EXPECT_EQ(b_->calls().size(), 1u);
+  EXPECT_TRUE(r.messages.empty());
+}
+
+TEST_F(RouterCoreTest, AFailureAfterTheFirstTokenEndsTheStreamWithAClearError) {
+  a_->set_on_generate([](const std::shared_ptr<FakeCall>& call) {
+    call->SendTokens({5, 6}, "ab");
+    call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "socket closed"));
+  });
+  auto core = Core();
+  const Reply r = Send(*core, Prompt());
+  EXPECT_EQ(r.status.code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status.message().find("worker a failed after 2 tokens: socket closed"),
+            std::string::npos)
+      << r.status.message();
+  // Not retried: the client has seen text.
+  EXPECT_TRUE(b_->calls().empty());
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].text(), "ab");
+}
+
+TEST_F(RouterCoreTest, ANonRetryableErrorIsTheClientsAndIsNotRetried) {
+  a_->set_on_generate([](const std::shared_ptr<FakeCall>& call) {
+    call->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "grammar: unknown rule x"));
+  });
+  auto core = Core();
+  const Reply r = Send(*core, Prompt());
+  EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status.message(), "grammar: unknown rule x");
+  EXPECT_TRUE(b_->calls().empty());
+  EXPECT_TRUE(a_->healthy());
+}
+
+TEST_F(RouterCoreTest, AClientThatStopsReadingCancelsTheWorkersCall) {
+  std::shared_ptr<FakeCall> held;
+  a_->set_on_generate([&](const std::shared_ptr<FakeCall>& call) {
+    held = call;
+    call->SendTokens({5}, "a");  // and the call stays open
+  });
+  auto core = Core();
+  const Reply r = Send(*core, Prompt(), [](const v1::GenerateTextResponse&) { return false; });
+  EXPECT_EQ(r.status.code(), StatusCode::kCancelled);
+  ASSERT_NE(held, nullptr);
+  EXPECT_TRUE(held->cancelled());
+  EXPECT_EQ(a_->inflight.load(), 0);
+}
+
+TEST_F(RouterCoreTest, AWorkerThatMakesNoProgressIsCancelledAtTheDeadline) {
+  std::shared_ptr<FakeCall> held;
+  a_->set_on_generate([&](const std::shared_ptr<FakeCall>& call) { held = call; });
+  RouterCoreOptions options;
+  options.request_timeout = milliseconds(100);
+  auto core = Core(options);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Reply r = Send(*core, Prompt());
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(r.status.message().find("worker a made no progress"), std::string::npos)
+      << r.status.message();
+  ASSERT_NE(held, nullptr);
+  EXPECT_TRUE(held->cancelled());
+  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_TRUE(b_->calls().empty());  // the worker was reached: not retried
+}
+
+TEST_F(RouterCoreTest, ProgressMessagesKeepALongPrefillAliveAndAreNotRelayed) {
+  std::thread worker;
+  a_->set_on_generate([&worker](const std::shared_ptr<FakeCall>& call) {
+    worker = std::thread([call] {
+      for (int i = 0; i < 6; ++i) {  // 6 × 40 ms of prefill, over a 100 ms timeout
+        std::this_thread::sleep_for(milliseconds(40));
+        call->Send(v1::GenerateResponse());  // a prefill chunk: no token
+      }
+      call->SendTokens({7}, "z", v1::FINISH_REASON_LENGTH);
+      call->Finish();
+    });
+  });
+  RouterCoreOptions options;
+  options.request_timeout = milliseconds(100);
+  auto core = Core(options);
+  const Reply r = Send(*core, Prompt());
+  worker.join();
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].text(), "z");
+  EXPECT_EQ(r.messages[0].finish_reason(), v1::FINISH_REASON_LENGTH);
+}
+
+TEST_F(RouterCoreTest, APromptBeyondTheContextIsRefusedBeforeAnyWorkerIsCalled) {
+  auto core = Core();
+  const Reply r = Send(*core, Prompt(512));
+  EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status.message().find("at most 511"), std::string::npos) << r.status.message();
+  EXPECT_TRUE(a_->calls().empty());
+  EXPECT_TRUE(b_->calls().empty());
+}
+
+TEST_F(RouterCoreTest, ThePrefixIndexSendsARepeatedPromptToItsHolder) {
+  // b (the busier one) holds the prompt's first two blocks; the prefix
+  // policy takes it there, and says how much it expects cached.
+  const v1::GenerateTextRequest req = Prompt(170);
+  const std::vector<int32_t> tokens(req.prompt_tokens().begin(), req.prompt_tokens().end());
+  const std::vector<BlockHash> hashes = HashFullBlocks(RootHash("sha256:test"), tokens, 16);
+  ASSERT_EQ(hashes.size(), 10u);
+  harness_.Stored("b", hashes);
+  b_->set_load(Running(1));
+  RouterCore core(&harness_.registry(), MakePrefixPolicy({}), nullptr, {});
+  const Reply r = Send(core, req);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  ASSERT_EQ(b_->calls().size(), 1u);
+  EXPECT_EQ(b_->calls()[0]->request().predicted_cached_tokens(), 160);
+  EXPECT_TRUE(a_->calls().empty());
+}
+
+// The lifetime of a worker's client while requests use it. 50 streams are
+// open on two workers; one deregisters gracefully (it leaves the membership
+// while its streams still run) and the other dies. Every stream ends: the
+// first worker's complete, the dead one's end with a clear error, and the
+// deregistered worker's client is freed only once its last stream is done.
+// (Run under ASan in scripts/sanitize.sh: a client freed too early is a
+// use-after-free there.)
+TEST(RouterCoreLifetimeTest, StreamsOutliveTheirWorkersDeregistrationAndDeath) {
+  RegistryHarness harness;
+  harness.registry().SetStaticWorkers({"dies"});
+  harness.registry().Heartbeat("leaves", std::chrono::seconds(60));
+  harness.Connect("leaves", RegistryHarness::ModelInfo("leaves"));
+  harness.Connect("dies", RegistryHarness::ModelInfo("dies"));
+  std::mutex mu;
+  std::vector<std::shared_ptr<FakeCall>> leaves_calls, dies_calls;
+  for (const char* name : {"leaves", "dies"}) {
+    auto& calls = std::string(name) == "leaves" ? leaves_calls : dies_calls;
+    harness.worker(name)->set_on_generate([&mu, &calls](const std::shared_ptr<FakeCall>& call) {
+      call->SendTokens({3}, "t");
+      std::lock_guard<std::mutex> lock(mu);
+      calls.push_back(call);
+    });
+  }
+  RouterCore core(&harness.registry(), MakeRoundRobinPolicy(), nullptr, {});
+
+  constexpr int kStreams = 50;
+  std::vector<Reply> replies(kStreams);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kStreams; ++i) {
+    clients.emplace_back([&, i] { replies[i] = Send(core, Prompt(20 + i)); });
+  }
+  auto open = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return leaves_calls.size() + dies_calls.size();
+  };
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (open() < kStreams && std::chrono::steady_clock::now() < limit) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  ASSERT_EQ(open(), static_cast<size_t>(kStreams));
+  ASSERT_FALSE(leaves_calls.empty());
+  ASSERT_FALSE(dies_calls.empty());
+  EXPECT_EQ(harness.worker("leaves")->inflight.load(), static_cast<int>(leaves_calls.size()));
+
+  // Graceful deregistration: out of the membership and stopped, but alive.
+  harness.registry().Deregister("leaves");
+  std::weak_ptr<FakeWorkerClient> leaves = harness.worker("leaves");
+  {
+    const std::shared_ptr<FakeWorkerClient> held = leaves.lock();
+    ASSERT_NE(held, nullptr) << "freed while its streams were open";
+    EXPECT_TRUE(held->stopped());
+  }
+  EXPECT_EQ(harness.freed("leaves"), 0);
+  auto snap = harness.registry().Snapshot("tiny");
+  ASSERT_TRUE(snap.ok());
+  ASSERT_EQ(snap->healthy.size(), 1u);
+  EXPECT_EQ(snap->healthy[0].worker->address(), "dies");
+
+  // The other dies with its streams open.
+  harness.SetHealthy("dies", false);
+  for (const auto& call : dies_calls) {
+    call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection reset"));
+  }
+  // The deregistered worker drains: each of its streams completes.
+  for (const auto& call : leaves_calls) {
+    call->SendTokens({4}, "u", v1::FINISH_REASON_STOP);
+    call->Finish();
+  }
+  for (std::thread& t : clients) t.join();
+
+  int completed = 0, failed = 0;
+  for (const Reply& r : replies) {
+    ASSERT_FALSE(r.messages.empty());
+    if (r.messages[0].worker() == "leaves") {
+      EXPECT_TRUE(r.status.ok()) << r.status.message();
+      ASSERT_EQ(r.messages.size(), 2u);
+      EXPECT_EQ(r.messages[1].finish_reason(), v1::FINISH_REASON_STOP);
+      ++completed;
+    } else {
+      EXPECT_EQ(r.status.code(), StatusCode::kUnavailable);
+      EXPECT_NE(r.status.message().find("failed after 1 tokens: connection reset"),
+                std::string::npos)
+          << r.status.message();
+      ++failed;
+    }
+  }
+  EXPECT_EQ(completed, static_cast<int>(leaves_calls.size()));
+  EXPECT_EQ(failed, static_cast<int>(dies_calls.size()));
+  // The calls still reference nothing of the client; with the last lease
+  // gone, the deregistered client is freed.
+  EXPECT_TRUE(leaves.expired());
+  EXPECT_EQ(harness.freed("leaves"), 1);
+  EXPECT_EQ(harness.worker("dies")->inflight.load(), 0);
+}
+
+}  // namespace
+}  // namespace kvmesh::router

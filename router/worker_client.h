@@ -1,0 +1,101 @@
+// WorkerClient: what the router needs of one worker, behind an interface so
+// that RouterCore and the Registry can be tested without processes (a fake
+// stands in for the gRPC client, router/worker_connection.h).
+//
+// Ownership: the Registry holds each client by shared_ptr, and so do the
+// routing snapshots and every request's WorkerLease. A worker that leaves the
+// membership (deregistered, dropped from DNS) is stopped at once — no more
+// polls, no more events — but its object, its channel and its open streams
+// live until the last request that leased it has ended.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "kvmesh/v1/worker.pb.h"
+
+namespace kvmesh::router {
+
+class WorkerClient;
+
+// Receives what a client learns in the background, on the client's threads.
+class WorkerListener {
+ public:
+  virtual ~WorkerListener() = default;
+  // First contact, or the worker restarted (new epoch).
+  virtual void OnWorkerInfo(WorkerClient* w, const v1::InfoResponse& info) = 0;
+  virtual void OnHealthChanged(WorkerClient* w, bool healthy) = 0;
+  // Forget everything indexed for this worker (before a fresh snapshot).
+  virtual void OnIndexReset(WorkerClient* w) = 0;
+  virtual void OnKvEvents(WorkerClient* w, const v1::KvEventBatch& batch) = 0;
+};
+
+// One Generate call's response stream.
+class GenerateStream {
+ public:
+  virtual ~GenerateStream() = default;
+  // The next message; false once the stream has ended (then call Finish).
+  virtual bool Read(v1::GenerateResponse* response) = 0;
+  // Asks the worker to stop; Read then returns false soon. Any thread, any
+  // time until the stream is destroyed.
+  virtual void Cancel() = 0;
+  // How the call ended; once, after Read returned false.
+  virtual grpc::Status Finish() = 0;
+};
+
+class WorkerClient {
+ public:
+  virtual ~WorkerClient() = default;
+
+  // Starts the background work (polls, event subscription); Stop ends it and
+  // is idempotent. Calls already started are unaffected by Stop.
+  virtual void Start() = 0;
+  virtual void Stop() = 0;
+
+  virtual const std::string& address() const = 0;
+  virtual bool healthy() const = 0;
+  // Marks the worker unhealthy now (a forwarded call failed to connect);
+  // it comes back when it answers again.
+  virtual void ReportFailure() = 0;
+  virtual v1::LoadResponse load() const = 0;
+  virtual bool has_info() const = 0;
+  virtual v1::InfoResponse info() const = 0;
+  // The worker's id (its address until its Info arrives).
+  virtual std::string worker_id() const = 0;
+  // Its role for disaggregated serving: "both", "prefill" or "decode".
+  virtual std::string role() const = 0;
+
+  virtual std::unique_ptr<GenerateStream> Generate(const v1::GenerateRequest& request) = 0;
+
+  // Requests this router has in flight to the worker (owned by WorkerLease).
+  std::atomic<int32_t> inflight{0};
+  // Requests of this router that finished since the last Load report, which
+  // therefore still counts them: subtracted from the reported load.
+  std::atomic<int32_t> finished_since_poll{0};
+};
+
+// A request's hold on a worker: keeps the client alive and counts the
+// request in flight until the lease is destroyed.
+class WorkerLease {
+ public:
+  explicit WorkerLease(std::shared_ptr<WorkerClient> worker) : worker_(std::move(worker)) {
+    ++worker_->inflight;
+  }
+  ~WorkerLease() {
+    --worker_->inflight;
+    ++worker_->finished_since_poll;
+  }
+  WorkerLease(const WorkerLease&) = delete;
+  WorkerLease& operator=(const WorkerLease&) = delete;
+
+  WorkerClient* operator->() const { return worker_.get(); }
+  WorkerClient& operator*() const { return *worker_; }
+
+ private:
+  std::shared_ptr<WorkerClient> worker_;
+};
+
+}  // namespace kvmesh::router
