@@ -1,6 +1,7 @@
 // RouterCore against fake workers (router/fake_worker_client.h): retries,
 // errors after the first token, cancellation, deadlines, and the lifetime of
-// a worker's client while its streams run. No processes, no network.
+// a worker's client while its streams run, and disaggregated prefill. No
+// processes, no network.
 #include "router/router_core.h"
 
 #include <gtest/gtest.h>
@@ -317,6 +318,71 @@ TEST(RouterCoreLifetimeTest, StreamsOutliveTheirWorkersDeregistrationAndDeath) {
   EXPECT_TRUE(leaves.expired());
   EXPECT_EQ(harness.freed("leaves"), 1);
   EXPECT_EQ(harness.worker("dies")->inflight.load(), 0);
+}
+
+// Disaggregated serving with fakes: a long prompt is prefilled on the
+// prefill worker, and the decode worker's request carries the fetch hint for
+// its pages; a prefill that fails leaves the request served colocated.
+class RouterCoreDisaggTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    harness_.registry().SetStaticWorkers({"p:1", "d:1"});
+    harness_.Connect("p:1", RegistryHarness::ModelInfo("p", "prefill"));
+    harness_.Connect("d:1", RegistryHarness::ModelInfo("d", "decode"));
+    p_ = harness_.worker("p:1");
+    d_ = harness_.worker("d:1");
+  }
+  RegistryHarness harness_;
+  std::shared_ptr<FakeWorkerClient> p_, d_;
+};
+
+TEST_F(RouterCoreDisaggTest, ALongPromptIsPrefilledThereAndItsPagesFetchedByTheDecodeWorker) {
+  p_->set_on_generate([](const std::shared_ptr<FakeCall>& call) {
+    v1::GenerateResponse done;
+    done.set_finish_reason(v1::FINISH_REASON_LENGTH);
+    call->Send(done);
+    call->Finish();
+  });
+  RouterCore core(&harness_.registry(), MakePrefixPolicy({}), nullptr, {});
+  const Reply r = Send(core, Prompt(300));
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  ASSERT_EQ(p_->calls().size(), 1u);
+  const v1::GenerateRequest& prefill = p_->calls()[0]->request();
+  EXPECT_EQ(prefill.max_tokens(), 0u);
+  EXPECT_EQ(prefill.prompt_tokens_size(), 300);
+  ASSERT_EQ(d_->calls().size(), 1u);
+  const v1::GenerateRequest& decode = d_->calls()[0]->request();
+  ASSERT_TRUE(decode.has_peer_fetch());
+  EXPECT_EQ(decode.peer_fetch().address(), "p:1");
+  EXPECT_EQ(decode.peer_fetch().worker_id(), "p");
+  EXPECT_EQ(decode.peer_fetch().first_block(), 0u);
+  EXPECT_EQ(decode.peer_fetch().end_block(), 18u);  // (300 - 1) / 16 full blocks
+  EXPECT_EQ(decode.predicted_cached_tokens(), 288u);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].worker(), "d");  // the client sees the decode stream only
+}
+
+TEST_F(RouterCoreDisaggTest, AShortPromptSkipsThePrefillWorker) {
+  RouterCore core(&harness_.registry(), MakePrefixPolicy({}), nullptr, {});
+  const Reply r = Send(core, Prompt(100));
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_TRUE(p_->calls().empty());
+  ASSERT_EQ(d_->calls().size(), 1u);
+  EXPECT_FALSE(d_->calls()[0]->request().has_peer_fetch());
+}
+
+TEST_F(RouterCoreDisaggTest, AFailedPrefillIsServedColocatedWithNothingLost) {
+  p_->set_on_generate([](const std::shared_ptr<FakeCall>& call) {
+    call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused"));
+  });
+  RouterCore core(&harness_.registry(), MakePrefixPolicy({}), nullptr, {});
+  const Reply r = Send(core, Prompt(300));
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  ASSERT_EQ(d_->calls().size(), 1u);
+  EXPECT_FALSE(d_->calls()[0]->request().has_peer_fetch());
+  EXPECT_EQ(d_->calls()[0]->request().prompt_tokens_size(), 300);
+  EXPECT_EQ(r.messages.size(), 1u);
+  EXPECT_FALSE(p_->healthy());  // unreachable: reported
 }
 
 }  // namespace
