@@ -29,6 +29,14 @@ v1::GenerateTextRequest Prompt(int n_tokens = 40) {
   return req;
 }
 
+// A worker whose every call fails at once, before any message.
+std::function<void(const std::shared_ptr<FakeCall>&)> FailsWith(grpc::StatusCode code,
+                                                                const std::string& message) {
+  return [code, message](const std::shared_ptr<FakeCall>& call) {
+    call->Finish(grpc::Status(code, message));
+  };
+}
+
 struct Reply {
   Status status;
   std::vector<v1::GenerateTextResponse> messages;
@@ -66,9 +74,7 @@ class RouterCoreTest : public ::testing::Test {
 };
 
 TEST_F(RouterCoreTest, RetriesAnotherWorkerWhenTheFirstFailsBeforeAnyToken) {
-  a_->set_on_generate([](const std::shared_ptr<FakeCall>& call) {
-    call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused"));
-  });
+  a_->set_on_generate(FailsWith(grpc::StatusCode::UNAVAILABLE, "connection refused"));
   auto core = Core();
   const Reply r = Send(*core, Prompt());
   ASSERT_TRUE(r.status.ok()) << r.status.message();
@@ -86,9 +92,7 @@ TEST_F(RouterCoreTest, RetriesAnotherWorkerWhenTheFirstFailsBeforeAnyToken) {
 }
 
 TEST_F(RouterCoreTest, AnOverloadedWorkerIsRetriedElsewhereAndStaysHealthy) {
-  a_->set_on_generate([](const std::shared_ptr<FakeCall>& call) {
-    call->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "queue full"));
-  });
+  a_->set_on_generate(FailsWith(grpc::StatusCode::RESOURCE_EXHAUSTED, "queue full"));
   auto core = Core();
   const Reply r = Send(*core, Prompt());
   ASSERT_TRUE(r.status.ok()) << r.status.message();
@@ -99,9 +103,7 @@ TEST_F(RouterCoreTest, AnOverloadedWorkerIsRetriedElsewhereAndStaysHealthy) {
 
 TEST_F(RouterCoreTest, WhenEveryWorkerFailsTheLastErrorNamesItsWorker) {
   for (const auto& w : {a_, b_}) {
-    w->set_on_generate([](const std::shared_ptr<FakeCall>& call) {
-      call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused"));
-    });
+    w->set_on_generate(FailsWith(grpc::StatusCode::UNAVAILABLE, "connection refused"));
   }
   RouterCoreOptions options;
   options.max_attempts = 5;
@@ -133,9 +135,7 @@ TEST_F(RouterCoreTest, AFailureAfterTheFirstTokenEndsTheStreamWithAClearError) {
 }
 
 TEST_F(RouterCoreTest, ANonRetryableErrorIsTheClientsAndIsNotRetried) {
-  a_->set_on_generate([](const std::shared_ptr<FakeCall>& call) {
-    call->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "grammar: unknown rule x"));
-  });
+  a_->set_on_generate(FailsWith(grpc::StatusCode::INVALID_ARGUMENT, "grammar: unknown rule x"));
   auto core = Core();
   const Reply r = Send(*core, Prompt());
   EXPECT_EQ(r.status.code(), StatusCode::kInvalidArgument);
@@ -372,9 +372,7 @@ TEST_F(RouterCoreDisaggTest, AShortPromptSkipsThePrefillWorker) {
 }
 
 TEST_F(RouterCoreDisaggTest, AFailedPrefillIsServedColocatedWithNothingLost) {
-  p_->set_on_generate([](const std::shared_ptr<FakeCall>& call) {
-    call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused"));
-  });
+  p_->set_on_generate(FailsWith(grpc::StatusCode::UNAVAILABLE, "connection refused"));
   RouterCore core(&harness_.registry(), MakePrefixPolicy({}), nullptr, {});
   const Reply r = Send(core, Prompt(300));
   ASSERT_TRUE(r.status.ok()) << r.status.message();
