@@ -133,10 +133,12 @@ Status ConfigSchema::ApplyYamlText(const std::string& yaml_text, const std::stri
   if (root.IsNull()) return Status::Ok();
   if (!root.IsMap()) return InvalidArgumentError(source_name + ": expected a mapping of options");
   for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
-    Option* o = Find(key);
     const std::string where =
         source_name + " (line " + std::to_string(kv.first.Mark().line + 1) + ")";
+    if (!kv.first.IsScalar())
+      return InvalidArgumentError(where + ": an option name must be a word");
+    const std::string key = kv.first.as<std::string>();
+    Option* o = Find(key);
     if (o == nullptr) return InvalidArgumentError(where + ": unknown option \"" + key + "\"");
     const YAML::Node& v = kv.second;
     if (o->kind == Kind::kStringList && v.IsSequence()) {
@@ -241,8 +243,11 @@ Status ConfigSchema::Parse(int argc, const char* const* argv) {
 
 std::string ConfigSchema::ValueString(const Option& o) const {
   if (o.secret) {
-    const auto* s = static_cast<const std::string*>(o.target);
-    return s->empty() ? "\"\"" : "\"<set>\"";
+    const bool empty = o.kind == Kind::kStringList
+                           ? static_cast<const std::vector<std::string>*>(o.target)->empty()
+                           : static_cast<const std::string*>(o.target)->empty();
+    if (o.kind == Kind::kStringList) return empty ? "[]" : "[\"<set>\"]";
+    return empty ? "\"\"" : "\"<set>\"";
   }
   YAML::Emitter out;
   out.SetDoublePrecision(6);

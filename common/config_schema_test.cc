@@ -57,6 +57,9 @@ TEST(ConfigSchemaTest, ErrorsNameTheProblem) {
               HasSubstr("option threads: \"many\" is not an integer"));
   EXPECT_THAT(s.ApplyYamlText("threads: 100\n", "f.yaml").message(), HasSubstr("outside 1..64"));
   EXPECT_THAT(s.ApplyYamlText("threads: [1\n", "f.yaml").message(), HasSubstr("not valid YAML"));
+  // A key that is not a scalar (it threw YAML::TypedBadConversion).
+  EXPECT_EQ(s.ApplyYamlText("? [a]\n: 1\n", "f.yaml").message(),
+            "f.yaml (line 1): an option name must be a word");
   EXPECT_THAT(s.ApplyEnv({"KVMESH_TEST_THREDS=2"}).message(),
               HasSubstr("KVMESH_TEST_THREDS is not a kvmesh-test option"));
   const char* argv[] = {"prog", "--tread", "3"};
@@ -76,6 +79,12 @@ TEST(ConfigSchemaTest, DumpShowsEffectiveValuesAndHidesSecrets) {
   EXPECT_THAT(dump, HasSubstr("threads: 2\n"));
   EXPECT_THAT(dump, HasSubstr("admin_token: \"<set>\"\n"));
   EXPECT_THAT(dump, ::testing::Not(HasSubstr("hunter2")));
+  // A secret list (API keys) is hidden as a list.
+  s.MarkSecret("workers");
+  EXPECT_THAT(s.Dump(), HasSubstr("workers: []\n"));
+  c.workers = {"sk-1", "sk-2"};
+  EXPECT_THAT(s.Dump(), HasSubstr("workers: [\"<set>\"]\n"));
+  EXPECT_THAT(s.Dump(), ::testing::Not(HasSubstr("sk-1")));
   // The dump is itself a valid config.
   Cfg d;
   ConfigSchema t = Schema(&d);

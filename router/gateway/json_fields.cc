@@ -70,9 +70,10 @@ StatusOr<nlohmann::json> ParseJsonObject(std::string_view body) {
   nlohmann::json value;
   try {
     value = nlohmann::json::parse(body);
-  } catch (const nlohmann::json::parse_error& error) {
-    // what() is "[json.exception.parse_error.101] parse error at line 1, …";
-    // the bracketed id means nothing to a client.
+  } catch (const nlohmann::json::exception& error) {
+    // what() is "[json.exception.parse_error.101] parse error at line 1, …"
+    // (or out_of_range.406 for a number past a double, "1e999"); the
+    // bracketed id means nothing to a client.
     std::string_view what = error.what();
     size_t id_end = what.find("] ");
     if (id_end != std::string_view::npos) what.remove_prefix(id_end + 2);
