@@ -43,7 +43,10 @@ if ! podman image exists docker.io/library/debian:bookworm-slim; then
 fi
 
 stamp "building the binaries (CPU only) in $work"
-cmake -S . -B "$work" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVMESH_CUDA=OFF -DKVMESH_BUILD_TESTS=OFF >/dev/null
+# KVMESH_WERROR as the test build has it, so that with ccache (installed by
+# scripts/install-deps.sh) the two builds compile each shared source once.
+cmake -S . -B "$work" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVMESH_CUDA=OFF -DKVMESH_BUILD_TESTS=OFF \
+  -DKVMESH_WERROR="${KVMESH_WERROR:-OFF}" >/dev/null
 cmake --build "$work" --target kvmesh-router kvmesh-worker kvmesh | tail -1
 
 for target in router worker; do

@@ -26,7 +26,7 @@ install_node_packages() {
 }
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git clang clang-format
+  build-essential cmake ninja-build pkg-config git clang clang-format ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   libcpp-httplib-dev libcivetweb-dev civetweb libssl-dev libxxhash-dev

@@ -33,7 +33,7 @@ elif ! command -v podman >/dev/null || [ "$(id -u)" -ne 0 ]; then
   stamp "container images: SKIP (needs podman and root; scripts/containers.sh)"
 else
   stamp "container images (podman): build, run a cluster, query it"
-  ./scripts/containers.sh
+  KVMESH_WERROR=ON ./scripts/containers.sh
 fi
 
 if [ -z "${SKIP_FUZZ:-}" ]; then
