@@ -1,8 +1,10 @@
 // Client commands against a running router: `kvmesh complete`, `kvmesh chat`
 // and `kvmesh models`, through the SDK (sdk/client.h).
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "cli/commands.h"
@@ -14,6 +16,10 @@ namespace {
 struct ClientFlags {
   std::string router = "127.0.0.1:50050";
   std::string api_key;
+  bool tls = false;
+  std::string tls_ca;  // files; any of them set means TLS
+  std::string tls_cert;
+  std::string tls_key;
   std::string model;
   int max_tokens = 0;
   float temperature = -1;  // <0: the server's default
@@ -23,10 +29,20 @@ struct ClientFlags {
   double timeout_s = 600;
 };
 
-void AddCommon(CLI::App* cmd, ClientFlags* f) {
+// How to reach the router: its address, the API key and TLS.
+void AddConnection(CLI::App* cmd, ClientFlags* f) {
   cmd->add_option("--router", f->router, "Router gRPC address HOST:PORT");
   cmd->add_option("--api-key", f->api_key, "API key (or env KVMESH_API_KEY)")
       ->envname("KVMESH_API_KEY");
+  cmd->add_flag("--tls", f->tls, "Connect over TLS (the system's CAs unless --tls-ca)");
+  cmd->add_option("--tls-ca", f->tls_ca, "PEM CA bundle that signs the router's certificate");
+  cmd->add_option("--tls-cert", f->tls_cert,
+                  "PEM client certificate, for a router that requires one (with --tls-key)");
+  cmd->add_option("--tls-key", f->tls_key, "PEM private key of --tls-cert");
+}
+
+void AddCommon(CLI::App* cmd, ClientFlags* f) {
+  AddConnection(cmd, f);
   cmd->add_option("-m,--model", f->model, "Model name (default: the router's only model)");
   cmd->add_option("-n,--max-tokens", f->max_tokens, "Maximum tokens to generate");
   cmd->add_option("--temp", f->temperature, "Temperature (0 = greedy)");
@@ -36,10 +52,29 @@ void AddCommon(CLI::App* cmd, ClientFlags* f) {
   cmd->add_option("--timeout", f->timeout_s, "Seconds before the request is abandoned");
 }
 
+StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(std::string(flag) + " " + path + ": cannot read");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 StatusOr<std::unique_ptr<Client>> MakeClient(const ClientFlags& f) {
   ClientOptions o;
   o.address = f.router;
   o.api_key = f.api_key;
+  o.tls = f.tls || !f.tls_ca.empty() || !f.tls_cert.empty();
+  if (f.tls_cert.empty() != f.tls_key.empty()) {
+    return InvalidArgumentError("--tls-cert and --tls-key must be given together");
+  }
+  if (!f.tls_ca.empty()) {
+    ASSIGN_OR_RETURN(o.tls_root_certs, ReadPem(f.tls_ca, "--tls-ca"));
+  }
+  if (!f.tls_cert.empty()) {
+    ASSIGN_OR_RETURN(o.tls_cert_chain, ReadPem(f.tls_cert, "--tls-cert"));
+    ASSIGN_OR_RETURN(o.tls_private_key, ReadPem(f.tls_key, "--tls-key"));
+  }
   return Client::Connect(o);
 }
 
@@ -126,8 +161,7 @@ void RegisterClientCommands(CLI::App& app, int* exit_code) {
   });
 
   CLI::App* models = app.add_subcommand("models", "List the models a kvmesh router serves");
-  models->add_option("--router", f->router, "Router gRPC address HOST:PORT");
-  models->add_option("--api-key", f->api_key, "API key")->envname("KVMESH_API_KEY");
+  AddConnection(models, f.get());
   models->callback([f, exit_code] {
     auto client = MakeClient(*f);
     if (!client.ok()) {

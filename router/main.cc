@@ -20,9 +20,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kvmesh-router: %s\n", server.status().message().c_str());
     return 1;
   }
-  std::printf("kvmesh-router listening grpc=%s:%d http=%s:%d policy=%s\n", options.host.c_str(),
-              (*server)->grpc_port(), options.host.c_str(), (*server)->http_port(),
-              options.policy.c_str());
+  std::printf("kvmesh-router listening grpc=%s:%d http=%s:%d policy=%s tls=%s\n",
+              options.host.c_str(), (*server)->grpc_port(), options.host.c_str(),
+              (*server)->http_port(), options.policy.c_str(),
+              options.tls_cert.empty() ? "off" : (options.tls_client_ca.empty() ? "on" : "mutual"));
   std::fflush(stdout);
   kvmesh::WaitForTerminationSignal();
   kvmesh::Log(kvmesh::LogLevel::kInfo, "router", "signal received: draining");

@@ -89,6 +89,22 @@ void RouterOptions::Register(ConfigSchema* s) {
   s->AddString("tls_cert", &tls_cert,
                "PEM certificate: serve HTTPS and gRPC over TLS (with tls_key)");
   s->AddString("tls_key", &tls_key, "PEM private key for tls_cert");
+  s->AddString("tls_client_ca", &tls_client_ca,
+               "PEM CA bundle: mutual TLS, clients of gRPC and HTTPS must present a certificate "
+               "it signed (needs tls_cert)");
+  s->AddString("worker_tls_ca", &worker_tls_ca,
+               "PEM CA bundle that signs the workers' certificates: dial workers over TLS");
+  s->AddString("worker_tls_cert", &worker_tls_cert,
+               "PEM client certificate shown to workers that ask for one (mutual TLS; with "
+               "worker_tls_key; dials workers over TLS, with the system's CAs when "
+               "worker_tls_ca is empty)");
+  s->AddString("worker_tls_key", &worker_tls_key, "PEM private key of worker_tls_cert");
+  s->AddString("worker_tls_server_name", &worker_tls_server_name,
+               "name expected in the workers' certificates (empty: the host dialed)");
+  s->AddString("worker_token", &worker_token,
+               "bearer token sent on every call to a worker (its service_token), and required "
+               "from workers that register themselves");
+  s->MarkSecret("worker_token");
   s->AddInt("http_threads", &http_threads, 4, 4096, "HTTP connection threads (concurrent streams)");
   s->AddString("log_level", &log_level, "debug, info, warning, error");
   s->AddString("router_id", &router_id, "name in logs (empty: host:grpc_port)");
@@ -116,6 +132,26 @@ Status RouterOptions::Validate() const {
   if (tls_cert.empty() != tls_key.empty()) {
     return InvalidArgumentError("options tls_cert and tls_key must be given together");
   }
+  if (!tls_cert.empty()) RETURN_IF_ERROR(CheckPemKeyPair(tls_cert, tls_key, "tls_cert", "tls_key"));
+  if (!tls_client_ca.empty()) {
+    if (tls_cert.empty()) {
+      return InvalidArgumentError("option tls_client_ca needs tls_cert and tls_key");
+    }
+    RETURN_IF_ERROR(CheckPemCertificate(tls_client_ca, "tls_client_ca"));
+  }
+  if (worker_tls_cert.empty() != worker_tls_key.empty()) {
+    return InvalidArgumentError(
+        "options worker_tls_cert and worker_tls_key must be given together");
+  }
+  if (!worker_tls_cert.empty()) {
+    RETURN_IF_ERROR(
+        CheckPemKeyPair(worker_tls_cert, worker_tls_key, "worker_tls_cert", "worker_tls_key"));
+  }
+  if (!worker_tls_ca.empty()) RETURN_IF_ERROR(CheckPemCertificate(worker_tls_ca, "worker_tls_ca"));
+  if (!worker_tls_server_name.empty() && !WorkerTls().enabled) {
+    return InvalidArgumentError(
+        "option worker_tls_server_name needs TLS to workers: set worker_tls_ca");
+  }
   for (const std::string& w : workers) {
     if (w.rfind(':') == std::string::npos) {
       return InvalidArgumentError("option workers: \"" + w + "\" is not HOST:PORT");
@@ -126,6 +162,16 @@ Status RouterOptions::Validate() const {
                                 std::to_string(grpc_port));
   }
   return Status::Ok();
+}
+
+ClientTlsFiles RouterOptions::WorkerTls() const {
+  ClientTlsFiles f;
+  f.enabled = !worker_tls_ca.empty() || !worker_tls_cert.empty();
+  f.ca = worker_tls_ca;
+  f.cert = worker_tls_cert;
+  f.key = worker_tls_key;
+  f.server_name = worker_tls_server_name;
+  return f;
 }
 
 PrefixPolicyWeights RouterOptions::weights() const {

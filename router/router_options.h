@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/config_schema.h"
+#include "common/grpc_security.h"
 #include "common/status.h"
 #include "router/policies/policy.h"
 
@@ -49,6 +50,14 @@ struct RouterOptions {
   double optimistic_ttl_seconds = 20;
   std::string tls_cert;
   std::string tls_key;
+  std::string tls_client_ca;  // mTLS on gRPC and HTTPS: clients need a certificate it signed
+  // How the router dials workers (docs/operations.md, "TLS and service
+  // tokens"): TLS when worker_tls_ca or worker_tls_cert is set.
+  std::string worker_tls_ca;
+  std::string worker_tls_cert;
+  std::string worker_tls_key;
+  std::string worker_tls_server_name;
+  std::string worker_token;  // sent to workers; required from workers that register
   int64_t http_threads = 64;
   std::string log_level = "info";
   std::string router_id;
@@ -58,6 +67,7 @@ struct RouterOptions {
   Status Validate() const;
   PrefixPolicyWeights weights() const;
   ApproxPrefixPolicyOptions approx_prefix() const;
+  ClientTlsFiles WorkerTls() const;
 };
 
 }  // namespace kvmesh::router

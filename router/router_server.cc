@@ -2,26 +2,12 @@
 
 #include <grpcpp/health_check_service_interface.h>
 
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "common/log.h"
 #include "router/status_page.h"
 
 namespace kvmesh::router {
-namespace {
-
-StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(path + ": cannot read");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
-
 StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions& o) {
   RETURN_IF_ERROR(o.Validate());
   LogLevel level;
@@ -31,6 +17,7 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
   r->options_ = o;
 
   RegistryOptions ro;
+  ASSIGN_OR_RETURN(ro.connection.security, ChannelSecurity::Make(o.WorkerTls(), o.worker_token));
   ro.connection.poll_interval =
       std::chrono::milliseconds(static_cast<int64_t>(o.poll_interval_seconds * 1000));
   ro.dns_refresh = std::chrono::milliseconds(static_cast<int64_t>(o.dns_refresh_seconds * 1000));
@@ -56,14 +43,8 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-  if (!o.tls_cert.empty()) {
-    ASSIGN_OR_RETURN(std::string cert, ReadFile(o.tls_cert));
-    ASSIGN_OR_RETURN(std::string key, ReadFile(o.tls_key));
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({key, cert});
-    creds = grpc::SslServerCredentials(ssl);
-  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds,
+                   MakeServerCredentials({o.tls_cert, o.tls_key, o.tls_client_ca}));
   builder.AddListeningPort(o.host + ":" + std::to_string(o.grpc_port), creds, &r->grpc_port_);
   // gRPC sets SO_REUSEPORT by default, which lets a second process bind the
   // same port and silently take part of its traffic: a port in use must be
@@ -77,7 +58,8 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
   }
   r->inference_ =
       std::make_unique<InferenceServiceImpl>(*r->core_, r->metrics_.get(), o.api_keys, limiter);
-  r->registry_service_ = std::make_unique<RegistryServiceImpl>(*r->registry_, router_id);
+  r->registry_service_ =
+      std::make_unique<RegistryServiceImpl>(*r->registry_, router_id, o.worker_token);
   builder.RegisterService(r->inference_.get());
   builder.RegisterService(r->registry_service_.get());
   r->grpc_server_ = builder.BuildAndStart();
@@ -95,6 +77,7 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
   go.num_threads = static_cast<int>(o.http_threads);
   go.tls_cert_file = o.tls_cert;
   go.tls_key_file = o.tls_key;
+  go.tls_client_ca_file = o.tls_client_ca;
   RouterMetrics* metrics = r->metrics_.get();
   Registry* registry = r->registry_.get();
   go.metrics_text = [metrics] { return metrics->Render(); };

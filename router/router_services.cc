@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/grpc_security.h"
 #include "common/secret_compare.h"
 
 namespace kvmesh::router {
@@ -98,9 +99,13 @@ grpc::Status InferenceServiceImpl::Tokenize(grpc::ServerContext* ctx,
   return Finish("grpc.Tokenize", Status::Ok());
 }
 
-grpc::Status RegistryServiceImpl::Register(grpc::ServerContext*,
+grpc::Status RegistryServiceImpl::Register(grpc::ServerContext* ctx,
                                            const v1::RegisterWorkerRequest* req,
                                            v1::RegisterWorkerResponse* resp) {
+  if (grpc::Status s = CheckBearerToken(*ctx, worker_token_, "RouterRegistry", "worker_token");
+      !s.ok()) {
+    return s;
+  }
   if (req->address().empty() || req->address().find(':') == std::string::npos) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "address \"" + req->address() + "\" must be HOST:PORT");
@@ -112,9 +117,13 @@ grpc::Status RegistryServiceImpl::Register(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status RegistryServiceImpl::Deregister(grpc::ServerContext*,
+grpc::Status RegistryServiceImpl::Deregister(grpc::ServerContext* ctx,
                                              const v1::DeregisterWorkerRequest* req,
                                              v1::DeregisterWorkerResponse*) {
+  if (grpc::Status s = CheckBearerToken(*ctx, worker_token_, "RouterRegistry", "worker_token");
+      !s.ok()) {
+    return s;
+  }
   registry_.Deregister(req->address());
   return grpc::Status::OK;
 }

@@ -47,8 +47,12 @@ class InferenceServiceImpl final : public v1::Inference::Service {
 
 class RegistryServiceImpl final : public v1::RouterRegistry::Service {
  public:
-  RegistryServiceImpl(Registry& registry, std::string router_id)
-      : registry_(registry), router_id_(std::move(router_id)) {}
+  // `worker_token` empty: any caller may register a worker (loopback
+  // deployments); otherwise callers must send it as a bearer token.
+  RegistryServiceImpl(Registry& registry, std::string router_id, std::string worker_token)
+      : registry_(registry),
+        router_id_(std::move(router_id)),
+        worker_token_(std::move(worker_token)) {}
 
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterWorkerRequest* req,
                         v1::RegisterWorkerResponse* resp) override;
@@ -58,6 +62,7 @@ class RegistryServiceImpl final : public v1::RouterRegistry::Service {
  private:
   Registry& registry_;
   std::string router_id_;
+  std::string worker_token_;
 };
 
 }  // namespace kvmesh::router

@@ -7,13 +7,20 @@ namespace {
 
 class GrpcGenerateStream final : public GenerateStream {
  public:
-  GrpcGenerateStream(v1::Worker::Stub* stub, const v1::GenerateRequest& request)
-      : reader_(stub->Generate(&context_, request)) {}
+  GrpcGenerateStream(v1::Worker::Stub* stub, const ChannelSecurity& security,
+                     const v1::GenerateRequest& request)
+      : reader_(Start(stub, security, request)) {}
   bool Read(v1::GenerateResponse* response) override { return reader_->Read(response); }
   void Cancel() override { context_.TryCancel(); }
   grpc::Status Finish() override { return reader_->Finish(); }
 
  private:
+  std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> Start(
+      v1::Worker::Stub* stub, const ChannelSecurity& security, const v1::GenerateRequest& request) {
+    security.Authorize(&context_);
+    return stub->Generate(&context_, request);
+  }
+
   grpc::ClientContext context_;  // first: the reader uses it
   std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader_;
 };
@@ -28,7 +35,7 @@ WorkerConnection::WorkerConnection(std::string address, WorkerListener* listener
   // Reconnect quickly after a worker restart.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  channel_ = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  channel_ = options_.security->Dial(address_, args);
   stub_ = v1::Worker::NewStub(channel_);
 }
 
@@ -68,7 +75,7 @@ void WorkerConnection::SetHealthy(bool healthy) {
 void WorkerConnection::ReportFailure() { SetHealthy(false); }
 
 std::unique_ptr<GenerateStream> WorkerConnection::Generate(const v1::GenerateRequest& request) {
-  return std::make_unique<GrpcGenerateStream>(stub_.get(), request);
+  return std::make_unique<GrpcGenerateStream>(stub_.get(), *options_.security, request);
 }
 
 v1::LoadResponse WorkerConnection::load() const {
@@ -99,6 +106,7 @@ std::string WorkerConnection::role() const {
 bool WorkerConnection::FetchInfo() {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
+  options_.security->Authorize(&ctx);
   v1::InfoResponse info;
   if (!stub_->Info(&ctx, v1::InfoRequest(), &info).ok()) return false;
   {
@@ -118,6 +126,7 @@ void WorkerConnection::PollLoop() {
     if (ok) {
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
+      options_.security->Authorize(&ctx);
       v1::LoadResponse load;
       ok = stub_->Load(&ctx, v1::LoadRequest(), &load).ok();
       if (ok && load.epoch() != epoch_.load()) ok = FetchInfo();  // restarted
@@ -143,6 +152,7 @@ void WorkerConnection::SubscribeLoop() {
       continue;
     }
     grpc::ClientContext ctx;
+    options_.security->Authorize(&ctx);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;

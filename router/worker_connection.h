@@ -23,12 +23,15 @@
 #include <string>
 #include <thread>
 
+#include "common/grpc_security.h"
 #include "kvmesh/v1/worker.grpc.pb.h"
 #include "router/worker_client.h"
 
 namespace kvmesh::router {
 
 struct ConnectionOptions {
+  // TLS and the service token on every call (plaintext, no token by default).
+  std::shared_ptr<const ChannelSecurity> security = std::make_shared<const ChannelSecurity>();
   std::chrono::milliseconds poll_interval{200};
   std::chrono::milliseconds rpc_timeout{2000};
   int max_failures = 3;

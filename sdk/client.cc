@@ -133,6 +133,8 @@ StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) 
   if (options.tls) {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = options.tls_root_certs;
+    ssl.pem_cert_chain = options.tls_cert_chain;
+    ssl.pem_private_key = options.tls_private_key;
     creds = grpc::SslCredentials(ssl);
   }
   grpc::ChannelArguments args;

@@ -34,6 +34,10 @@ struct ClientOptions {
   std::string api_key;  // sent as "authorization: Bearer KEY"
   bool tls = false;
   std::string tls_root_certs;  // PEM; empty: the system's roots
+  // PEM certificate chain and key shown to a router that asks for one
+  // (its tls_client_ca: mutual TLS).
+  std::string tls_cert_chain;
+  std::string tls_private_key;
   std::chrono::milliseconds default_timeout{std::chrono::minutes(10)};
   int max_retries = 2;
   std::chrono::milliseconds retry_backoff{200};

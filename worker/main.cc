@@ -20,9 +20,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   // One line tests and scripts can parse.
-  std::printf("kvmesh-worker listening grpc=%s http=%s:%d id=%s\n",
+  std::printf("kvmesh-worker listening grpc=%s http=%s:%d id=%s tls=%s\n",
               (*server)->grpc_address().c_str(), options.host.c_str(), (*server)->http_port(),
-              (*server)->worker_id().c_str());
+              (*server)->worker_id().c_str(),
+              !(*server)->tls() ? "off" : (options.tls_client_auth ? "mutual" : "on"));
   std::fflush(stdout);
   kvmesh::WaitForTerminationSignal();
   kvmesh::Log(kvmesh::LogLevel::kInfo, "worker", "signal received: draining");

@@ -113,7 +113,9 @@ Status HttpGateway::Start() {
   if (cert.empty()) {
     server_ = std::make_unique<httplib::Server>();
   } else {
-    server_ = std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str());
+    const std::string& client_ca = options_.tls_client_ca_file;
+    server_ = std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str(),
+                                                   client_ca.empty() ? nullptr : client_ca.c_str());
     if (!server_->is_valid()) {
       server_.reset();
       std::string message = "cannot load the TLS certificate \"";

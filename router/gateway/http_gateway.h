@@ -82,7 +82,8 @@ struct GatewayOptions {
   // Both set: serve HTTPS with this PEM certificate (chain) and key.
   std::string tls_cert_file;
   std::string tls_key_file;
-  int retry_after_seconds = 1;  // Retry-After on 429
+  std::string tls_client_ca_file;  // mutual TLS: clients need a certificate it signed
+  int retry_after_seconds = 1;     // Retry-After on 429
   // Anthropic system blocks kept out of the prompt (anthropic_api.h).
   std::vector<std::string> volatile_prefixes = {
       std::string(AnthropicParseOptions::kDefaultVolatilePrefix)};

@@ -161,6 +161,38 @@ test('API keys come from a Secret; TLS from a Secret mounted into the router', (
   assert.equal(find(render(), 'Secret'), undefined, 'no keys, no Secret');
 });
 
+test('inside the cluster: mutual TLS on every call to a worker, and the service token', () => {
+  const objs = render({ values: ['full-values.yaml'], apis: ['keda.sh/v1alpha1/ScaledObject', ...monitoringApis] });
+  const worker = find(objs, 'StatefulSet').spec.template.spec;
+  const wargs = args(worker.containers[0]);
+  for (const a of ['--tls-cert=/etc/kvmesh/internal-tls/tls.crt', '--tls-key=/etc/kvmesh/internal-tls/tls.key',
+    '--tls-ca=/etc/kvmesh/internal-tls/ca.crt', '--tls-client-auth', '--tls-server-name=kvmesh-internal']) {
+    assert.ok(wargs.includes(a), a);
+  }
+  assert.equal(worker.volumes.find((v) => v.name === 'internal-tls').secret.secretName, 'kvmesh-internal-tls');
+  assert.equal(worker.containers[0].readinessProbe.httpGet.scheme, 'HTTPS');
+  const token = (c, name) => c.env.find((e) => e.name === name).valueFrom.secretKeyRef;
+  assert.deepEqual(token(worker.containers[0], 'KVMESH_WORKER_SERVICE_TOKEN'),
+    { name: 'kvmesh-service-token', key: 'service-token' });
+  const router = find(objs, 'Deployment').spec.template.spec;
+  const rargs = args(router.containers[0]);
+  for (const a of ['--worker-tls-ca=/etc/kvmesh/internal-tls/ca.crt', '--worker-tls-cert=/etc/kvmesh/internal-tls/tls.crt',
+    '--worker-tls-key=/etc/kvmesh/internal-tls/tls.key', '--worker-tls-server-name=kvmesh-internal']) {
+    assert.ok(rargs.includes(a), a);
+  }
+  assert.deepEqual(token(router.containers[0], 'KVMESH_ROUTER_WORKER_TOKEN'),
+    { name: 'kvmesh-service-token', key: 'service-token' });
+  const scrape = find(objs, 'PodMonitor').spec.podMetricsEndpoints[0];
+  assert.equal(scrape.scheme, 'https');
+  assert.equal(scrape.tlsConfig.ca.secret.name, 'kvmesh-internal-tls');
+  // Off by default: plaintext, no token.
+  const plain = render();
+  const plainWorker = find(plain, 'StatefulSet').spec.template.spec.containers[0];
+  assert.ok(!args(plainWorker).some((a) => a.startsWith('--tls')));
+  assert.ok(!plainWorker.env.some((e) => e.name === 'KVMESH_WORKER_SERVICE_TOKEN'));
+  assert.match(renderError(['--set', 'tls.internal.serverName=Bad_Name']), /tls.internal.serverName/);
+});
+
 test('autoscaling: a KEDA ScaledObject per model on queue depth, or an HPA', () => {
   const keda = render({ values: ['full-values.yaml'], apis: ['keda.sh/v1alpha1/ScaledObject'] });
   const so = find(keda, 'ScaledObject', 'r-kvmesh-stories');

@@ -59,9 +59,10 @@ ProcessHandle StartRouter(const std::string& binary, const std::vector<std::stri
 }
 
 bool WaitForHealthyWorkers(const std::string& router_grpc, int workers,
-                           std::chrono::milliseconds timeout, const std::string& api_key) {
-  auto stub =
-      v1::Inference::NewStub(grpc::CreateChannel(router_grpc, grpc::InsecureChannelCredentials()));
+                           std::chrono::milliseconds timeout, const std::string& api_key,
+                           std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  if (!credentials) credentials = grpc::InsecureChannelCredentials();
+  auto stub = v1::Inference::NewStub(grpc::CreateChannel(router_grpc, credentials));
   const auto end = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < end) {
     grpc::ClientContext ctx;

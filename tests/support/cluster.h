@@ -34,9 +34,10 @@ ProcessHandle StartRouter(const std::string& binary, const std::vector<std::stri
                           const std::string& log_name = "");
 
 // Polls the router's ListModels until `model` (or the only model) has
-// `workers` healthy workers.
+// `workers` healthy workers; `credentials` null: plaintext.
 bool WaitForHealthyWorkers(const std::string& router_grpc, int workers,
-                           std::chrono::milliseconds timeout, const std::string& api_key = "");
+                           std::chrono::milliseconds timeout, const std::string& api_key = "",
+                           std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
 // One greedy Generate through a router, as the client saw it.
 struct Result {

@@ -27,8 +27,7 @@ v1::Worker::Stub* GrpcKvPageTransport::StubFor(const std::string& address) {
     grpc::ChannelArguments args;
     // A batch holds at least one page, whatever its size.
     args.SetMaxReceiveMessageSize(64 << 20);
-    stub = v1::Worker::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    stub = v1::Worker::NewStub(security_->Dial(address, args));
   }
   return stub.get();
 }
@@ -40,6 +39,7 @@ FetchedPages GrpcKvPageTransport::Fetch(const std::string& address,
   v1::Worker::Stub* stub = StubFor(address);
   grpc::ClientContext ctx;
   ctx.set_deadline(deadline);
+  security_->Authorize(&ctx);
   v1::FetchKvPagesRequest request;
   for (const BlockHash& h : hashes) request.add_block_hashes(std::string(h.AsBytes()));
   request.set_page_format(page_format);

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/grpc_security.h"
 #include "common/status.h"
 #include "kvmesh/v1/worker.grpc.pb.h"
 #include "worker/engine/engine.h"
@@ -60,8 +61,12 @@ class KvPageTransport {
 };
 
 // Worker.FetchKvPages over gRPC; channels to peers are kept and reused.
+// `security` is how peers are dialed (TLS, the service token).
 class GrpcKvPageTransport final : public KvPageTransport {
  public:
+  explicit GrpcKvPageTransport(std::shared_ptr<const ChannelSecurity> security)
+      : security_(std::move(security)) {}
+
   FetchedPages Fetch(const std::string& address, std::span<const BlockHash> hashes,
                      const std::string& page_format,
                      std::chrono::system_clock::time_point deadline) override;
@@ -69,6 +74,7 @@ class GrpcKvPageTransport final : public KvPageTransport {
  private:
   v1::Worker::Stub* StubFor(const std::string& address);
 
+  const std::shared_ptr<const ChannelSecurity> security_;
   std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<v1::Worker::Stub>> stubs_;
 };

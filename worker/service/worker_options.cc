@@ -63,6 +63,23 @@ void WorkerOptions::Register(ConfigSchema* s) {
   s->AddBool("prefix_caching", &prefix_caching, "reuse cached KV blocks of shared prefixes");
   s->AddString("admin_token", &admin_token, "bearer token required by the WorkerAdmin service");
   s->MarkSecret("admin_token");
+  s->AddString("tls_cert", &tls_cert,
+               "PEM certificate chain: serve gRPC, /metrics and /healthz over TLS (with tls_key); "
+               "also the client certificate shown to peers and the router");
+  s->AddString("tls_key", &tls_key, "PEM private key of tls_cert");
+  s->AddString("tls_ca", &tls_ca,
+               "PEM CA bundle that signs the peers' and the router's certificates (and, with "
+               "tls_client_auth, the callers'); with tls_cert or tls_ca set, peers and the router "
+               "are dialed over TLS (no tls_ca: the system's CAs)");
+  s->AddBool("tls_client_auth", &tls_client_auth,
+             "mutual TLS on gRPC: callers must present a certificate signed by tls_ca");
+  s->AddString("tls_server_name", &tls_server_name,
+               "name expected in the peers' and the router's certificates (empty: the host "
+               "dialed); for certificates that name a service, not each pod's address");
+  s->AddString("service_token", &service_token,
+               "bearer token every caller of the Worker service must send (the router's "
+               "worker_token); sent on this worker's calls to peers and to the router");
+  s->MarkSecret("service_token");
   s->AddString("log_level", &log_level, "debug, info, warning, error");
   s->AddDouble("shutdown_grace_seconds", &shutdown_grace_seconds, 0, 3600,
                "on SIGTERM, time running requests get to finish");
@@ -100,11 +117,38 @@ Status WorkerOptions::Validate() const {
     return InvalidArgumentError("option role: \"" + role +
                                 "\" is not one of both, prefill, decode");
   }
+  if (tls_cert.empty() != tls_key.empty()) {
+    return InvalidArgumentError("options tls_cert and tls_key must be given together");
+  }
+  if (!tls_cert.empty()) RETURN_IF_ERROR(CheckPemKeyPair(tls_cert, tls_key, "tls_cert", "tls_key"));
+  if (!tls_ca.empty()) RETURN_IF_ERROR(CheckPemCertificate(tls_ca, "tls_ca"));
+  if (tls_client_auth && (tls_cert.empty() || tls_ca.empty())) {
+    return InvalidArgumentError(
+        "option tls_client_auth needs tls_cert and tls_key (the server's certificate) and tls_ca "
+        "(the CA that signs the callers' certificates)");
+  }
+  if (!tls_server_name.empty() && tls_cert.empty() && tls_ca.empty()) {
+    return InvalidArgumentError("option tls_server_name needs TLS: set tls_ca (or tls_cert)");
+  }
   if (grpc_port != 0 && grpc_port == http_port) {
     return InvalidArgumentError("options grpc_port and http_port are both " +
                                 std::to_string(grpc_port));
   }
   return Status::Ok();
+}
+
+ServerTlsFiles WorkerOptions::ServerTls() const {
+  return {tls_cert, tls_key, tls_client_auth ? tls_ca : ""};
+}
+
+ClientTlsFiles WorkerOptions::ClientTls() const {
+  ClientTlsFiles f;
+  f.enabled = !tls_cert.empty() || !tls_ca.empty();
+  f.ca = tls_ca;
+  f.cert = tls_cert;
+  f.key = tls_key;
+  f.server_name = tls_server_name;
+  return f;
 }
 
 StatusOr<int64_t> WorkerOptions::KvHostMemoryBytes() const {

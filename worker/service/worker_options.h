@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/config_schema.h"
+#include "common/grpc_security.h"
 #include "common/status.h"
 #include "worker/kv/kv_cache_options.h"
 #include "worker/runtime/parallel_plan.h"
@@ -45,6 +46,15 @@ struct WorkerOptions {
   int64_t max_waiting_requests = 256;
   bool prefix_caching = true;
   std::string admin_token;  // required by the WorkerAdmin service when set
+  // Security of the gRPC port and of this worker's calls (docs/operations.md,
+  // "TLS and service tokens"). A worker with tls_cert or tls_ca dials its
+  // peers and the router over TLS, with tls_cert as its client certificate.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
+  bool tls_client_auth = false;  // mTLS: callers need a certificate tls_ca signed
+  std::string tls_server_name;   // the name peers' and the router's certificates carry
+  std::string service_token;     // required from every caller; sent to peers and the router
   std::string log_level = "info";
   double shutdown_grace_seconds = 30;
   std::string worker_id;  // default: host:grpc_port
@@ -62,6 +72,10 @@ struct WorkerOptions {
   StatusOr<int64_t> KvHostMemoryBytes() const;
   // The device options as PlanOptions.
   StatusOr<PlanOptions> Plan() const;
+  // The gRPC server's TLS files, and how this worker dials peers and the
+  // router (TLS, its certificate, the token).
+  ServerTlsFiles ServerTls() const;
+  ClientTlsFiles ClientTls() const;
 };
 
 // What context_length 0 means: the model's context, capped here (a model

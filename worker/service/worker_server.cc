@@ -94,8 +94,11 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   grpc::ServerBuilder builder;
   const bool on_socket = !o.listen.empty();
   if (on_socket) RETURN_IF_ERROR(CheckSocketFree(o.listen.substr(5)));
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   MakeServerCredentials(o.ServerTls()));
+  ASSIGN_OR_RETURN(w->outgoing_, ChannelSecurity::Make(o.ClientTls(), o.service_token));
   builder.AddListeningPort(on_socket ? o.listen : o.host + ":" + std::to_string(o.grpc_port),
-                           grpc::InsecureServerCredentials(), &w->grpc_port_);
+                           credentials, &w->grpc_port_);
   // gRPC sets SO_REUSEPORT by default, which lets a second worker bind the
   // same port and silently take part of its traffic: a port in use must be
   // an error at start instead.
@@ -127,8 +130,9 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   if (identity.worker_id.empty() && (on_socket || o.grpc_port != 0)) {
     identity.worker_id = on_socket ? o.listen : o.host + ":" + std::to_string(o.grpc_port);
   }
-  w->service_ = std::make_unique<WorkerServiceImpl>(*w->model_, *w->tokenizer_, *w->engine_,
-                                                    *w->metrics_, identity);
+  w->service_ =
+      std::make_unique<WorkerServiceImpl>(*w->model_, *w->tokenizer_, *w->engine_, *w->metrics_,
+                                          identity, WorkerAccess{o.service_token, w->outgoing_});
   builder.RegisterService(w->service_.get());
   builder.RegisterService(w->admin_.get());
   w->engine_->Start();
@@ -141,7 +145,19 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   w->grpc_address_ = on_socket ? o.listen : o.host + ":" + std::to_string(w->grpc_port_);
   w->worker_id_ = !identity.worker_id.empty() ? identity.worker_id : w->grpc_address_;
 
-  w->http_ = std::make_unique<httplib::Server>();
+  if (o.tls_cert.empty()) {
+    w->http_ = std::make_unique<httplib::Server>();
+  } else {
+    // Probes and Prometheus reach /healthz and /metrics over TLS but show no
+    // client certificate: tls_client_auth applies to gRPC only.
+    w->http_ = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());
+    if (!w->http_->is_valid()) {
+      w->grpc_server_->Shutdown();
+      w->engine_->Stop();
+      return InvalidArgumentError("option tls_cert: cannot serve HTTPS with " + o.tls_cert +
+                                  " and " + o.tls_key);
+    }
+  }
   WorkerServer* self = w.get();
   w->http_->Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
     res.set_content(self->metrics_->Render(), "text/plain; version=0.0.4; charset=utf-8");
@@ -183,8 +199,7 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
 void WorkerServer::RegistrationLoop() {
   const std::string address =
       !options_.advertise_address.empty() ? options_.advertise_address : grpc_address_;
-  auto stub = v1::RouterRegistry::NewStub(
-      grpc::CreateChannel(options_.router, grpc::InsecureChannelCredentials()));
+  auto stub = v1::RouterRegistry::NewStub(outgoing_->Dial(options_.router));
   bool registered = false;
   for (;;) {
     {
@@ -197,6 +212,7 @@ void WorkerServer::RegistrationLoop() {
     }
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    outgoing_->Authorize(&ctx);
     v1::RegisterWorkerRequest req;
     req.set_address(address);
     req.set_worker_id(worker_id_);
@@ -212,6 +228,7 @@ void WorkerServer::RegistrationLoop() {
   }
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  outgoing_->Authorize(&ctx);
   v1::DeregisterWorkerRequest req;
   req.set_address(address);
   v1::DeregisterWorkerResponse resp;

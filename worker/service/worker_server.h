@@ -35,6 +35,8 @@ class WorkerServer {
   // What clients dial: host:port, or unix:PATH with --listen.
   const std::string& grpc_address() const { return grpc_address_; }
   int http_port() const { return http_port_; }
+  // Whether gRPC and HTTP are served over TLS.
+  bool tls() const { return !options_.tls_cert.empty(); }
   const std::string& worker_id() const { return worker_id_; }
   Engine& engine() { return *engine_; }
 
@@ -55,6 +57,8 @@ class WorkerServer {
   std::unique_ptr<WorkerServiceImpl> service_;
   std::unique_ptr<WorkerAdminImpl> admin_;
   std::unique_ptr<grpc::Server> grpc_server_;
+  // How this worker dials peers and the router (TLS, service token).
+  std::shared_ptr<const ChannelSecurity> outgoing_;
   std::unique_ptr<httplib::Server> http_;
   std::thread http_thread_;
   std::thread registration_thread_;  // heartbeats to options_.router, when set

@@ -6,8 +6,8 @@
 #include <mutex>
 
 #include "common/log.h"
-#include "common/secret_compare.h"
 #include "common/tokenizer_spec.h"
+#include "worker/service/generate_request.h"
 
 namespace kvmesh {
 namespace {
@@ -56,42 +56,6 @@ grpc::StatusCode ToGrpcCode(StatusCode c) {
   return static_cast<grpc::StatusCode>(static_cast<int>(c));
 }
 
-Status CheckNoUnknownFields(const google::protobuf::Message& m, const std::string& what) {
-  const auto& unknown = m.GetReflection()->GetUnknownFields(m);
-  if (unknown.empty()) return Status::Ok();
-  return InvalidArgumentError(what + " has an unknown field (number " +
-                              std::to_string(unknown.field(0).number()) +
-                              "); the client and worker protos disagree");
-}
-
-StatusOr<SamplingParams> ToSampling(const v1::GenerateRequest& req, int32_t n_vocab) {
-  SamplingParams p;
-  const v1::SamplingParams& s = req.sampling();
-  // API defaults: temperature 1 and no truncation (as OpenAI's API behaves).
-  p.temperature = s.has_temperature() ? s.temperature() : 1.0f;
-  p.top_k = s.has_top_k() ? s.top_k() : 0;
-  p.top_p = s.has_top_p() ? s.top_p() : 1.0f;
-  p.min_p = s.has_min_p() ? s.min_p() : 0.0f;
-  p.repeat_penalty = s.has_repetition_penalty() ? s.repetition_penalty() : 1.0f;
-  p.presence_penalty = s.presence_penalty();
-  p.frequency_penalty = s.frequency_penalty();
-  if (s.has_seed()) p.seed = s.seed();
-  p.max_tokens = req.max_tokens();
-  p.stop.assign(req.stop().begin(), req.stop().end());
-  p.ignore_eos = req.ignore_eos();
-  for (const auto& [id, bias] : s.logit_bias()) {
-    if (id >= n_vocab) {
-      return InvalidArgumentError("logit_bias names token " + std::to_string(id) +
-                                  ", outside the vocabulary (0.." + std::to_string(n_vocab - 1) +
-                                  ")");
-    }
-    p.logit_bias.emplace_back(id, bias);
-  }
-  std::sort(p.logit_bias.begin(), p.logit_bias.end());  // a map's order is not fixed
-  RETURN_IF_ERROR(p.Validate());
-  return p;
-}
-
 void ToProto(const TokenLogprob& in, v1::TokenLogprob* out) {
   out->set_token(in.token);
   out->set_logprob(in.logprob);
@@ -110,13 +74,16 @@ grpc::Status ToGrpc(const Status& status) {
 }
 
 WorkerServiceImpl::WorkerServiceImpl(const Model& model, const Tokenizer& tokenizer, Engine& engine,
-                                     WorkerMetrics& metrics, WorkerIdentity identity)
+                                     WorkerMetrics& metrics, WorkerIdentity identity,
+                                     WorkerAccess access)
     : model_(model),
       tokenizer_(tokenizer),
       engine_(engine),
       constraints_(tokenizer),
       metrics_(metrics),
       identity_(std::move(identity)),
+      service_token_(std::move(access.service_token)),
+      transport_(std::move(access.peers)),
       fetcher_(engine, model.identity(), identity_.worker_id, transport_, metrics) {
   const ModelConfig& c = model.config();
   info_.set_model_name(c.name);
@@ -161,15 +128,21 @@ WorkerServiceImpl::WorkerServiceImpl(const Model& model, const Tokenizer& tokeni
   }
 }
 
-grpc::Status WorkerServiceImpl::Info(grpc::ServerContext*, const v1::InfoRequest*,
+grpc::Status WorkerServiceImpl::Authorize(const grpc::ServerContext& ctx) const {
+  return CheckBearerToken(ctx, service_token_, "the Worker service", "service_token");
+}
+
+grpc::Status WorkerServiceImpl::Info(grpc::ServerContext* ctx, const v1::InfoRequest*,
                                      v1::InfoResponse* resp) {
+  if (grpc::Status s = Authorize(*ctx); !s.ok()) return s;
   *resp = info_;
   resp->set_epoch(engine_.epoch());
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::Load(grpc::ServerContext*, const v1::LoadRequest*,
+grpc::Status WorkerServiceImpl::Load(grpc::ServerContext* ctx, const v1::LoadRequest*,
                                      v1::LoadResponse* resp) {
+  if (grpc::Status s = Authorize(*ctx); !s.ok()) return s;
   const EngineLoad load = engine_.GetLoad();
   resp->set_running(load.running);
   resp->set_waiting(load.waiting);
@@ -194,58 +167,18 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
     metrics_.OnRejected(std::string(StatusCodeName(s.code())));
     return ToGrpc(s);
   };
-  if (Status s = CheckNoUnknownFields(*req, "GenerateRequest"); !s.ok()) return reject(s);
-  if (Status s = CheckNoUnknownFields(req->sampling(), "GenerateRequest.sampling"); !s.ok()) {
-    return reject(s);
+  if (grpc::Status s = Authorize(*ctx); !s.ok()) {
+    metrics_.OnRejected("UNAUTHENTICATED");
+    return s;
   }
-  if (req->max_tokens() < 0) {
-    return reject(
-        InvalidArgumentError("max_tokens must be >= 0, got " + std::to_string(req->max_tokens())));
-  }
-  auto sampling = ToSampling(*req, tokenizer_.n_vocab());
-  if (!sampling.ok()) return reject(sampling.status());
-
-  EngineRequest er;
-  er.id = req->request_id().empty() ? "w" + std::to_string(next_request_id_++) : req->request_id();
-  if (req->prompt_tokens_size() > 0 && !req->prompt_text().empty()) {
-    return reject(InvalidArgumentError("give prompt_tokens or prompt_text, not both"));
-  }
-  if (req->prompt_tokens_size() > 0) {
-    er.prompt.assign(req->prompt_tokens().begin(), req->prompt_tokens().end());
-  } else {
-    er.prompt = tokenizer_.Encode(req->prompt_text(), req->add_special(), req->parse_special());
-  }
-  er.sampling = *sampling;
-  er.cache_salt = req->cache_salt();
-  er.report_prefill_progress = true;
-  er.logprobs = req->logprobs();
-  er.top_logprobs = static_cast<int32_t>(std::min<uint32_t>(req->top_logprobs(), 1000));
-  er.prompt_logprobs = req->prompt_logprobs();
-  er.n = std::max<int32_t>(1, static_cast<int32_t>(std::min<uint32_t>(req->n(), 1000)));
-  if (!req->grammar().empty()) {
-    auto constraint = constraints_.Get(req->grammar(), er.render_special_tokens);
-    if (!constraint.ok()) return reject(constraint.status());
-    er.constraint = std::move(constraint).value();
-  }
-  for (const v1::RetainPrefix& span : req->retain()) {
-    er.retain.push_back({static_cast<int32_t>(std::min<uint64_t>(span.tokens(), er.prompt.size())),
-                         static_cast<int32_t>(std::min<uint32_t>(span.seconds(), 3600))});
-  }
-  for (int i = 0; i < req->render_special_tokens_size(); ++i) {
-    const int32_t id = req->render_special_tokens(i);
-    if (id < 0 || id >= tokenizer_.n_vocab()) {
-      return reject(InvalidArgumentError(
-          "render_special_tokens[" + std::to_string(i) + "] = " + std::to_string(id) +
-          " is outside the vocabulary (0.." + std::to_string(tokenizer_.n_vocab() - 1) + ")"));
-    }
-    er.render_special_tokens.push_back(id);
-  }
+  auto converted = ValidateGenerateRequest(*req, tokenizer_, constraints_);
+  if (!converted.ok()) return reject(converted.status());
+  EngineRequest er = std::move(converted).value();
+  if (er.id.empty()) er.id = "w" + std::to_string(next_request_id_++);
   if (ctx->deadline() != std::chrono::system_clock::time_point::max()) {
     er.deadline = SteadyClock::now() + (ctx->deadline() - std::chrono::system_clock::now());
   }
   if (req->has_peer_fetch() && !req->prompt_logprobs()) {  // scoring reuses no cached prefix
-    if (Status s = CheckNoUnknownFields(req->peer_fetch(), "GenerateRequest.peer_fetch"); !s.ok())
-      return reject(s);
     if (Status s = fetcher_.Fetch(req->peer_fetch(), ctx->deadline(), &er); !s.ok())
       return reject(s);
   }
@@ -324,6 +257,7 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
 grpc::Status WorkerServiceImpl::SubscribeKvEvents(grpc::ServerContext* ctx,
                                                   const v1::SubscribeKvEventsRequest*,
                                                   grpc::ServerWriter<v1::KvEventBatch>* writer) {
+  if (grpc::Status s = Authorize(*ctx); !s.ok()) return s;
   auto sub = engine_.kv_events().Subscribe();
   while (!ctx->IsCancelled() && !shutting_down_) {
     KvEventBatch batch;
@@ -366,24 +300,16 @@ grpc::Status WorkerServiceImpl::SubscribeKvEvents(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::FetchKvPages(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::FetchKvPages(grpc::ServerContext* ctx,
                                              const v1::FetchKvPagesRequest* req,
                                              grpc::ServerWriter<v1::KvPageBatch>* writer) {
+  if (grpc::Status s = Authorize(*ctx); !s.ok()) return s;
   if (Status s = CheckNoUnknownFields(*req, "FetchKvPagesRequest"); !s.ok()) return ToGrpc(s);
   return ToGrpc(ServeKvPages(engine_, *req, writer, metrics_));
 }
 
 grpc::Status WorkerAdminImpl::Authorize(grpc::ServerContext* ctx) const {
-  if (token_.empty()) return grpc::Status::OK;
-  const auto& md = ctx->client_metadata();
-  auto it = md.find("authorization");
-  const std::string want = "Bearer " + token_;
-  if (it == md.end() ||
-      !SecretsEqual(std::string_view(it->second.data(), it->second.size()), want)) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "WorkerAdmin needs the metadata \"authorization: Bearer <admin_token>\"");
-  }
-  return grpc::Status::OK;
+  return CheckBearerToken(*ctx, token_, "WorkerAdmin", "admin_token");
 }
 
 void WorkerAdminImpl::Fill(v1::RuntimeConfig* out) const {

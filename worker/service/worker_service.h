@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/grpc_security.h"
 #include "common/tokenizer/tokenizer.h"
 #include "kvmesh/v1/worker.grpc.pb.h"
 #include "worker/engine/engine.h"
@@ -24,6 +25,12 @@
 
 namespace kvmesh {
 
+// Who may call this worker and how it calls its peers.
+struct WorkerAccess {
+  std::string service_token;  // required from every caller of the Worker service; empty: none
+  std::shared_ptr<const ChannelSecurity> peers = std::make_shared<const ChannelSecurity>();
+};
+
 struct WorkerIdentity {
   std::string worker_id;
   std::string kv_type;
@@ -35,7 +42,7 @@ struct WorkerIdentity {
 class WorkerServiceImpl final : public v1::Worker::Service {
  public:
   WorkerServiceImpl(const Model& model, const Tokenizer& tokenizer, Engine& engine,
-                    WorkerMetrics& metrics, WorkerIdentity identity);
+                    WorkerMetrics& metrics, WorkerIdentity identity, WorkerAccess access);
 
   grpc::Status Info(grpc::ServerContext* ctx, const v1::InfoRequest* req,
                     v1::InfoResponse* resp) override;
@@ -52,6 +59,8 @@ class WorkerServiceImpl final : public v1::Worker::Service {
   void Shutdown() { shutting_down_ = true; }
 
  private:
+  grpc::Status Authorize(const grpc::ServerContext& ctx) const;
+
   const Model& model_;
   const Tokenizer& tokenizer_;
   Engine& engine_;
@@ -59,6 +68,7 @@ class WorkerServiceImpl final : public v1::Worker::Service {
   WorkerMetrics& metrics_;
   WorkerIdentity identity_;
   v1::InfoResponse info_;  // built once
+  std::string service_token_;
   GrpcKvPageTransport transport_;
   PeerFetcher fetcher_;
   std::atomic<uint64_t> next_request_id_{1};
