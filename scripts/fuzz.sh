@@ -1,83 +1,99 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF reader (and the model/tokenizer metadata readers behind it),
-# the Jinja chat-template engine and the grammar front ends (GBNF, regex, JSON
-# Schema) with libFuzzer under ASan+UBSan, each for a bounded time.
-#   ./scripts/fuzz.sh [SECONDS] [JINJA_SECONDS] [GRAMMAR_SECONDS]   (60, 30, 20)
-# Seeds: small generated files plus the real models in ../shared/models; the
-# real chat templates in ../shared/chat-templates.
-# Exits non-zero if the fuzzer finds a crash, leak or sanitizer report.
+# Fuzzes every parser that takes outside input with libFuzzer under
+# ASan+UBSan, each for a bounded time:
+#   gguf            the GGUF reader and the model/tokenizer metadata behind it
+#   jinja           the chat-template engine
+#   grammar         the constrained-decoding front ends (GBNF, regex, JSON Schema)
+#   tokenizer       every vocabulary type of ../shared/vocab: encode, decode, stream
+#   gateway         the HTTP gateway's OpenAI, Responses and Anthropic request parsers
+#   config          the servers' YAML config files and their validation
+#   worker_request  a worker's checks of a GenerateRequest, then a few sampled tokens
+#
+#   ./scripts/fuzz.sh [SECONDS] [JINJA_SECONDS] [GRAMMAR_SECONDS] [EACH_OTHER_SECONDS]
+#                                                         (60, 30, 20, 20)
+# Seeds: small generated GGUF files and the real models of ../shared/models;
+# the real chat templates; fuzz/corpus/<target>/ (committed) plus, for the
+# tokenizer, llama.cpp's tokenizer test texts (../shared/vocab/*.inp).
+# Exits non-zero if a fuzzer finds a crash, leak or sanitizer report; the
+# reproducer is left in build/fuzz/artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_TO_RUN=${1:-60}
 JINJA_SECONDS=${2:-30}
 GRAMMAR_SECONDS=${3:-20}
+OTHER_SECONDS=${4:-20}
 BUILD=build/fuzz
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DKVMESH_BUILD_FUZZERS=ON -DKVMESH_SANITIZE=ON -DKVMESH_BUILD_TESTS=OFF -DKVMESH_CUDA=OFF >/dev/null
 fi
-cmake --build "$BUILD" --target gguf_fuzz gguf_seed_writer jinja_fuzz grammar_fuzz --parallel "$(nproc)"
+targets=(gguf_fuzz jinja_fuzz grammar_fuzz tokenizer_fuzz gateway_fuzz config_fuzz worker_request_fuzz)
+cmake --build "$BUILD" --target "${targets[@]}" gguf_seed_writer worker_request_seed_writer \
+  --parallel "$(nproc)"
 
-corpus=$(mktemp -d)
-trap 'rm -rf "$corpus"' EXIT
-"$BUILD/fuzz/gguf_seed_writer" "$corpus"
 shared=${KVMESH_SHARED_DIR:-../shared}
-if compgen -G "$shared/models/*.gguf" >/dev/null; then
-  cp "$shared"/models/*.gguf "$corpus"/
-else
-  echo "fuzz: $shared/models not found; fuzzing from generated seeds only"
-fi
-mkdir -p "$BUILD/artifacts"
+export KVMESH_FUZZ_VOCAB_DIR="$shared/vocab"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-log="$BUILD/fuzz.log"
-rc=0
-"$BUILD/fuzz/gguf_fuzz" -max_total_time="$SECONDS_TO_RUN" -max_len=1048576 -rss_limit_mb=4096 \
-  -timeout=20 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/" "$corpus" >"$log" 2>&1 || rc=$?
-grep -E "^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY)|ERROR|runtime error" "$log" || true
-if [ "$rc" -ne 0 ]; then
-  echo "fuzz: FAILED (exit $rc); full log in $log, reproducer in $BUILD/artifacts/" >&2
-  tail -n 60 "$log" >&2
-  exit 1
-fi
-echo "fuzz: no crashes, leaks or sanitizer reports in ${SECONDS_TO_RUN}s"
+mkdir -p "$BUILD/artifacts"
+corpora=$(mktemp -d)
+trap 'rm -rf "$corpora"' EXIT
 
-# The Jinja engine, seeded with real templates.
-jinja_corpus=$(mktemp -d)
-trap 'rm -rf "$corpus" "$jinja_corpus"' EXIT
-if compgen -G "$shared/chat-templates/templates/*.jinja" >/dev/null; then
-  cp "$shared"/chat-templates/templates/*.jinja "$jinja_corpus"/
+# run NAME SECONDS MAX_LEN CORPUS: one target, its summary, and exit 1 on a finding.
+run() {
+  local name=$1 seconds=$2 max_len=$3 corpus=$4
+  local log="$BUILD/$name.log" rc=0
+  "$BUILD/fuzz/$name" -max_total_time="$seconds" -max_len="$max_len" -rss_limit_mb=4096 \
+    -timeout=20 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$name-" "$corpus" \
+    >"$log" 2>&1 || rc=$?
+  grep -E "^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY)|ERROR|runtime error" "$log" || true
+  if [ "$rc" -ne 0 ]; then
+    echo "fuzz: $name FAILED (exit $rc); full log in $log, reproducer in $BUILD/artifacts/" >&2
+    tail -n 60 "$log" >&2
+    exit 1
+  fi
+  echo "fuzz: $name: no crashes, leaks or sanitizer reports in ${seconds}s"
+}
+# corpus NAME: a fresh copy of fuzz/corpus/NAME (the fuzzer adds to it).
+corpus() {
+  mkdir -p "$corpora/$1"
+  if [ -d "fuzz/corpus/$1" ]; then cp fuzz/corpus/"$1"/* "$corpora/$1"/; fi
+  echo "$corpora/$1"
+}
+
+gguf=$(corpus gguf)
+"$BUILD/fuzz/gguf_seed_writer" "$gguf"
+if compgen -G "$shared/models/*.gguf" >/dev/null; then
+  cp "$shared"/models/*.gguf "$gguf"/
 else
-  printf '{{ messages[0].content }}' >"$jinja_corpus/seed.jinja"
+  echo "fuzz: $shared/models not found; fuzzing GGUF from generated seeds only"
 fi
-log="$BUILD/jinja_fuzz.log"
-rc=0
-"$BUILD/fuzz/jinja_fuzz" -max_total_time="$JINJA_SECONDS" -max_len=65536 -rss_limit_mb=4096 \
-  -timeout=20 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/jinja-" "$jinja_corpus" >"$log" 2>&1 || rc=$?
-grep -E "^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY)|ERROR|runtime error" "$log" || true
-if [ "$rc" -ne 0 ]; then
-  echo "fuzz: jinja FAILED (exit $rc); full log in $log, reproducer in $BUILD/artifacts/" >&2
-  tail -n 60 "$log" >&2
-  exit 1
-fi
-echo "fuzz: jinja: no crashes, leaks or sanitizer reports in ${JINJA_SECONDS}s"
+run gguf_fuzz "$SECONDS_TO_RUN" 1048576 "$gguf"
 
-# The grammar front ends, seeded with GBNF, regexes and schemas.
-grammar_corpus=$(mktemp -d)
-trap 'rm -rf "$corpus" "$jinja_corpus" "$grammar_corpus"' EXIT
-printf 'root ::= "[" (item ("," item)*)? "]"\nitem ::= [a-z]+ | [0-9]{1,3}\n' >"$grammar_corpus/list.gbnf"
-printf '^[A-Z]{2}-\\d+(\\.[0-9]*)?$' >"$grammar_corpus/regex"
-cp bench/constrained_schema.json "$grammar_corpus/schema.json"
-printf '{"anyOf": [{"type": "string", "format": "date"}, {"$ref": "#/$defs/n"}], "$defs": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}}' >"$grammar_corpus/anyof.json"
-log="$BUILD/grammar_fuzz.log"
-rc=0
-"$BUILD/fuzz/grammar_fuzz" -max_total_time="$GRAMMAR_SECONDS" -max_len=4096 -rss_limit_mb=4096 \
-  -timeout=20 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/grammar-" "$grammar_corpus" >"$log" 2>&1 || rc=$?
-grep -E "^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY)|ERROR|runtime error" "$log" || true
-if [ "$rc" -ne 0 ]; then
-  echo "fuzz: grammar FAILED (exit $rc); full log in $log, reproducer in $BUILD/artifacts/" >&2
-  tail -n 60 "$log" >&2
-  exit 1
+jinja=$(corpus jinja)
+if compgen -G "$shared/chat-templates/templates/*.jinja" >/dev/null; then
+  cp "$shared"/chat-templates/templates/*.jinja "$jinja"/
+else
+  printf '{{ messages[0].content }}' >"$jinja/seed.jinja"
 fi
-echo "fuzz: grammar front ends: no crashes, leaks or sanitizer reports in ${GRAMMAR_SECONDS}s"
+run jinja_fuzz "$JINJA_SECONDS" 65536 "$jinja"
+
+grammar=$(corpus grammar)
+cp bench/constrained_schema.json "$grammar/schema.json"
+run grammar_fuzz "$GRAMMAR_SECONDS" 4096 "$grammar"
+
+run gateway_fuzz "$OTHER_SECONDS" 16384 "$(corpus gateway)"
+run config_fuzz "$OTHER_SECONDS" 4096 "$(corpus config)"
+
+# The tokenizer and worker targets load real vocabularies.
+if compgen -G "$shared/vocab/*.gguf" >/dev/null; then
+  tokenizer=$(corpus tokenizer)
+  for f in "$shared"/vocab/*.inp; do cp "$f" "$tokenizer/$(basename "$f").txt"; done
+  run tokenizer_fuzz "$OTHER_SECONDS" 2048 "$tokenizer"
+  request=$(corpus worker_request)
+  "$BUILD/fuzz/worker_request_seed_writer" "$request"
+  run worker_request_fuzz "$OTHER_SECONDS" 4096 "$request"
+else
+  echo "fuzz: SKIP tokenizer_fuzz and worker_request_fuzz: no vocabularies in $shared/vocab"
+fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs packages,
 # builds with warnings as errors, runs every test (ctest), checks formatting,
-# and fuzzes the GGUF reader for a bounded time under ASan+UBSan.
+# and fuzzes every parser of outside input for a bounded time under
+# ASan+UBSan (scripts/fuzz.sh).
 #
 #   FUZZ_SECONDS=120 ./scripts/test.sh     # longer fuzzing
 #   SKIP_FUZZ=1 ./scripts/test.sh          # everything but the fuzzing run
@@ -37,7 +38,8 @@ else
 fi
 
 if [ -z "${SKIP_FUZZ:-}" ]; then
-  stamp "fuzzing the GGUF reader (${FUZZ_SECONDS:-60}s), the Jinja engine (${JINJA_FUZZ_SECONDS:-30}s) and the grammar front ends (${GRAMMAR_FUZZ_SECONDS:-20}s), ASan+UBSan"
-  ./scripts/fuzz.sh "${FUZZ_SECONDS:-60}" "${JINJA_FUZZ_SECONDS:-30}" "${GRAMMAR_FUZZ_SECONDS:-20}"
+  stamp "fuzzing under ASan+UBSan: the GGUF reader (${FUZZ_SECONDS:-60}s), the Jinja engine (${JINJA_FUZZ_SECONDS:-30}s), the grammar front ends (${GRAMMAR_FUZZ_SECONDS:-20}s), and the tokenizers, gateway requests, config files and worker requests (${OTHER_FUZZ_SECONDS:-20}s each)"
+  ./scripts/fuzz.sh "${FUZZ_SECONDS:-60}" "${JINJA_FUZZ_SECONDS:-30}" "${GRAMMAR_FUZZ_SECONDS:-20}" \
+    "${OTHER_FUZZ_SECONDS:-20}"
 fi
 stamp "all tests passed"
