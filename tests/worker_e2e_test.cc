@@ -295,6 +295,68 @@ TEST_F(WorkerE2eTest, AdminNeedsTheTokenAndChangesKnobsLive) {
   EXPECT_TRUE(Generate(*worker_->stub, Greedy({1, 403, 407}, 8)).status.ok());
 }
 
+// The fault knob of drills (bench/fault_drill.sh): slow engine steps, and a
+// gap in the KV event numbering that subscribers must notice.
+TEST_F(WorkerE2eTest, InjectedFaultsSlowStepsAndOpenAGapInTheEvents) {
+  auto admin_context = [](grpc::ClientContext* ctx) {
+    ctx->AddMetadata("authorization", "Bearer s3cret");
+  };
+  v1::InjectFaultResponse resp;
+  {
+    grpc::ClientContext no_auth;
+    v1::InjectFaultRequest req;
+    req.set_step_delay_ms(100);
+    EXPECT_EQ(worker_->admin->InjectFault(&no_auth, req, &resp).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    grpc::ClientContext too_slow;
+    admin_context(&too_slow);
+    req.set_step_delay_ms(70000);
+    EXPECT_EQ(worker_->admin->InjectFault(&too_slow, req, &resp).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+    grpc::ClientContext ctx;
+    admin_context(&ctx);
+    req.set_step_delay_ms(100);
+    ASSERT_TRUE(worker_->admin->InjectFault(&ctx, req, &resp).ok());
+    EXPECT_EQ(resp.step_delay_ms(), 100u);
+  }
+  // A prefill step and 5 decode steps, each at least 100 ms longer.
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Generate(*worker_->stub, Greedy({1, 403, 407}, 6)).status.ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(600));
+  {
+    grpc::ClientContext ctx;
+    admin_context(&ctx);
+    v1::InjectFaultRequest req;
+    req.set_step_delay_ms(0);
+    ASSERT_TRUE(worker_->admin->InjectFault(&ctx, req, &resp).ok());
+    EXPECT_EQ(resp.step_delay_ms(), 0u);
+  }
+
+  grpc::ClientContext sub_ctx;
+  auto reader = worker_->stub->SubscribeKvEvents(&sub_ctx, v1::SubscribeKvEventsRequest());
+  v1::KvEventBatch snap;
+  ASSERT_TRUE(reader->Read(&snap));
+  ASSERT_TRUE(snap.snapshot());
+  {
+    grpc::ClientContext ctx;
+    admin_context(&ctx);
+    v1::InjectFaultRequest req;
+    req.set_drop_kv_event_batches(1);
+    ASSERT_TRUE(worker_->admin->InjectFault(&ctx, req, &resp).ok());
+    EXPECT_EQ(resp.kv_event_batches_to_drop(), 1u);
+  }
+  // Each generation stores new blocks: the first one's batch is dropped.
+  for (int32_t first : {300, 400}) {
+    std::vector<int32_t> prompt = {1};
+    for (int i = 0; i < 40; ++i) prompt.push_back(first + i);
+    ASSERT_TRUE(Generate(*worker_->stub, Greedy(prompt, 2)).status.ok());
+  }
+  v1::KvEventBatch next;
+  ASSERT_TRUE(reader->Read(&next));
+  EXPECT_GT(next.sequence(), snap.sequence() + 1);  // a gap: the router resubscribes
+  sub_ctx.TryCancel();
+}
+
 TEST_F(WorkerE2eTest, MetricsPassPromtool) {
   ASSERT_TRUE(Generate(*worker_->stub, Greedy({1, 403, 407}, 8)).status.ok());
   const std::string text = Metrics(worker_->http);

@@ -360,6 +360,9 @@ bool Engine::Step() {
   }
   ForwardOutput fo;
   const Status status = executor_->Forward(batch, &fo);
+  if (const int64_t delay = step_delay_ms_.load(); delay > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+  }
   kv_.EndStep();  // the forward pass waited for the host tier's copies
   for (size_t i = 0; i < out.chunks.size(); ++i) {
     const ScheduledChunk& c = out.chunks[i];

@@ -110,6 +110,12 @@ class Engine {
   Status SetLimits(const SchedulerLimits& limits);
   // Drops every cached prefix; returns how many hashes were dropped.
   int64_t ClearCache();
+  // Fault injection (WorkerAdmin.InjectFault): every step that computes
+  // takes `delay` longer, as on a slow or overloaded device. Any thread.
+  void SetStepDelay(std::chrono::milliseconds delay) { step_delay_ms_ = delay.count(); }
+  std::chrono::milliseconds step_delay() const {
+    return std::chrono::milliseconds(step_delay_ms_.load());
+  }
   // The leading run of `hashes` this engine has cached (either tier), as
   // pages for a peer, within `max_bytes`; read between two steps.
   StatusOr<std::vector<KvPage>> ExportPages(std::vector<BlockHash> hashes, size_t max_bytes);
@@ -190,6 +196,7 @@ class Engine {
   EngineLoad load_;
 
   std::thread thread_;
+  std::atomic<int64_t> step_delay_ms_{0};  // fault injection
 };
 
 }  // namespace kvmesh

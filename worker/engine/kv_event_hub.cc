@@ -61,6 +61,10 @@ void KvEventHub::Publish(std::vector<KvEvent> events) {
     }
   }
   KvEventBatch batch{epoch_, ++sequence_, false, std::move(events)};
+  if (drop_ > 0) {
+    --drop_;
+    return;
+  }
   size_t live = 0;
   for (auto& weak : subscribers_) {
     std::shared_ptr<KvSubscription> sub = weak.lock();
@@ -107,6 +111,16 @@ void KvEventHub::CloseAll() {
     subscribers_.clear();
   }
   for (auto& s : subs) s->Close();
+}
+
+void KvEventHub::DropNextBatches(uint32_t batches) {
+  std::lock_guard<std::mutex> lock(mu_);
+  drop_ = batches;
+}
+
+uint32_t KvEventHub::batches_to_drop() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return drop_;
 }
 
 }  // namespace kvmesh

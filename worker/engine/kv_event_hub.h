@@ -71,10 +71,17 @@ class KvEventHub {
   // Closes every subscription (shutdown).
   void CloseAll();
 
+  // Fault injection (WorkerAdmin.InjectFault): the next `batches` batches
+  // are numbered and mirrored but reach no subscriber, which then sees a gap
+  // in the numbering (as after a lost message) and must resubscribe.
+  void DropNextBatches(uint32_t batches);
+  uint32_t batches_to_drop() const;
+
  private:
   const uint64_t epoch_;
   mutable std::mutex mu_;
   uint64_t sequence_ = 0;  // guarded by mu_
+  uint32_t drop_ = 0;      // batches still to drop; guarded by mu_
   static size_t TierIndex(CacheTier tier) { return tier == CacheTier::kHost ? 1 : 0; }
   // Hashes cached per tier (device, host), guarded by mu_.
   std::unordered_set<BlockHash, BlockHashHasher> cached_[2];

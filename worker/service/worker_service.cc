@@ -364,4 +364,28 @@ grpc::Status WorkerAdminImpl::ClearCache(grpc::ServerContext* ctx, const v1::Cle
   return grpc::Status::OK;
 }
 
+grpc::Status WorkerAdminImpl::InjectFault(grpc::ServerContext* ctx,
+                                          const v1::InjectFaultRequest* req,
+                                          v1::InjectFaultResponse* resp) {
+  if (auto s = Authorize(ctx); !s.ok()) return s;
+  if (Status s = CheckNoUnknownFields(*req, "InjectFaultRequest"); !s.ok()) return ToGrpc(s);
+  if (req->has_step_delay_ms()) {
+    if (req->step_delay_ms() > 60000) {
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          "step_delay_ms is " + std::to_string(req->step_delay_ms()) + "; at most 60000");
+    }
+    engine_.SetStepDelay(std::chrono::milliseconds(req->step_delay_ms()));
+  }
+  if (req->drop_kv_event_batches() > 0) {
+    engine_.kv_events().DropNextBatches(req->drop_kv_event_batches());
+  }
+  resp->set_step_delay_ms(static_cast<uint32_t>(engine_.step_delay().count()));
+  resp->set_kv_event_batches_to_drop(engine_.kv_events().batches_to_drop());
+  Log(LogLevel::kWarning, "admin",
+      "fault injected: step delay " + std::to_string(resp->step_delay_ms()) + " ms, " +
+          std::to_string(resp->kv_event_batches_to_drop()) + " KV event batches to drop");
+  return grpc::Status::OK;
+}
+
 }  // namespace kvmesh

@@ -87,6 +87,8 @@ class WorkerAdminImpl final : public v1::WorkerAdmin::Service {
                                    v1::RuntimeConfig* resp) override;
   grpc::Status ClearCache(grpc::ServerContext* ctx, const v1::ClearCacheRequest* req,
                           v1::ClearCacheResponse* resp) override;
+  grpc::Status InjectFault(grpc::ServerContext* ctx, const v1::InjectFaultRequest* req,
+                           v1::InjectFaultResponse* resp) override;
 
  private:
   grpc::Status Authorize(grpc::ServerContext* ctx) const;
