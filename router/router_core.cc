@@ -570,11 +570,17 @@ RouterCore::AttemptEnd RouterCore::Relay(WorkerLease& lease, const Plan& plan,
   if (cancelled) return Done(CancelledError("the client cancelled the request"));
   if (status.ok()) return Done(Status::Ok());
   if (watch->timed_out()) {
-    return Done(DeadlineExceededError(
+    Status stalled = DeadlineExceededError(
         "worker " + worker_id + " made no progress for " +
         std::to_string(
             std::chrono::duration_cast<std::chrono::seconds>(options_.request_timeout).count()) +
-        " s (no token, no prefill chunk); the request was cancelled"));
+        " s (no token, no prefill chunk); the request was cancelled");
+    if (relayed) return Done(std::move(stalled));
+    // Nothing reached the client: the worker is hung (SIGSTOP, a stuck
+    // device) or hopelessly behind. It leaves the routing set until it
+    // answers a poll again, and the request goes elsewhere.
+    lease->ReportFailure();
+    return {std::move(stalled), /*retry=*/true, "stalled"};
   }
   if (relayed) {
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE) lease->ReportFailure();
