@@ -22,12 +22,7 @@ SECONDS_TO_RUN=${1:-60}
 JINJA_SECONDS=${2:-30}
 GRAMMAR_SECONDS=${3:-20}
 OTHER_SECONDS=${4:-20}
-BUILD=build/fuzz
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DKVMESH_BUILD_FUZZERS=ON -DKVMESH_SANITIZE=ON -DKVMESH_BUILD_TESTS=OFF -DKVMESH_CUDA=OFF >/dev/null
-fi
+source scripts/sanitizer_build.sh
 targets=(gguf_fuzz jinja_fuzz grammar_fuzz tokenizer_fuzz gateway_fuzz config_fuzz worker_request_fuzz)
 cmake --build "$BUILD" --target "${targets[@]}" gguf_seed_writer worker_request_seed_writer \
   --parallel "$(nproc)"

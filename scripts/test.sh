@@ -7,6 +7,7 @@
 #   FUZZ_SECONDS=120 ./scripts/test.sh     # longer fuzzing
 #   SKIP_FUZZ=1 ./scripts/test.sh          # everything but the fuzzing run
 #   SKIP_CONTAINERS=1 ./scripts/test.sh    # no container image build
+#   SKIP_SANITIZE=1 ./scripts/test.sh      # no ASan+UBSan run of the router's unit tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -41,5 +42,9 @@ if [ -z "${SKIP_FUZZ:-}" ]; then
   stamp "fuzzing under ASan+UBSan: the GGUF reader (${FUZZ_SECONDS:-60}s), the Jinja engine (${JINJA_FUZZ_SECONDS:-30}s), the grammar front ends (${GRAMMAR_FUZZ_SECONDS:-20}s), and the tokenizers, gateway requests, config files and worker requests (${OTHER_FUZZ_SECONDS:-20}s each)"
   ./scripts/fuzz.sh "${FUZZ_SECONDS:-60}" "${JINJA_FUZZ_SECONDS:-30}" "${GRAMMAR_FUZZ_SECONDS:-20}" \
     "${OTHER_FUZZ_SECONDS:-20}"
+fi
+if [ -z "${SKIP_SANITIZE:-}" ]; then
+  stamp "the router's unit tests under ASan+UBSan"
+  ./scripts/sanitize.sh
 fi
 stamp "all tests passed"
