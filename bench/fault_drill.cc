@@ -3,13 +3,15 @@
 // knob of WorkerAdmin, and the per-fault report.
 //
 //   fault_drill load --router HOST:PORT --streams 64 --seconds 90 --out records.tsv
+//       [--max-tokens 16] [--worker HOST:PORT: straight to a worker instead]
+//       [--http HOST:PORT: through the router's HTTP gateway, OpenAI streaming]
 //       64 client threads, each sending one greedy streaming Generate after
 //       another (a shared 64-token prefix out of 16, then 8 tokens of its
 //       own; 16 new tokens) until the time is up; one line per request:
 //       start_ms first_token_ms end_ms tokens grpc_code worker message
 //       (epoch milliseconds; first_token_ms -1 when no token arrived).
 //   fault_drill inject --worker HOST:PORT [--step-delay-ms N] [--drop-kv-event-batches N]
-//   fault_drill report --records records.tsv --marks marks.tsv
+//   fault_drill report --records records.tsv [--marks marks.tsv | --label TEXT]
 //       marks: one "epoch_ms label" line per fault, in order; prints, per
 //       phase (from one mark to the next; a request belongs to the phase in
 //       which it ended, when its client learned the outcome), the requests,
@@ -18,6 +20,7 @@
 //       errors stopped, each worker's share of the answers, and what clients
 //       saw.
 #include <grpcpp/grpcpp.h>
+#include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -27,6 +30,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
@@ -63,10 +67,131 @@ struct Record {
   std::string worker, message;
 };
 
+// One request's prompt: a shared 64-token prefix out of 16, then 8 tokens
+// of its own.
+std::vector<int32_t> Prompt(const std::vector<std::vector<int32_t>>& prefixes, std::mt19937& rng) {
+  std::vector<int32_t> prompt = prefixes[rng() % prefixes.size()];
+  for (int i = 0; i < 8; ++i) prompt.push_back(260 + static_cast<int32_t>(rng() % 250));
+  return prompt;
+}
+
+// A streaming Generate through a router's Inference API.
+Record ThroughRouter(kvmesh::v1::Inference::Stub& stub, const std::vector<int32_t>& prompt,
+                     int max_tokens) {
+  kvmesh::v1::GenerateTextRequest req;
+  req.mutable_prompt_tokens()->Assign(prompt.begin(), prompt.end());
+  req.mutable_options()->set_max_tokens(max_tokens);
+  req.mutable_options()->set_ignore_eos(true);
+  req.mutable_options()->mutable_sampling()->set_temperature(0);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  Record r;
+  r.start = NowMs();
+  auto reader = stub.Generate(&ctx, req);
+  kvmesh::v1::GenerateTextResponse m;
+  while (reader->Read(&m)) {
+    if (m.tokens_size() > 0 && r.first_token < 0) r.first_token = NowMs();
+    r.tokens += m.tokens_size();
+    if (!m.worker().empty()) r.worker = m.worker();
+  }
+  const grpc::Status s = reader->Finish();
+  r.end = NowMs();
+  r.code = static_cast<int>(s.error_code());
+  r.message = s.error_message();
+  return r;
+}
+
+// The same request straight to a worker (the router's added latency is the
+// difference at the same load per worker).
+Record StraightToWorker(kvmesh::v1::Worker::Stub& stub, const std::vector<int32_t>& prompt,
+                        int max_tokens, const std::string& worker) {
+  kvmesh::v1::GenerateRequest req;
+  req.mutable_prompt_tokens()->Assign(prompt.begin(), prompt.end());
+  req.set_max_tokens(max_tokens);
+  req.set_ignore_eos(true);
+  req.mutable_sampling()->set_temperature(0);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  Record r;
+  r.start = NowMs();
+  r.worker = worker;
+  auto reader = stub.Generate(&ctx, req);
+  kvmesh::v1::GenerateResponse m;
+  while (reader->Read(&m)) {
+    if (m.tokens_size() > 0 && r.first_token < 0) r.first_token = NowMs();
+    r.tokens += m.tokens_size();
+  }
+  const grpc::Status s = reader->Finish();
+  r.end = NowMs();
+  r.code = static_cast<int>(s.error_code());
+  r.message = s.error_message();
+  return r;
+}
+
+// The same request as an OpenAI streaming completion through the router's
+// HTTP gateway (one connection per request, as most clients do). The record's
+// code is 0 for HTTP 200, else the HTTP status; its message the body's start
+// and, on a 429, whether Retry-After came.
+Record OverHttp(const std::string& gateway, const std::vector<int32_t>& prompt, int max_tokens) {
+  const size_t colon = gateway.rfind(':');
+  httplib::Client client(gateway.substr(0, colon), std::stoi(gateway.substr(colon + 1)));
+  client.set_read_timeout(60);
+  nlohmann::json body = {{"prompt", prompt},
+                         {"max_tokens", max_tokens},
+                         {"temperature", 0},
+                         {"stream", true},
+                         {"ignore_eos", true}};
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  Record r;
+  std::string error_body;
+  int status = 0;
+  req.response_handler = [&](const httplib::Response& res) {
+    status = res.status;
+    if (res.status == 429)
+      error_body =
+          res.has_header("Retry-After") ? "429 with Retry-After " : "429 without Retry-After ";
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
+    const std::string_view chunk(data, length);
+    if (status != 200) {
+      error_body.append(chunk.substr(0, 120));
+      return true;
+    }
+    // Each completion chunk carries text; the first one is the first token.
+    if (r.first_token < 0 && chunk.find("\"text\"") != std::string_view::npos)
+      r.first_token = NowMs();
+    for (size_t at = chunk.find("\"text\""); at != std::string_view::npos;
+         at = chunk.find("\"text\"", at + 1)) {
+      ++r.tokens;
+    }
+    return true;
+  };
+  r.start = NowMs();
+  const httplib::Result res = client.send(req);
+  r.end = NowMs();
+  r.worker = "http";
+  if (!res) {
+    r.code = -1;
+    r.message = "no response: " + httplib::to_string(res.error());
+  } else if (status != 200) {
+    r.code = status;
+    r.message = error_body;
+  }
+  return r;
+}
+
 int Load(const std::map<std::string, std::string>& flags) {
   const std::string router = Flag(flags, "--router", "127.0.0.1:50050");
+  const std::string worker = Flag(flags, "--worker", "");  // set: straight to this worker
+  const std::string http = Flag(flags, "--http", "");      // set: the router's HTTP gateway
   const int streams = std::atoi(Flag(flags, "--streams", "64").c_str());
   const int seconds = std::atoi(Flag(flags, "--seconds", "60").c_str());
+  const int max_tokens = std::atoi(Flag(flags, "--max-tokens", "16").c_str());
   std::ofstream out(Flag(flags, "--out", "records.tsv"));
   std::mutex out_mu;
   std::mt19937 seed_rng(7);
@@ -83,31 +208,15 @@ int Load(const std::map<std::string, std::string>& flags) {
       grpc::ChannelArguments args;
       args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
-      auto stub = kvmesh::v1::Inference::NewStub(
-          grpc::CreateCustomChannel(router, grpc::InsecureChannelCredentials(), args));
+      auto channel = grpc::CreateCustomChannel(worker.empty() ? router : worker,
+                                               grpc::InsecureChannelCredentials(), args);
+      auto router_stub = kvmesh::v1::Inference::NewStub(channel);
+      auto worker_stub = kvmesh::v1::Worker::NewStub(channel);
       while (NowMs() < stop_at) {
-        kvmesh::v1::GenerateTextRequest req;
-        const auto& prefix = prefixes[rng() % prefixes.size()];
-        req.mutable_prompt_tokens()->Assign(prefix.begin(), prefix.end());
-        for (int i = 0; i < 8; ++i) req.add_prompt_tokens(260 + static_cast<int32_t>(rng() % 250));
-        req.mutable_options()->set_max_tokens(16);
-        req.mutable_options()->set_ignore_eos(true);
-        req.mutable_options()->mutable_sampling()->set_temperature(0);
-        grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-        Record r;
-        r.start = NowMs();
-        auto reader = stub->Generate(&ctx, req);
-        kvmesh::v1::GenerateTextResponse m;
-        while (reader->Read(&m)) {
-          if (m.tokens_size() > 0 && r.first_token < 0) r.first_token = NowMs();
-          r.tokens += m.tokens_size();
-          if (!m.worker().empty()) r.worker = m.worker();
-        }
-        const grpc::Status s = reader->Finish();
-        r.end = NowMs();
-        r.code = static_cast<int>(s.error_code());
-        r.message = s.error_message();
+        const std::vector<int32_t> prompt = Prompt(prefixes, rng);
+        Record r = !http.empty()    ? OverHttp(http, prompt, max_tokens)
+                   : worker.empty() ? ThroughRouter(*router_stub, prompt, max_tokens)
+                                    : StraightToWorker(*worker_stub, prompt, max_tokens, worker);
         std::replace(r.message.begin(), r.message.end(), '\t', ' ');
         std::replace(r.message.begin(), r.message.end(), '\n', ' ');
         {
@@ -117,7 +226,7 @@ int Load(const std::map<std::string, std::string>& flags) {
               << (r.message.empty() ? "-" : r.message) << '\n';
         }
         // A client backs off a little after an error (the router may be down).
-        if (!s.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (r.code != 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     });
   }
@@ -179,6 +288,11 @@ int Report(const std::map<std::string, std::string>& flags) {
   for (std::string line; std::getline(m, line);) {
     const size_t space = line.find(' ');
     marks.emplace_back(std::stoll(line.substr(0, space)), line.substr(space + 1));
+  }
+  if (marks.empty()) {
+    int64_t first = INT64_MAX;
+    for (const Record& r : records) first = std::min(first, r.start);
+    marks.emplace_back(records.empty() ? 0 : first, Flag(flags, "--label", "the whole run"));
   }
   std::printf(
       "| phase (from the fault on) | requests | lost before a token | cut after a token | TTFT "

@@ -7,7 +7,10 @@ option(KVMESH_CCACHE "Compile through ccache when it is installed" ON)
 if(KVMESH_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
   find_program(KVMESH_CCACHE_PROGRAM ccache)
   if(KVMESH_CCACHE_PROGRAM)
-    set(launcher ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${CMAKE_SOURCE_DIR} ${KVMESH_CCACHE_PROGRAM})
+    # CCACHE_NOHASHDIR: with -g (the fuzz build) the build directory would
+    # otherwise be part of every key, and no other clone could hit.
+    set(launcher ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${CMAKE_SOURCE_DIR} CCACHE_NOHASHDIR=1
+        ${KVMESH_CCACHE_PROGRAM})
     set(CMAKE_C_COMPILER_LAUNCHER ${launcher})
     set(CMAKE_CXX_COMPILER_LAUNCHER ${launcher})
     set(CMAKE_CUDA_COMPILER_LAUNCHER ${launcher})
