@@ -71,6 +71,11 @@ Status CheckPemCertificate(const std::string& path, std::string_view option) {
 
 Status CheckPemKeyPair(const std::string& cert_path, const std::string& key_path,
                        std::string_view cert_option, std::string_view key_option) {
+  if (cert_path.empty() && key_path.empty()) return Status::Ok();
+  if (cert_path.empty() || key_path.empty()) {
+    return InvalidArgumentError("options " + std::string(cert_option) + " and " +
+                                std::string(key_option) + " must be given together");
+  }
   auto cert_pem = ReadPemFile(cert_path);
   if (!cert_pem.ok()) return cert_pem.status().WithPrefix("option " + std::string(cert_option));
   int count = 0;

@@ -81,8 +81,9 @@ grpc::Status CheckBearerToken(const grpc::ServerContext& context, std::string_vi
                               std::string_view service, std::string_view option);
 
 // Checks that `path` holds at least one PEM certificate, and that a key
-// matches the first certificate of its chain. The errors name the options
-// and the files.
+// matches the first certificate of its chain (both paths empty: nothing to
+// check; one of them empty: an error, they go together). The errors name
+// the options and the files.
 Status CheckPemCertificate(const std::string& path, std::string_view option);
 Status CheckPemKeyPair(const std::string& cert_path, const std::string& key_path,
                        std::string_view cert_option, std::string_view key_option);

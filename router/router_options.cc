@@ -129,24 +129,15 @@ Status RouterOptions::Validate() const {
     auto alias = ParseModelAlias(a);
     if (!alias.ok()) return alias.status().WithPrefix("option model_alias");
   }
-  if (tls_cert.empty() != tls_key.empty()) {
-    return InvalidArgumentError("options tls_cert and tls_key must be given together");
-  }
-  if (!tls_cert.empty()) RETURN_IF_ERROR(CheckPemKeyPair(tls_cert, tls_key, "tls_cert", "tls_key"));
+  RETURN_IF_ERROR(CheckPemKeyPair(tls_cert, tls_key, "tls_cert", "tls_key"));
   if (!tls_client_ca.empty()) {
     if (tls_cert.empty()) {
       return InvalidArgumentError("option tls_client_ca needs tls_cert and tls_key");
     }
     RETURN_IF_ERROR(CheckPemCertificate(tls_client_ca, "tls_client_ca"));
   }
-  if (worker_tls_cert.empty() != worker_tls_key.empty()) {
-    return InvalidArgumentError(
-        "options worker_tls_cert and worker_tls_key must be given together");
-  }
-  if (!worker_tls_cert.empty()) {
-    RETURN_IF_ERROR(
-        CheckPemKeyPair(worker_tls_cert, worker_tls_key, "worker_tls_cert", "worker_tls_key"));
-  }
+  RETURN_IF_ERROR(
+      CheckPemKeyPair(worker_tls_cert, worker_tls_key, "worker_tls_cert", "worker_tls_key"));
   if (!worker_tls_ca.empty()) RETURN_IF_ERROR(CheckPemCertificate(worker_tls_ca, "worker_tls_ca"));
   if (!worker_tls_server_name.empty() && !WorkerTls().enabled) {
     return InvalidArgumentError(

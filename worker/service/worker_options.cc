@@ -117,10 +117,7 @@ Status WorkerOptions::Validate() const {
     return InvalidArgumentError("option role: \"" + role +
                                 "\" is not one of both, prefill, decode");
   }
-  if (tls_cert.empty() != tls_key.empty()) {
-    return InvalidArgumentError("options tls_cert and tls_key must be given together");
-  }
-  if (!tls_cert.empty()) RETURN_IF_ERROR(CheckPemKeyPair(tls_cert, tls_key, "tls_cert", "tls_key"));
+  RETURN_IF_ERROR(CheckPemKeyPair(tls_cert, tls_key, "tls_cert", "tls_key"));
   if (!tls_ca.empty()) RETURN_IF_ERROR(CheckPemCertificate(tls_ca, "tls_ca"));
   if (tls_client_auth && (tls_cert.empty() || tls_ca.empty())) {
     return InvalidArgumentError(
