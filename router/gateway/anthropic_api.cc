@@ -69,7 +69,7 @@ Status ParseCacheControl(const JsonObjectReader& block, uint32_t* ttl) {
   } else if (duration == "1h") {
     seconds = 3600;
   } else {
-    return reader.ValueError("ttl", "must be \"5m\" or \"1h\"", (*control)["ttl"]);
+    return reader.ValueError("ttl", "must be \"5m\" or \"1h\"");
   }
   *ttl = std::max(*ttl, seconds);
   return Status::Ok();
@@ -180,7 +180,7 @@ Status ParseMessages(const JsonObjectReader& body, v1::ChatRequest* request) {
     // Claude Code sends system-role messages inside `messages` too; they
     // reach the chat template as system messages where they stand.
     if (role != "user" && role != "assistant" && role != "system") {
-      return message.ValueError("role", "must be user, assistant or system", item["role"]);
+      return message.ValueError("role", "must be user, assistant or system");
     }
     const json* content = message.Find("content");
     if (content == nullptr) return message.Missing("content");
@@ -245,7 +245,7 @@ Status ParseTools(const JsonObjectReader& body, v1::ChatRequest* request) {
       if (name.empty()) return reader.Missing("name");
       request->set_tool_choice(name);
     } else if (type != "auto") {
-      return reader.ValueError("type", "must be auto, any, tool or none", (*choice)["type"]);
+      return reader.ValueError("type", "must be auto, any, tool or none");
     }
   }
   ordered_json out = ordered_json::array();

@@ -93,6 +93,12 @@ TEST(AnthropicApiTest, ErrorsNameTheField) {
                            "tools": [{"name": "f", "input_schema": {}}],
                            "tool_choice": {"type": "tool"}})"),
             "field \"tool_choice.name\" is required");
+  // A tool_choice without a type (the fuzzer's find: the error once read the
+  // missing field through nlohmann's const operator[], past the map).
+  EXPECT_EQ(ParseError(R"({"max_tokens": 8, "messages": [{"role": "user", "content": "x"}],
+                           "tools": [{"name": "f", "input_schema": {}}],
+                           "tool_choice": {"tYpe": "auto"}})"),
+            "field \"tool_choice.type\" is required");
   for (const auto& [choice, expected] :
        std::vector<std::pair<std::string, std::string>>{{R"({"type": "any"})", "required"},
                                                         {R"({"type": "tool", "name": "f"})", "f"},

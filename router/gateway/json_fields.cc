@@ -124,6 +124,12 @@ Status JsonObjectReader::ValueError(std::string_view key, std::string_view requi
   return InvalidArgumentError(std::move(message));
 }
 
+Status JsonObjectReader::ValueError(std::string_view key, std::string_view requirement) const {
+  const nlohmann::json* value = Find(key);
+  if (value == nullptr) return Missing(key);
+  return ValueError(key, requirement, *value);
+}
+
 Status JsonObjectReader::AtMost(std::string_view key, const nlohmann::json& array,
                                 size_t limit) const {
   if (!array.is_array() || array.size() <= limit) return Status::Ok();

@@ -54,6 +54,10 @@ class JsonObjectReader {
   // INVALID_ARGUMENT: field "<name>" <requirement>, got <value>.
   Status ValueError(std::string_view key, std::string_view requirement,
                     const nlohmann::json& value) const;
+  // The same for the value this object holds at `key`; Missing(key) when it
+  // holds none (or null). Never index a const json with a key it may lack:
+  // nlohmann's const operator[] reads past the map then.
+  Status ValueError(std::string_view key, std::string_view requirement) const;
   // INVALID_ARGUMENT: field "<name>" is required.
   Status Missing(std::string_view key) const;
   // INVALID_ARGUMENT when the array `key` has more than `limit` entries:

@@ -88,5 +88,16 @@ TEST(JsonFieldsTest, ValueErrorShortensStrings) {
             "field \"role\" must be user, got \"" + std::string(40, 'x') + "...\"");
 }
 
+TEST(JsonFieldsTest, ValueErrorLooksUpTheFieldAndCallsAMissingOneMissing) {
+  const json body = {{"role", "robot"}, {"name", nullptr}};
+  JsonObjectReader reader(body, "messages[0]");
+  EXPECT_EQ(reader.ValueError("role", "must be user").message(),
+            "field \"messages[0].role\" must be user, got \"robot\"");
+  EXPECT_EQ(reader.ValueError("type", "must be text").message(),
+            "field \"messages[0].type\" is required");
+  EXPECT_EQ(reader.ValueError("name", "must be a name").message(),
+            "field \"messages[0].name\" is required");
+}
+
 }  // namespace
 }  // namespace kvmesh::router::gateway

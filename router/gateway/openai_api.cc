@@ -380,7 +380,7 @@ Status ParseAssistantToolCalls(const JsonObjectReader& message, v1::ChatMessage*
     if (tool_call->id().empty()) return call.Missing("id");
     std::string type = "function";
     RETURN_IF_ERROR(call.String("type", &type));
-    if (type != "function") return call.ValueError("type", "must be \"function\"", item["type"]);
+    if (type != "function") return call.ValueError("type", "must be \"function\"");
     const json* function = call.Find("function");
     if (function == nullptr) return call.Missing("function");
     if (!function->is_object()) return NotAnObject(call.FieldName("function"), *function);
@@ -392,8 +392,7 @@ Status ParseAssistantToolCalls(const JsonObjectReader& message, v1::ChatMessage*
     if (arguments.empty()) arguments = "{}";
     json parsed = json::parse(arguments, nullptr, /*allow_exceptions=*/false);
     if (!parsed.is_object()) {
-      return fn.ValueError("arguments", "must be a string holding a JSON object",
-                           (*function)["arguments"]);
+      return fn.ValueError("arguments", "must be a string holding a JSON object");
     }
     tool_call->set_arguments_json(std::move(arguments));
   }
@@ -417,8 +416,7 @@ Status ParseMessages(const JsonObjectReader& body, v1::ChatRequest* request) {
     // "developer" is OpenAI's newer name for the system role.
     if (role == "developer") role = "system";
     if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
-      return message.ValueError("role", "must be system, developer, user, assistant or tool",
-                                item["role"]);
+      return message.ValueError("role", "must be system, developer, user, assistant or tool");
     }
     v1::ChatMessage* out = request->add_messages();
     RETURN_IF_ERROR(ParseContent(message, out->mutable_content()));
@@ -518,7 +516,7 @@ Status ApplyOutputFormat(const json& format, const std::string& path, bool schem
     return Status::Ok();
   }
   if (type != "json_schema") {
-    return reader.ValueError("type", "must be text, json_object or json_schema", format["type"]);
+    return reader.ValueError("type", "must be text, json_object or json_schema");
   }
   const json* holder = &format;
   std::string holder_path = path;

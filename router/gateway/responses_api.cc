@@ -137,8 +137,8 @@ class ConversationBuilder {
                                   "the item itself, or use previous_response_id)");
     }
     if (type.empty()) return reader.Missing("type");
-    return reader.ValueError(
-        "type", "must be message, function_call, function_call_output or reasoning", item["type"]);
+    return reader.ValueError("type",
+                             "must be message, function_call, function_call_output or reasoning");
   }
 
  private:
@@ -148,8 +148,7 @@ class ConversationBuilder {
     if (role.empty()) return reader.Missing("role");
     if (role == "developer") role = "system";
     if (role != "system" && role != "user" && role != "assistant") {
-      return reader.ValueError("role", "must be system, developer, user or assistant",
-                               item["role"]);
+      return reader.ValueError("role", "must be system, developer, user or assistant");
     }
     v1::ChatMessage message;
     message.set_role(role);
@@ -279,8 +278,7 @@ Status ParseTools(const JsonObjectReader& body, v1::ChatRequest* request) {
       RETURN_IF_ERROR(reader.String("name", &mode));
       if (mode.empty()) return reader.Missing("name");
     } else if (type != "allowed_tools") {
-      return reader.ValueError("type", "must be \"function\" (a local model runs no hosted tools)",
-                               (*choice)["type"]);
+      return reader.ValueError("type", "must be \"function\" (a local model runs no hosted tools)");
     }
   } else if (choice != nullptr) {
     return body.TypeError("tool_choice", "a string or an object");
