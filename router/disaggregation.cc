@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "router/router_core.h"
+#include "router/worker_views.h"
 
 namespace kvmesh::router {
 
@@ -51,12 +52,12 @@ std::optional<v1::PeerFetch> RouterCore::PrefillElsewhere(const ModelSnapshot& s
   }
 
   std::vector<WorkerView> views;
-  std::vector<std::shared_ptr<WorkerClient>> conns;
-  BuildViews(snap, prefill, match, max_cacheable_blocks, false, std::nullopt, &views, &conns);
+  std::vector<const Candidate*> conns;
+  BuildWorkerViews(snap, prefill, match, max_cacheable_blocks, false, std::nullopt, &views, &conns);
   const Decision d =
       policy_->Choose({forward.prompt_tokens_size(), views, hashes, group.block_size});
   if (metrics_) metrics_->OnDecision(std::string(policy_->name()), "prefill_" + d.reason, 0);
-  WorkerLease worker(conns[d.index]);
+  WorkerLease worker(conns[d.index]->worker);
   group.index.AddOptimistic(views[d.index].slot, hashes);
 
   v1::GenerateRequest req;
@@ -73,7 +74,7 @@ std::optional<v1::PeerFetch> RouterCore::PrefillElsewhere(const ModelSnapshot& s
   v1::GenerateResponse resp;
   while (stream->Read(&resp)) watch->Touch();
   const grpc::Status status = stream->Finish();
-  const std::string id = views[d.index].id;
+  const std::string id(views[d.index].id);
   if (!status.ok()) {
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE) worker->ReportFailure();
     Log(LogLevel::kWarning, "router",

@@ -106,7 +106,9 @@ class FakeStream final : public GenerateStream {
 class FakeWorkerClient final : public WorkerClient {
  public:
   FakeWorkerClient(std::string address, std::function<void()> on_destroy = {})
-      : address_(std::move(address)), on_destroy_(std::move(on_destroy)) {}
+      : address_(std::move(address)), on_destroy_(std::move(on_destroy)) {
+    PublishId(address_);
+  }
   ~FakeWorkerClient() override {
     if (on_destroy_) on_destroy_();
   }
@@ -120,11 +122,13 @@ class FakeWorkerClient final : public WorkerClient {
   void set_load(const v1::LoadResponse& load) {
     std::lock_guard<std::mutex> lock(mu_);
     load_ = load;
+    PublishLoad(load);
   }
   void set_info(const v1::InfoResponse& info) {
     std::lock_guard<std::mutex> lock(mu_);
     info_ = info;
     has_info_ = true;
+    PublishId(info.worker_id().empty() ? address_ : info.worker_id());
   }
   std::vector<std::shared_ptr<FakeCall>> calls() const {
     std::lock_guard<std::mutex> lock(mu_);

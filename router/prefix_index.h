@@ -29,11 +29,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <vector>
 
 #include "common/block_hash.h"
+#include "router/huge_page_allocator.h"
 #include "router/worker_set.h"
 
 namespace kvmesh::router {
@@ -57,7 +59,7 @@ class PrefixIndex {
   explicit PrefixIndex(std::chrono::milliseconds optimistic_ttl = std::chrono::seconds(20),
                        Now now = Clock::now);
 
-  // The optimistic TTL for entries added from now on.
+  // The optimistic TTL for entries added from now on (at most 24 days).
   void set_optimistic_ttl(std::chrono::milliseconds ttl);
 
   // Exact updates from a worker's event stream.
@@ -85,33 +87,72 @@ class PrefixIndex {
   size_t exact_count(int slot) const;
 
  private:
-  struct Guess {
-    int32_t slot;
-    Clock::time_point until;
+  // Tiers of one worker's hold on a block (bits).
+  static constexpr uint8_t kOnDevice = 1;  // exact: on the worker's device
+  static constexpr uint8_t kOnHost = 2;    // exact: in the worker's host tier
+  static constexpr uint8_t kGuessed = 4;   // optimistic: routed there, not yet confirmed
+  struct Holder {
+    uint16_t slot;
+    uint8_t tiers;
+    uint32_t guess_until;  // the index's milliseconds (wrapping), when kGuessed
   };
-  struct Entry {
-    WorkerSet exact;                           // on the worker's device
-    WorkerSet host;                            // in the worker's host tier
-    absl::InlinedVector<Guess, 1> optimistic;  // routed there, not yet confirmed
-    bool unused() const { return exact.empty() && host.empty() && optimistic.empty(); }
-    // The slots whose guess has not expired at `now`.
-    WorkerSet Guessed(Clock::time_point now) const;
-    void ForgetGuess(int slot);
+  struct WideHolders {
+    WorkerSet device, host;
+    std::vector<Holder> guesses;  // tiers == kGuessed only
   };
+  using Words = std::array<uint64_t, WorkerSet::kWords>;
+  // The holders of one block in 32 bytes: most blocks live on one to a few
+  // workers and keep them in a short list; a block on more than kNarrow
+  // workers (a system prompt shared by the whole fleet) moves to a bitmask
+  // per tier, so Match() stays a few word operations per block either way.
+  class Entry {
+   public:
+    static constexpr size_t kNarrow = 8;
+    uint8_t Tiers(int slot) const;
+    // Sets the slot's tiers (0 drops it); `guess_until` matters with kGuessed.
+    void Set(int slot, uint8_t tiers, uint32_t guess_until);
+    bool unused() const;
+    // The holders at `now_ms` among slots 64*lo .. 64*hi-1, as bits of the
+    // words [lo, hi) of each tier (unexpired guesses only); the caller zeroed
+    // them.
+    void Collect(uint32_t now_ms, int lo, int hi, Words* device, Words* host, Words* guessed) const;
+    // Drops the guesses expired at `now_ms`.
+    void DropExpiredGuesses(uint32_t now_ms);
+    // Drops every hold of `slot`; returns the tiers it had.
+    uint8_t Forget(int slot);
+
+   private:
+    void Widen();
+    absl::InlinedVector<Holder, 2> narrow_;
+    std::unique_ptr<WideHolders> wide_;  // when set, narrow_ is empty
+  };
+  static bool Expired(uint32_t until, uint32_t now_ms) {
+    return static_cast<int32_t>(until - now_ms) <= 0;
+  }
+  uint32_t NowMs() const;
+
   static constexpr int kSweepEvery = 256;
   static constexpr int kShards = 16;
   struct Shard {
     mutable std::mutex mu;
-    absl::flat_hash_map<BlockHash, Entry, BlockHashHasher> map;  // guarded by mu
+    absl::flat_hash_map<BlockHash, Entry, BlockHashHasher, std::equal_to<BlockHash>,
+                        HugePageAllocator<std::pair<const BlockHash, Entry>>>
+        map;  // guarded by mu
   };
+  static int ShardIndex(const BlockHash& h) { return h.bytes[8] % kShards; }
   Shard& ShardOf(const BlockHash& h) { return shards_[h.bytes[8] % kShards]; }
   const Shard& ShardOf(const BlockHash& h) const { return shards_[h.bytes[8] % kShards]; }
 
+  // Calls fn(map, hash) for each of `hashes` under its shard's lock, taking
+  // each lock once (defined in the .cc, its only user).
+  template <typename Fn>
+  void ForEachByShard(std::span<const BlockHash> hashes, Fn fn);
   // Drops the expired guesses in one shard; returns the hashes it dropped.
-  size_t SweepShard(Shard& shard, Clock::time_point now);
+  size_t SweepShard(Shard& shard, uint32_t now_ms);
 
   std::atomic<int64_t> ttl_ms_;
   const Now now_;
+  const Clock::time_point epoch_;   // NowMs() counts from here
   std::atomic<uint64_t> added_{0};  // AddOptimistic calls, for the sweep
   std::array<Shard, kShards> shards_;
   std::array<std::atomic<int64_t>, kMaxWorkersPerModel> exact_counts_{};

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "router/chat/tool_call_grammar.h"
 #include "router/chat_relay.h"
+#include "router/worker_views.h"
 
 namespace kvmesh::router {
 namespace {
@@ -87,56 +88,13 @@ bool RouterCore::StickToSession(const std::optional<SessionAffinity::Hint>& hint
   return false;  // the session's worker is gone or was tried
 }
 
-void RouterCore::BuildViews(const ModelSnapshot& snap, const WorkerSet& candidates,
-                            const PrefixMatch& match, int32_t max_cacheable_blocks,
-                            bool prompt_logprobs, const std::optional<SessionAffinity::Hint>& hint,
-                            std::vector<WorkerView>* views,
-                            std::vector<std::shared_ptr<WorkerClient>>* conns) const {
-  const ModelGroup& group = *snap.group;
-  for (const Candidate& c : snap.healthy) {
-    if (!candidates.Contains(c.slot)) continue;
-    const v1::LoadResponse load = c.worker->load();
-    WorkerView v;
-    v.slot = c.slot;
-    v.id = c.worker->worker_id();
-    // The report lags: drop this router's requests that finished since.
-    const int32_t stale = c.worker->finished_since_poll.load();
-    v.running = std::max<int32_t>(0, static_cast<int32_t>(load.running()) - stale);
-    v.waiting = static_cast<int32_t>(load.waiting());
-    v.queued_prefill_tokens = static_cast<int64_t>(load.queued_prefill_tokens());
-    v.inflight = c.worker->inflight.load();
-    v.prefill_tokens_per_s = load.prefill_tokens_per_s();
-    v.blocks_free = static_cast<int64_t>(load.kv_blocks_free());
-    v.blocks_total = static_cast<int64_t>(load.kv_blocks_total());
-    v.blocks_cached = static_cast<int64_t>(load.kv_blocks_cached());
-    // Scoring the prompt reuses no cached prefix (it needs every position's logits).
-    v.cached_tokens = prompt_logprobs
-                          ? 0
-                          : std::min(match.blocks[c.slot], max_cacheable_blocks) * group.block_size;
-    // Host-tier blocks follow the device ones; a cap trims them first.
-    const int32_t device_blocks = match.blocks[c.slot] - match.host_blocks[c.slot];
-    v.host_cached_tokens = std::max(
-        0, v.cached_tokens - std::min(device_blocks, max_cacheable_blocks) * group.block_size);
-    v.host_restore_tokens_per_s = load.host_restore_tokens_per_s();
-    v.peer_fetch_tokens_per_s = load.peer_fetch_tokens_per_s();
-    if (hint && hint->worker_id == v.id && !prompt_logprobs) {
-      // Presumed to hold what the session's last prompt left there.
-      const int32_t presumed =
-          std::min(hint->prompt_tokens, max_cacheable_blocks * group.block_size);
-      v.cached_tokens = std::max(v.cached_tokens, presumed);
-    }
-    views->push_back(v);
-    conns->push_back(c.worker);
-  }
-}
-
-std::optional<v1::PeerFetch> RouterCore::FetchHint(
-    const Decision& d, const std::vector<WorkerView>& views,
-    const std::vector<std::shared_ptr<WorkerClient>>& conns) {
+std::optional<v1::PeerFetch> RouterCore::FetchHint(const Decision& d,
+                                                   const std::vector<WorkerView>& views,
+                                                   const std::vector<const Candidate*>& conns) {
   if (d.fetch_from < 0 || d.fetch_from == d.index) return std::nullopt;
   v1::PeerFetch fetch;
-  fetch.set_address(conns[d.fetch_from]->address());
-  fetch.set_worker_id(views[d.fetch_from].id);
+  fetch.set_address(conns[d.fetch_from]->worker->address());
+  fetch.set_worker_id(std::string(views[d.fetch_from].id));
   fetch.set_first_block(static_cast<uint32_t>(d.fetch_first_block));
   fetch.set_end_block(static_cast<uint32_t>(d.fetch_end_block));
   return fetch;
@@ -405,11 +363,12 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
     if (plan->fetch) *forward.mutable_peer_fetch() = *plan->fetch;
     forward.set_predicted_cached_tokens(plan->predicted);
     group.index.AddOptimistic(plan->slot, hashes);
-    if (!session.empty()) sessions_.Record(session, {plan->view.id, n_prompt});
+    if (!session.empty())
+      sessions_.Record(session, {std::string(plan->view.id), n_prompt, plan->slot});
     log_.Decided({std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count(),
-                  request_id, group.name, plan->view.id, std::string(policy_->name()),
+                  request_id, group.name, std::string(plan->view.id), std::string(policy_->name()),
                   plan->decision.reason, n_prompt, plan->view.cached_tokens});
     WorkerLease lease(plan->worker);
     // The next request of the session sees this one in the worker's load.
@@ -442,15 +401,19 @@ std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
   if (candidates.empty()) return std::nullopt;
 
   const PrefixMatch match = group.index.Match(r.hashes, candidates);
+  if (options_.decision_sample > 0 && candidates.size() > 2 * options_.decision_sample) {
+    candidates =
+        SampleCandidates(snap, candidates, match, options_.decision_sample, hint ? hint->slot : -1);
+  }
   std::vector<WorkerView> views;
-  std::vector<std::shared_ptr<WorkerClient>> conns;
-  BuildViews(snap, candidates, match, r.max_cacheable_blocks, r.options->prompt_logprobs(), hint,
-             &views, &conns);
+  std::vector<const Candidate*> conns;
+  BuildWorkerViews(snap, candidates, match, r.max_cacheable_blocks, r.options->prompt_logprobs(),
+                   hint, &views, &conns);
   Plan plan;
   if (!StickToSession(hint, views, &plan.decision))
     plan.decision = policy_->Choose({r.n_prompt, views, r.hashes, group.block_size});
   const Decision& d = plan.decision;
-  plan.worker = conns[d.index];
+  plan.worker = conns[d.index]->worker;
   plan.view = views[d.index];
   plan.slot = plan.view.slot;
   plan.predicted = plan.view.cached_tokens;

@@ -47,6 +47,10 @@ struct RouterCoreOptions {
   // tokens is computed on a prefill worker first, and the decode worker
   // fetches its pages from there.
   int32_t disagg_min_prompt_tokens = 256;
+  // Above twice this many candidates, a decision weighs only the workers
+  // holding part of the prompt, the session's worker and this many others
+  // drawn at random (SampleCandidates); 0 weighs every candidate.
+  int decision_sample = 64;
 };
 
 class RouterCore final : public InferenceCore {
@@ -96,14 +100,9 @@ class RouterCore final : public InferenceCore {
                       const std::vector<WorkerView>& views, Decision* decision) const;
   StatusOr<RenderedChat> RenderChat(const v1::ChatRequest& request, bool find_breakpoints);
   // The decision's peer-fetch hint, if it has one.
-  static std::optional<v1::PeerFetch> FetchHint(
-      const Decision& d, const std::vector<WorkerView>& views,
-      const std::vector<std::shared_ptr<WorkerClient>>& conns);
-  // The policy's view of each candidate (and its client).
-  void BuildViews(const ModelSnapshot& snap, const WorkerSet& candidates, const PrefixMatch& match,
-                  int32_t max_cacheable_blocks, bool prompt_logprobs,
-                  const std::optional<SessionAffinity::Hint>& hint, std::vector<WorkerView>* views,
-                  std::vector<std::shared_ptr<WorkerClient>>* conns) const;
+  static std::optional<v1::PeerFetch> FetchHint(const Decision& d,
+                                                const std::vector<WorkerView>& views,
+                                                const std::vector<const Candidate*>& conns);
   // What Route knows of a request, for planning and relaying each attempt.
   struct RouteRequest {
     ModelGroup* group = nullptr;

@@ -248,6 +248,41 @@ TEST_F(RouterCoreTest, ThePrefixIndexSendsARepeatedPromptToItsHolder) {
   EXPECT_TRUE(a_->calls().empty());
 }
 
+TEST(RouterCoreScaleTest, ALargeFleetWeighsTheHolderTheSessionAndASample) {
+  // 300 workers, above twice decision_sample (8): each decision weighs the
+  // prompt's holder, the session's worker and 8 drawn at random, and still
+  // finds the holder and keeps the session.
+  RegistryHarness harness;
+  std::vector<std::string> addresses;
+  for (int w = 0; w < 300; ++w) addresses.push_back("w" + std::to_string(w));
+  harness.registry().SetStaticWorkers(addresses);
+  for (const std::string& a : addresses) harness.Connect(a, RegistryHarness::ModelInfo(a));
+  const v1::GenerateTextRequest req = Prompt(170);
+  const std::vector<int32_t> tokens(req.prompt_tokens().begin(), req.prompt_tokens().end());
+  harness.Stored("w123", HashFullBlocks(RootHash("sha256:test"), tokens, 16));
+  RouterCoreOptions options;
+  options.decision_sample = 8;
+  RouterCore core(&harness.registry(), MakePrefixPolicy({}), nullptr, options);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(Send(core, req).status.ok());
+  EXPECT_EQ(harness.worker("w123")->calls().size(), 5u);
+
+  // A session stays on its worker though the index knows nothing of it.
+  v1::GenerateTextRequest chat = Prompt(40);
+  for (int i = 0; i < chat.prompt_tokens_size(); ++i) chat.set_prompt_tokens(i, 300 + i);
+  chat.mutable_options()->set_session_id("s1");
+  ASSERT_TRUE(Send(core, chat).status.ok());
+  std::string first;
+  for (const std::string& a : addresses) {
+    if (a != "w123" && !harness.worker(a)->calls().empty()) first = a;
+  }
+  ASSERT_FALSE(first.empty());
+  for (int i = 0; i < 5; ++i) {
+    chat.set_prompt_tokens(0, 400 + i);  // a different prompt each turn
+    ASSERT_TRUE(Send(core, chat).status.ok());
+  }
+  EXPECT_EQ(harness.worker(first)->calls().size(), 6u);
+}
+
 // The lifetime of a worker's client while requests use it. 50 streams are
 // open on two workers; one deregisters gracefully (it leaves the membership
 // while its streams still run) and the other dies. Every stream ends: the

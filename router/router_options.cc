@@ -3,6 +3,7 @@
 #include "common/log.h"
 #include "router/chat/chat_template.h"
 #include "router/model_names.h"
+#include "router/worker_set.h"
 
 namespace kvmesh::router {
 
@@ -44,6 +45,10 @@ void RouterOptions::Register(ConfigSchema* s) {
                "prefix policy: fixed cost of one peer fetch (a round trip and the holder's read)");
   s->AddInt("prefix_fetch_holder_step_tokens", &prefix_fetch_holder_step_tokens, 0, 1 << 20,
             "prefix policy: prefill tokens of the holder's step that a fetch may wait behind");
+  s->AddInt("decision_sample", &decision_sample, 0, kMaxWorkersPerModel,
+            "a model with more healthy workers than twice this weighs, per request, the "
+            "workers holding part of the prompt, the session's worker and this many others "
+            "drawn at random (0: weigh every worker)");
   s->AddInt("disagg_min_prompt_tokens", &disagg_min_prompt_tokens, 0, 1 << 24,
             "disaggregated serving (workers with role prefill): prompts whose decode worker "
             "would compute at least this many tokens are computed on a prefill worker first");

@@ -32,6 +32,7 @@ struct RouterOptions {
   double prefix_fetch_overhead_ms = 5;
   int64_t prefix_fetch_holder_step_tokens = 512;
   int64_t disagg_min_prompt_tokens = 256;
+  int64_t decision_sample = 64;
   double api_key_rate = 0;  // requests per second per API key; 0: no limit
   double api_key_burst = 10;
   double approx_prefix_match_threshold = 0.5;

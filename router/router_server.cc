@@ -36,6 +36,7 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
   co.session_guard_ratio = o.weights().guard_ratio;
   co.session_guard_slack = o.weights().guard_slack;
   co.disagg_min_prompt_tokens = static_cast<int32_t>(o.disagg_min_prompt_tokens);
+  co.decision_sample = static_cast<int>(o.decision_sample);
   co.request_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_seconds * 1000));
   r->core_ =

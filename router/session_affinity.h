@@ -26,6 +26,7 @@ class SessionAffinity {
   struct Hint {
     std::string worker_id;
     int32_t prompt_tokens = 0;  // of the session's last request there
+    int slot = -1;              // its slot then (the id decides)
   };
 
   explicit SessionAffinity(size_t max_sessions = 100000,

@@ -14,8 +14,10 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "kvmesh/v1/worker.pb.h"
+#include "router/worker_load.h"
 
 namespace kvmesh::router {
 
@@ -70,11 +72,36 @@ class WorkerClient {
 
   virtual std::unique_ptr<GenerateStream> Generate(const v1::GenerateRequest& request) = 0;
 
+  // What a routing decision reads of the worker: the last load report and
+  // worker_id(), without a lock (router/worker_load.h). The id stays valid
+  // for the life of the process.
+  RoutingLoad routing_load() const { return load_board_.Read(); }
+  std::string_view routing_id() const { return *routing_id_.load(std::memory_order_acquire); }
+  // Asks the memory for what routing_load(), routing_id(), inflight and
+  // finished_since_poll read (kept together at the end of the object).
+  void PrefetchRoutingState() const {
+    const char* first = reinterpret_cast<const char*>(&inflight);
+    const char* last = reinterpret_cast<const char*>(&load_board_) + LoadBoard::kReadBytes - 1;
+    for (const char* p = first; p < last; p += 64) __builtin_prefetch(p);
+    __builtin_prefetch(last);
+  }
+
   // Requests this router has in flight to the worker (owned by WorkerLease).
   std::atomic<int32_t> inflight{0};
   // Requests of this router that finished since the last Load report, which
   // therefore still counts them: subtracted from the reported load.
   std::atomic<int32_t> finished_since_poll{0};
+
+ protected:
+  // Implementations publish each load report and each change of worker_id().
+  void PublishLoad(const v1::LoadResponse& load) { load_board_.Publish(load); }
+  void PublishId(std::string_view id) {
+    routing_id_.store(InternWorkerId(id), std::memory_order_release);
+  }
+
+ private:
+  std::atomic<const std::string*> routing_id_{InternWorkerId("")};
+  LoadBoard load_board_;
 };
 
 // A request's hold on a worker: keeps the client alive and counts the

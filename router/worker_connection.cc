@@ -35,6 +35,7 @@ WorkerConnection::WorkerConnection(std::string address, WorkerListener* listener
   // Reconnect quickly after a worker restart.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  PublishId(address_);
   channel_ = options_.security->Dial(address_, args);
   stub_ = v1::Worker::NewStub(channel_);
 }
@@ -114,6 +115,7 @@ bool WorkerConnection::FetchInfo() {
     info_ = info;
     has_info_ = true;
   }
+  PublishId(info.worker_id().empty() ? address_ : info.worker_id());
   epoch_ = info.epoch();
   listener_->OnWorkerInfo(this, info);
   return true;
@@ -133,6 +135,7 @@ void WorkerConnection::PollLoop() {
       if (ok) {
         std::lock_guard<std::mutex> lock(mu_);
         load_ = load;
+        PublishLoad(load);
         finished_since_poll = 0;
       }
     }

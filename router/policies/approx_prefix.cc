@@ -102,7 +102,7 @@ class ApproxPrefixPolicy final : public Policy {
   void ForgetDeparted(std::span<const WorkerView> candidates) {
     ++decisions_;
     for (const WorkerView& v : candidates) {
-      const auto it = workers_.find(v.id);
+      const auto it = workers_.find(Key(v.id));
       if (it != workers_.end()) it->second.last_seen = decisions_;
     }
     if (decisions_ % 4096 != 0) return;
@@ -112,8 +112,8 @@ class ApproxPrefixPolicy final : public Policy {
   }
 
   // Leading blocks of `hashes` remembered for `id`.
-  int Matched(const std::string& id, std::span<const BlockHash> hashes) const {
-    const auto it = workers_.find(id);
+  int Matched(std::string_view id, std::span<const BlockHash> hashes) const {
+    const auto it = workers_.find(Key(id));
     if (it == workers_.end()) return 0;
     int matched = 0;
     while (matched < static_cast<int>(hashes.size()) &&
@@ -123,8 +123,8 @@ class ApproxPrefixPolicy final : public Policy {
     return matched;
   }
 
-  int64_t Remembered(const std::string& id) const {
-    const auto it = workers_.find(id);
+  int64_t Remembered(std::string_view id) const {
+    const auto it = workers_.find(Key(id));
     return it == workers_.end() ? 0 : static_cast<int64_t>(it->second.blocks.size());
   }
 
@@ -132,8 +132,8 @@ class ApproxPrefixPolicy final : public Policy {
   // so a prefix outlives its extensions), then forgets the least recent blocks
   // past the bound. A block is forgotten with everything after it in a
   // prompt, never before, because the prompt's blocks are touched in order.
-  void Record(const std::string& id, std::span<const BlockHash> hashes, int32_t block_size) {
-    Worker& w = workers_[id];
+  void Record(std::string_view id, std::span<const BlockHash> hashes, int32_t block_size) {
+    Worker& w = workers_[std::string(id)];
     w.last_seen = decisions_;
     for (auto h = hashes.rbegin(); h != hashes.rend(); ++h) {
       const auto it = w.blocks.find(*h);
@@ -158,6 +158,8 @@ class ApproxPrefixPolicy final : public Policy {
   std::mutex mu_;
   uint64_t decisions_ = 0;  // guarded by mu_
   // Workers by id (slots are reused when workers leave; ids are not).
+  // This absl's heterogeneous lookup takes its own string_view.
+  static absl::string_view Key(std::string_view id) { return {id.data(), id.size()}; }
   absl::flat_hash_map<std::string, Worker> workers_;  // guarded by mu_
 };
 

@@ -18,8 +18,8 @@ namespace kvmesh::router {
 
 // One candidate worker as the policy sees it.
 struct WorkerView {
-  int slot = 0;  // index in the model's worker table
-  std::string id;
+  int slot = 0;         // index in the model's worker table
+  std::string_view id;  // valid for the life of the process (router/worker_load.h)
   int32_t running = 0;  // requests running on it (its last report)
   int32_t waiting = 0;  // requests queued on it
   int64_t queued_prefill_tokens = 0;

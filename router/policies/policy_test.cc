@@ -5,13 +5,15 @@
 
 #include <set>
 
+#include "router/worker_load.h"
+
 namespace kvmesh::router {
 namespace {
 
 WorkerView W(int slot, int running, int cached = 0, double rate = 1000) {
   WorkerView v;
   v.slot = slot;
-  v.id = "w" + std::to_string(slot);
+  v.id = *InternWorkerId("w" + std::to_string(slot));  // a view's id outlives it
   v.running = running;
   v.cached_tokens = cached;
   v.prefill_tokens_per_s = rate;

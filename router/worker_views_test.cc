@@ -1,0 +1,80 @@
+#include "router/worker_views.h"
+
+#include <gtest/gtest.h>
+
+#include "router/fake_worker_client.h"
+
+namespace kvmesh::router {
+namespace {
+
+// A model with `n` healthy fake workers in slots 0..n-1.
+struct Fleet {
+  explicit Fleet(int n) {
+    snap.group = &group;
+    for (int w = 0; w < n; ++w) {
+      auto client = std::make_shared<FakeWorkerClient>("10.0.0." + std::to_string(w) + ":1");
+      v1::LoadResponse load;
+      load.set_running(static_cast<uint32_t>(w % 5));
+      client->set_load(load);
+      snap.healthy.push_back({w, client});
+      all.Add(w);
+    }
+  }
+  ModelGroup group;
+  ModelSnapshot snap;
+  WorkerSet all;
+};
+
+TEST(SampleCandidatesTest, KeepsHoldersAndTheSessionAndDrawsFromTheRest) {
+  Fleet fleet(1000);
+  PrefixMatch match;
+  match.blocks[17] = 3;
+  match.blocks[999] = 1;
+  WorkerSet candidates = fleet.all;
+  candidates.Remove(500);  // tried already
+  for (int round = 0; round < 50; ++round) {
+    const WorkerSet chosen = SampleCandidates(fleet.snap, candidates, match, 64, 321);
+    EXPECT_TRUE(chosen.Contains(17));
+    EXPECT_TRUE(chosen.Contains(999));
+    EXPECT_TRUE(chosen.Contains(321));
+    EXPECT_FALSE(chosen.Contains(500));
+    EXPECT_LE(chosen.size(), 3 + 64);
+    EXPECT_GE(chosen.size(), 3 + 40);  // 64 draws from 1,000 rarely collide much
+    EXPECT_EQ(chosen - candidates, WorkerSet());
+  }
+}
+
+TEST(SampleCandidatesTest, DrawsDifferentWorkersEachTime) {
+  Fleet fleet(1000);
+  const PrefixMatch none;
+  WorkerSet seen;
+  for (int round = 0; round < 100; ++round) {
+    seen = seen | SampleCandidates(fleet.snap, fleet.all, none, 64, -1);
+  }
+  EXPECT_GT(seen.size(), 900);  // 6,400 draws leave about 2 of 1,000 unseen
+}
+
+TEST(BuildWorkerViewsTest, ReadsLoadAndIdOfTheWeighedCandidatesOnly) {
+  Fleet fleet(200);
+  v1::InfoResponse info;
+  info.set_worker_id("gpu-node-7");
+  static_cast<FakeWorkerClient*>(fleet.snap.healthy[7].worker.get())->set_info(info);
+  PrefixMatch match;
+  match.blocks[7] = 4;
+  WorkerSet weighed;
+  weighed.Add(7);
+  weighed.Add(8);
+  std::vector<WorkerView> views;
+  std::vector<const Candidate*> conns;
+  BuildWorkerViews(fleet.snap, weighed, match, 100, false, std::nullopt, &views, &conns);
+  ASSERT_EQ(views.size(), 2u);
+  EXPECT_EQ(views[0].id, "gpu-node-7");
+  EXPECT_EQ(views[0].cached_tokens, 4 * fleet.group.block_size);
+  EXPECT_EQ(views[0].running, 2);
+  EXPECT_EQ(views[1].id, "10.0.0.8:1");  // no Info yet: its address
+  EXPECT_EQ(views[1].running, 3);
+  EXPECT_EQ(conns[1]->slot, 8);
+}
+
+}  // namespace
+}  // namespace kvmesh::router
