@@ -140,8 +140,6 @@ class PrefixIndex {
         map;  // guarded by mu
   };
   static int ShardIndex(const BlockHash& h) { return h.bytes[8] % kShards; }
-  Shard& ShardOf(const BlockHash& h) { return shards_[h.bytes[8] % kShards]; }
-  const Shard& ShardOf(const BlockHash& h) const { return shards_[h.bytes[8] % kShards]; }
 
   // Calls fn(map, hash) for each of `hashes` under its shard's lock, taking
   // each lock once (defined in the .cc, its only user).

@@ -16,18 +16,20 @@ void BuildWorkerViews(const ModelSnapshot& snap, const WorkerSet& candidates,
   const auto weighed = std::min<size_t>(candidates.size(), snap.healthy.size());
   views->reserve(views->size() + weighed);
   conns->reserve(conns->size() + weighed);
-  // At a thousand workers this loop waits on memory: each client is an
-  // object of its own. Asking for those a few candidates ahead overlaps the
-  // waits (the id's string one step later, once its pointer has arrived).
+  const size_t first = conns->size();
+  for (const Candidate& c : snap.healthy) {
+    if (candidates.Contains(c.slot)) conns->push_back(&c);
+  }
+  // Each weighed client is an object of its own, read once: ask the memory
+  // for the next ones' routing state while this one is read.
   constexpr size_t kAhead = 8;
-  const size_t n = snap.healthy.size();
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) snap.healthy[i].worker->PrefetchRoutingState();
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) snap.healthy[i + kAhead].worker->PrefetchRoutingState();
-    if (i + kAhead / 2 < n)
-      __builtin_prefetch(snap.healthy[i + kAhead / 2].worker->routing_id().data());
-    const Candidate& c = snap.healthy[i];
-    if (!candidates.Contains(c.slot)) continue;
+  const size_t n = conns->size();
+  for (size_t i = first; i < std::min(n, first + kAhead); ++i) {
+    (*conns)[i]->worker->PrefetchRoutingState();
+  }
+  for (size_t i = first; i < n; ++i) {
+    if (i + kAhead < n) (*conns)[i + kAhead]->worker->PrefetchRoutingState();
+    const Candidate& c = *(*conns)[i];
     const RoutingLoad load = c.worker->routing_load();
     WorkerView v;
     v.slot = c.slot;
@@ -59,7 +61,6 @@ void BuildWorkerViews(const ModelSnapshot& snap, const WorkerSet& candidates,
       v.cached_tokens = std::max(v.cached_tokens, presumed);
     }
     views->push_back(v);
-    conns->push_back(&c);
   }
 }
 
