@@ -73,21 +73,6 @@ Status ValidateOptions(const v1::GenerationOptions& o) {
 
 }  // namespace
 
-bool RouterCore::StickToSession(const std::optional<SessionAffinity::Hint>& hint,
-                                const std::vector<WorkerView>& views, Decision* decision) const {
-  if (!hint) return false;
-  int32_t least = std::numeric_limits<int32_t>::max();
-  for (const WorkerView& v : views) least = std::min(least, v.load());
-  for (size_t i = 0; i < views.size(); ++i) {
-    if (views[i].id != hint->worker_id) continue;
-    const double limit = options_.session_guard_ratio * (least + 1) + options_.session_guard_slack;
-    if (views[i].load() > limit) return false;  // overloaded: the policy decides
-    *decision = {static_cast<int>(i), "session"};
-    return true;
-  }
-  return false;  // the session's worker is gone or was tried
-}
-
 std::optional<v1::PeerFetch> RouterCore::FetchHint(const Decision& d,
                                                    const std::vector<WorkerView>& views,
                                                    const std::vector<const Candidate*>& conns) {
@@ -410,7 +395,8 @@ std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
   BuildWorkerViews(snap, candidates, match, r.max_cacheable_blocks, r.options->prompt_logprobs(),
                    hint, &views, &conns);
   Plan plan;
-  if (!StickToSession(hint, views, &plan.decision))
+  if (!StickToSession(hint, views, options_.session_guard_ratio, options_.session_guard_slack,
+                      &plan.decision))
     plan.decision = policy_->Choose({r.n_prompt, views, r.hashes, group.block_size});
   const Decision& d = plan.decision;
   plan.worker = conns[d.index]->worker;

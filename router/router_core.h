@@ -95,9 +95,6 @@ class RouterCore final : public InferenceCore {
     std::string grammar;  // a forced tool call's (overrides the options')
   };
   // The model, and the prompt tokens of the request's conversation.
-  // The session's worker, when it is a candidate within the load guard.
-  bool StickToSession(const std::optional<SessionAffinity::Hint>& hint,
-                      const std::vector<WorkerView>& views, Decision* decision) const;
   StatusOr<RenderedChat> RenderChat(const v1::ChatRequest& request, bool find_breakpoints);
   // The decision's peer-fetch hint, if it has one.
   static std::optional<v1::PeerFetch> FetchHint(const Decision& d,

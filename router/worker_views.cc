@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 
 namespace kvmesh::router {
 
@@ -89,6 +90,22 @@ WorkerSet SampleCandidates(const ModelSnapshot& snap, const WorkerSet& candidate
     if (candidates.Contains(c.slot)) chosen.Add(c.slot);
   }
   return chosen;
+}
+
+bool StickToSession(const std::optional<SessionAffinity::Hint>& hint,
+                    const std::vector<WorkerView>& views, double guard_ratio, int32_t guard_slack,
+                    Decision* decision) {
+  if (!hint) return false;
+  int32_t least = std::numeric_limits<int32_t>::max();
+  for (const WorkerView& v : views) least = std::min(least, v.load());
+  for (size_t i = 0; i < views.size(); ++i) {
+    if (views[i].id != hint->worker_id) continue;
+    const double limit = guard_ratio * (least + 1) + guard_slack;
+    if (views[i].load() > limit) return false;  // overloaded: the policy decides
+    *decision = {static_cast<int>(i), "session"};
+    return true;
+  }
+  return false;  // the session's worker is gone or was tried
 }
 
 }  // namespace kvmesh::router

@@ -76,5 +76,27 @@ TEST(BuildWorkerViewsTest, ReadsLoadAndIdOfTheWeighedCandidatesOnly) {
   EXPECT_EQ(conns[1]->slot, 8);
 }
 
+// The session's worker keeps the session unless it carries more than
+// ratio × (least load + 1) + slack requests, or is not among the views.
+TEST(StickToSessionTest, KeepsTheSessionWithinTheLoadGuard) {
+  std::vector<WorkerView> views(3);
+  views[0].id = "a";
+  views[0].running = 1;
+  views[1].id = "b";
+  views[1].running = 8;
+  views[2].id = "c";
+  views[2].inflight = 9;  // this router's count beats a lagging report
+  Decision d;
+  SessionAffinity::Hint hint{"b", 100, 1};
+  ASSERT_TRUE(StickToSession(hint, views, 2.0, 4, &d));  // 8 <= 2 × 2 + 4
+  EXPECT_EQ(d.index, 1);
+  EXPECT_EQ(d.reason, "session");
+  hint.worker_id = "c";  // 9 > 8: overloaded, the policy decides
+  EXPECT_FALSE(StickToSession(hint, views, 2.0, 4, &d));
+  hint.worker_id = "gone";
+  EXPECT_FALSE(StickToSession(hint, views, 2.0, 4, &d));
+  EXPECT_FALSE(StickToSession(std::nullopt, views, 2.0, 4, &d));
+}
+
 }  // namespace
 }  // namespace kvmesh::router

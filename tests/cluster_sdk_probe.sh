@@ -38,6 +38,6 @@ export KVMESH_WORKER_HTTP
 pids="$pids $!"
 wait_line "$tmp/r"
 http=$(field http "$tmp/r")
-i=0; until curl -sf "http://$http/healthz" >/dev/null; do i=$((i+1)); [ $i -gt 100 ] && exit 1; sleep 0.1; done
+wait_healthy "$http" "$tmp/r.err"
 probe="${1:-$here/cluster_sdk_probe.mjs}"; [ $# -gt 0 ] && shift
 node "$probe" "http://$http" "$ci_dir" "$@"

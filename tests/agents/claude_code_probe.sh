@@ -36,7 +36,7 @@ wait_line "$tmp/w"
 pids="$pids $!"
 wait_line "$tmp/r"
 http=$(field http "$tmp/r")
-i=0; until curl -sf "http://$http/healthz" >/dev/null; do i=$((i+1)); [ $i -gt 100 ] && exit 1; sleep 0.1; done
+wait_healthy "$http" "$tmp/r.err" "$tmp/w.err"
 
 mkdir -p "$tmp/home" "$tmp/project"
 cd "$tmp/project"

@@ -33,8 +33,9 @@ wait_line "$tmp/w"
 pids="$pids $!"
 wait_line "$tmp/r"
 http=$(field http "$tmp/r")
-i=0; until curl -sf "http://$http/healthz" >/dev/null; do i=$((i+1)); [ $i -gt 100 ] && exit 1; sleep 0.1; done
+wait_healthy "$http" "$tmp/r.err" "$tmp/w.err"
 model=$(curl -sf "http://$http/v1/models" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+[ -n "$model" ] || fail "GET http://$http/v1/models named no model"
 
 mkdir -p "$tmp/home/.codex" "$tmp/project"
 cat >"$tmp/home/.codex/config.toml" <<TOML

@@ -32,7 +32,7 @@ w0_grpc=$(field grpc "$tmp/w0"); w1_grpc=$(field grpc "$tmp/w1")
 pids="$pids $!"
 wait_line "$tmp/r"
 http=$(field http "$tmp/r")
-i=0; until curl -sf "http://$http/healthz" >/dev/null; do i=$((i+1)); [ $i -gt 100 ] && fail "router not healthy"; sleep 0.1; done
+wait_healthy "$http" "$tmp/r.err"
 for n in 1 2 3 4; do
   curl -sf "http://$http/v1/completions" -H 'content-type: application/json' \
     -d "{\"prompt\":\"Once upon a time $n\",\"max_tokens\":8}" >/dev/null

@@ -25,7 +25,7 @@ wait_line "$tmp/w0"; wait_line "$tmp/w1"
 pids="$pids $!"
 wait_line "$tmp/r"
 http=$(field http "$tmp/r")
-i=0; until curl -sf "http://$http/healthz" >/dev/null; do i=$((i+1)); [ $i -gt 100 ] && fail "router not healthy"; sleep 0.1; done
+wait_healthy "$http" "$tmp/r.err"
 story="Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. One day"
 for n in 1 2 3 4 5 6; do
   curl -sf "http://$http/v1/completions" -H 'content-type: application/json' \

@@ -89,6 +89,23 @@ class EngineTest : public ::testing::Test {
     return sink;
   }
 
+  // Submits every request before the engine gets past the first one's first
+  // output, so all of them compete for the cache at once however this thread
+  // is scheduled: on a loaded machine a stalled submitter lets the early
+  // requests finish before the late ones arrive, and a cache sized to force
+  // preemption then never fills.
+  void SubmitTogether(Engine& e, std::vector<EngineRequest> requests) {
+    auto gate = std::make_shared<std::promise<void>>();
+    std::shared_future<void> open = gate->get_future().share();
+    auto inner = std::move(requests.front().on_output);
+    requests.front().on_output = [open, inner](RequestOutput&& out) {
+      open.wait();
+      inner(std::move(out));
+    };
+    for (EngineRequest& r : requests) EXPECT_TRUE(e.Submit(std::move(r)).ok());
+    gate->set_value();
+  }
+
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
 };
@@ -183,10 +200,12 @@ TEST_F(EngineTest, PreemptionUnderATinyCacheKeepsOutputsExact) {
   // 12 blocks of 16 = 192 positions for 6 requests of ~66 tokens: must preempt.
   auto small = MakeEngine(12);
   std::vector<std::shared_ptr<Collected>> sinks;
+  std::vector<EngineRequest> requests;
   for (int i = 0; i < 6; ++i) {
     sinks.push_back(std::make_shared<Collected>());
-    ASSERT_TRUE(small->Submit(Greedy("p" + std::to_string(i), kPrompts[i], 60, sinks[i])).ok());
+    requests.push_back(Greedy("p" + std::to_string(i), kPrompts[i], 60, sinks[i]));
   }
+  SubmitTogether(*small, std::move(requests));
   for (int i = 0; i < 6; ++i) {
     sinks[i]->done.get_future().wait();
     EXPECT_EQ(sinks[i]->tokens, alone[i]) << i;
@@ -207,10 +226,12 @@ TEST_F(EngineTest, SplitDevicesKeepOutputsExactUnderPrefixHitsAndPreemption) {
   int64_t cached = 0;
   auto run_all = [&](Engine& engine, const std::string& tag) {
     std::vector<std::shared_ptr<Collected>> sinks;
+    std::vector<EngineRequest> requests;
     for (size_t i = 0; i < prompts.size(); ++i) {
       sinks.push_back(std::make_shared<Collected>());
-      EXPECT_TRUE(engine.Submit(Greedy(tag + std::to_string(i), prompts[i], 40, sinks[i])).ok());
+      requests.push_back(Greedy(tag + std::to_string(i), prompts[i], 40, sinks[i]));
     }
+    SubmitTogether(engine, std::move(requests));
     std::vector<std::vector<int32_t>> tokens;
     for (auto& sink : sinks) {
       sink->done.get_future().wait();

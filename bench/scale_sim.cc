@@ -1,0 +1,945 @@
+// A simulated cluster of 1,000 workers behind N routers under agent traffic,
+// routed by the router's own code: each simulated router has its own prefix
+// index (PrefixIndex, fed by the workers' KV events after a delivery lag, and
+// by its own optimistic entries), its own session table (SessionAffinity),
+// its own in-flight counts (WorkerLease) and load reports (a WorkerClient per
+// worker), and decides as RouterCore::PlanAttempt does: Match,
+// SampleCandidates, BuildWorkerViews, StickToSession, then the policy. Only
+// the workers and the clients are modelled:
+//   - a worker has a KV cache of --worker-blocks 16-token blocks (blocks of
+//     running requests pinned, the rest kept least recently used first, a
+//     request's last blocks evicted before its first), prefills one request
+//     at a time at --prefill-tps tokens/s (cached blocks are free), and
+//     decodes every request at --decode-tps tokens/s each; it batches its KV
+//     events every --event-ms and they reach each router --lag-ms later; it
+//     reports its load every --report-ms;
+//   - agents: --tenants tenants, each with a shared prefix (system prompt and
+//     tools) of --prefix-tokens; sessions of --turns turns, each turn adding a
+//     tool result of 500-2500 tokens and an answer of 100-700, then a pause
+//     (exponential, mean --think-s); a finished session is replaced by a new
+//     one of the same tenant. The number of sessions is set by --demand, the
+//     distinct KV their contexts need over the fleet's capacity. Each request
+//     goes to a router drawn at random (a Service spreads connections; an
+//     agent's requests land on any router).
+// The timeline (simulated seconds): warm-up, then four phases of --phase-s:
+// N routers; one router added (it first loads every worker's snapshot); the
+// oldest router removed (it drains); a zone of --zones lost (its workers'
+// queued requests are retried elsewhere, those decoding fail to the client,
+// and routers drop the workers at their first failed call or after
+// --detect-ms of failed load polls). Per phase it prints the
+// hit-token ratio, what the fleet held of the prompts at decision time (the
+// best any router could find), TTFT percentiles, retries and errors, and per
+// router the event load (blocks/s, batches/s, wire bytes/s), the CPU its
+// index spends ingesting (measured: the real PrefixIndex applying the
+// events) and its decision time (measured).
+//
+//   build/bench/scale_sim [--workers 1000] [--routers 1,2,4] [--policy prefix]
+//       [--demand 1.0] [--phase-s 60] [--warmup-s 90] [--seed 1] ...
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "router/fake_worker_client.h"
+#include "router/policies/policy.h"
+#include "router/prefix_index.h"
+#include "router/registry.h"
+#include "router/session_affinity.h"
+#include "router/worker_views.h"
+
+namespace {
+
+using kvmesh::BlockHash;
+using namespace kvmesh::router;
+using WallClock = std::chrono::steady_clock;
+
+constexpr int kBlockTokens = 16;
+
+struct Options {
+  int workers = 1000;
+  int zones = 3;
+  std::vector<int> routers = {1, 2, 4};
+  std::string policy = "prefix";
+  double demand = 1.0;
+  int64_t worker_blocks = 8192;  // 131,072 tokens of KV per worker
+  int tenants = 200;
+  int64_t prefix_tokens = 12000;
+  int turns = 30;
+  double think_s = 2.0;
+  double prefill_tps = 20000;
+  double decode_tps = 50;
+  double event_ms = 50;
+  double lag_ms = 20;
+  double report_ms = 250;
+  double detect_ms = 600;  // 3 failed load polls 200 ms apart
+  int sample = 64;
+  double phase_s = 60;
+  double warmup_s = 90;
+  uint64_t seed = 1;
+};
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// A block's key: its hash's first 8 bytes (uniform, as chained hashes are).
+uint64_t TenantBlock(int tenant, int64_t i) {
+  return Mix(Mix(static_cast<uint64_t>(tenant) + 1) ^ static_cast<uint64_t>(i));
+}
+uint64_t SessionBlock(uint64_t uid, int64_t j) {
+  return Mix(Mix(uid + 0x5E55100000000ull) ^ static_cast<uint64_t>(j));
+}
+BlockHash HashOf(uint64_t key) {
+  BlockHash h;
+  const uint64_t hi = Mix(key);
+  std::memcpy(h.bytes.data(), &key, 8);
+  std::memcpy(h.bytes.data() + 8, &hi, 8);
+  return h;
+}
+
+// One worker's paged KV cache: blocks of running requests pinned, the rest
+// in least-recently-used order. Reports what it stores and evicts (its KV
+// events) in order.
+class WorkerCache {
+ public:
+  explicit WorkerCache(int64_t capacity) : capacity_(capacity) {}
+
+  // Leading blocks of `keys` held.
+  int64_t Held(const std::vector<uint64_t>& keys) const {
+    int64_t n = 0;
+    while (n < static_cast<int64_t>(keys.size()) && map_.contains(keys[n])) ++n;
+    return n;
+  }
+  void Pin(const std::vector<uint64_t>& keys) {
+    for (uint64_t k : keys) {
+      auto [it, added] = map_.try_emplace(k, 0);
+      if (added) {
+        it->second = NewNode(k);
+        Log(k, true);
+      } else if (nodes_[it->second].pins == 0) {
+        Unlink(it->second);
+      }
+      ++nodes_[it->second].pins;
+      if (nodes_[it->second].pins == 1) ++pinned_;
+    }
+    Evict();
+  }
+  // Back to the LRU list, the last block first (it goes first).
+  void Unpin(const std::vector<uint64_t>& keys) {
+    for (auto k = keys.rbegin(); k != keys.rend(); ++k) {
+      auto it = map_.find(*k);
+      if (it == map_.end()) continue;
+      Node& n = nodes_[it->second];
+      if (--n.pins == 0) {
+        --pinned_;
+        Append(it->second);
+      }
+    }
+    Evict();
+  }
+  void Clear() {
+    map_.clear();
+    nodes_.clear();
+    free_.clear();
+    head_ = tail_ = -1;
+    pinned_ = unpinned_ = 0;
+  }
+  template <typename Fn>
+  void ForEach(Fn fn) const {
+    for (const auto& [k, node] : map_) fn(k);
+  }
+  int64_t pinned() const { return pinned_; }
+  int64_t unpinned() const { return unpinned_; }
+  int64_t overflow() const { return overflow_; }
+
+  // Events since the last take: runs of stores and removals, in order.
+  struct Run {
+    bool stored = true;
+    std::vector<uint64_t> keys;
+  };
+  std::vector<Run> TakeEvents() { return std::exchange(events_, {}); }
+
+ private:
+  struct Node {
+    uint64_t key = 0;
+    int32_t prev = -1, next = -1;
+    int32_t pins = 0;
+  };
+  int32_t NewNode(uint64_t key) {
+    int32_t i;
+    if (!free_.empty()) {
+      i = free_.back();
+      free_.pop_back();
+    } else {
+      i = static_cast<int32_t>(nodes_.size());
+      nodes_.emplace_back();
+    }
+    nodes_[i] = Node{key};
+    return i;
+  }
+  void Append(int32_t i) {
+    nodes_[i].prev = tail_;
+    nodes_[i].next = -1;
+    if (tail_ >= 0) nodes_[tail_].next = i;
+    tail_ = i;
+    if (head_ < 0) head_ = i;
+    ++unpinned_;
+  }
+  void Unlink(int32_t i) {
+    Node& n = nodes_[i];
+    if (n.prev >= 0)
+      nodes_[n.prev].next = n.next;
+    else
+      head_ = n.next;
+    if (n.next >= 0)
+      nodes_[n.next].prev = n.prev;
+    else
+      tail_ = n.prev;
+    --unpinned_;
+  }
+  void Evict() {
+    while (static_cast<int64_t>(map_.size()) > capacity_ && head_ >= 0) {
+      const int32_t i = head_;
+      Unlink(i);
+      Log(nodes_[i].key, false);
+      map_.erase(nodes_[i].key);
+      free_.push_back(i);
+    }
+    if (static_cast<int64_t>(map_.size()) > capacity_) ++overflow_;  // all pinned
+  }
+  void Log(uint64_t key, bool stored) {
+    if (events_.empty() || events_.back().stored != stored) events_.push_back({stored, {}});
+    events_.back().keys.push_back(key);
+  }
+
+  const int64_t capacity_;
+  absl::flat_hash_map<uint64_t, int32_t> map_;
+  std::vector<Node> nodes_;
+  std::vector<int32_t> free_;
+  int32_t head_ = -1, tail_ = -1;
+  int64_t pinned_ = 0, unpinned_ = 0, overflow_ = 0;
+  std::vector<Run> events_;
+};
+
+struct Session {
+  int tenant = 0;
+  uint64_t uid = 0;
+  int turn = 0;
+  int64_t history = 0;  // tokens after the tenant's prefix
+};
+
+struct Request {
+  int session = 0;
+  int router = 0;
+  int worker = -1;
+  int64_t prompt_tokens = 0;
+  int32_t out_tokens = 0;
+  double arrive = 0;
+  int64_t fleet_held = 0;  // leading blocks some live worker held at decision
+  WorkerSet tried;
+  std::unique_ptr<WorkerLease> lease;
+  std::vector<uint64_t> keys;
+  int64_t attempt = 0;
+  bool done = false;
+};
+
+struct Worker {
+  explicit Worker(int64_t blocks) : cache(blocks) {}
+  WorkerCache cache;
+  std::deque<int> queue;
+  int prefilling = -1;
+  std::vector<int> decoding;
+  int64_t queued_tokens = 0;
+  double busy_s = 0;  // prefill time in the current phase
+  int64_t served = 0;
+  bool alive = true;
+};
+
+struct SimRouter {
+  std::unique_ptr<ModelGroup> group;
+  std::vector<std::shared_ptr<FakeWorkerClient>> clients;
+  ModelSnapshot snap;
+  WorkerSet known;  // workers it routes to
+  SessionAffinity affinity;
+  std::unique_ptr<Policy> policy;
+  bool alive = true;
+  // This phase's measurements.
+  int64_t ingest_blocks = 0, ingest_batches = 0, ingest_bytes = 0;
+  double ingest_s = 0;
+  std::vector<double> decision_us;
+};
+
+// One batch per worker per flush: its runs of stored and removed hashes.
+struct EventBatch {
+  int worker = 0;
+  std::vector<std::pair<bool, std::vector<BlockHash>>> runs;
+  int64_t blocks = 0;
+};
+
+enum class Kind { kArrive, kPrefillDone, kFinish, kFlush, kDeliver, kReport, kPhase, kDetect };
+
+struct Event {
+  double t;
+  uint64_t seq;
+  Kind kind;
+  int64_t a;
+  int64_t b = 0;  // a request's attempt (a retried request's old events are void)
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+class Simulation {
+ public:
+  Simulation(const Options& o, int routers) : o_(o), rng_(o.seed), n_routers_(routers) {}
+
+  void Run() {
+    const double avg_turn = 1500 + 400;
+    const double private_tokens = o_.turns / 2.0 * avg_turn;
+    const double capacity = static_cast<double>(o_.workers) * o_.worker_blocks * kBlockTokens;
+    const double shared = static_cast<double>(o_.tenants) * o_.prefix_tokens;
+    const int n_sessions =
+        std::max(1, static_cast<int>((o_.demand * capacity - shared) / private_tokens));
+    std::printf(
+        "\n## %d router%s, policy %s: %d workers in %d zones, %d sessions of %d tenants "
+        "(KV demand %.0f%%)\n\n",
+        n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), o_.workers, o_.zones, n_sessions,
+        o_.tenants, 100 * o_.demand);
+    for (int w = 0; w < o_.workers; ++w) workers_.emplace_back(o_.worker_blocks);
+    for (int r = 0; r < n_routers_; ++r) AddRouter(false);
+    for (int s = 0; s < n_sessions; ++s) {
+      Session session;
+      session.tenant = s % o_.tenants;
+      session.uid = next_uid_++;
+      // Sessions start mid-way (their history not cached anywhere yet).
+      session.turn = static_cast<int>(rng_() % o_.turns);
+      session.history = session.turn * static_cast<int64_t>(avg_turn);
+      sessions_.push_back(session);
+      Push(Uniform(0, 10), Kind::kArrive, s);
+    }
+    Push(o_.event_ms / 1000, Kind::kFlush, 0);
+    Push(0, Kind::kReport, 0);
+    for (int p = 0; p <= 4; ++p) Push(o_.warmup_s + p * o_.phase_s, Kind::kPhase, p);
+    std::printf(
+        "| phase | routers | requests | hit ratio | fleet held | TTFT p50 s | p90 s | "
+        "p99 s | retried | failed mid-stream | prefill busy max/mean |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      now_ = e.t;
+      if (e.kind == Kind::kPhase && e.a == 4) {
+        EndPhase();
+        break;
+      }
+      Handle(e);
+    }
+    PrintRouterTable();
+  }
+
+ private:
+  void Push(double t, Kind kind, int64_t a, int64_t b = 0) {
+    events_.push({t, seq_++, kind, a, b});
+  }
+  double Uniform(double lo, double hi) {
+    return lo + (hi - lo) * std::uniform_real_distribution<double>(0, 1)(rng_);
+  }
+  WallClock::time_point SimTime() const {
+    return sim_epoch_ +
+           std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(now_));
+  }
+
+  void AddRouter(bool from_snapshots) {
+    auto r = std::make_unique<SimRouter>();
+    r->group.reset(new ModelGroup{
+        .name = "sim",
+        .digest = "sim",
+        .block_size = kBlockTokens,
+        .tokenizer = nullptr,
+        .chat_template = std::nullopt,
+        .chat_template_error = {},
+        .index = PrefixIndex(std::chrono::seconds(20), [this] { return SimTime(); })});
+    auto policy = MakePolicy(o_.policy);
+    if (!policy.ok()) {
+      std::fprintf(stderr, "scale_sim: %s\n", policy.status().ToString().c_str());
+      std::exit(2);
+    }
+    r->policy = std::move(policy).value();
+    r->clients.resize(o_.workers);
+    for (int w = 0; w < o_.workers; ++w) {
+      auto client = std::make_shared<FakeWorkerClient>("10." + std::to_string(w % o_.zones) + "." +
+                                                       std::to_string(w / 250) + "." +
+                                                       std::to_string(w % 250) + ":50051");
+      kvmesh::v1::InfoResponse info;
+      info.set_worker_id("worker-" + std::to_string(w));
+      client->set_info(info);
+      r->clients[w] = client;
+      r->group->slots[w] = client;
+      if (!workers_[w].alive) continue;
+      r->snap.healthy.push_back({w, client});
+      r->known.Add(w);
+    }
+    r->snap.group = r->group.get();
+    if (from_snapshots) {
+      // Subscribing: every worker's snapshot, then its deltas.
+      int64_t blocks = 0;
+      const auto t0 = WallClock::now();
+      std::vector<BlockHash> hashes;
+      for (int w = 0; w < o_.workers; ++w) {
+        if (!workers_[w].alive) continue;
+        hashes.clear();
+        workers_[w].cache.ForEach([&](uint64_t k) { hashes.push_back(HashOf(k)); });
+        r->group->index.AddExact(w, hashes);
+        blocks += static_cast<int64_t>(hashes.size());
+      }
+      const double s = std::chrono::duration<double>(WallClock::now() - t0).count();
+      notes_.push_back("t=" + std::to_string(static_cast<int>(now_)) +
+                       " s: a router joined: " + std::to_string(blocks) + " blocks from " +
+                       std::to_string(o_.workers) + " snapshots (" +
+                       std::to_string(blocks * 18 / (1 << 20)) + " MiB on the wire), indexed in " +
+                       std::to_string(s).substr(0, 5) + " s of one core");
+    }
+    routers_.push_back(std::move(r));
+  }
+
+  std::vector<int> LiveRouters() const {
+    std::vector<int> live;
+    for (size_t r = 0; r < routers_.size(); ++r)
+      if (routers_[r]->alive) live.push_back(static_cast<int>(r));
+    return live;
+  }
+
+  void Handle(const Event& e) {
+    switch (e.kind) {
+      case Kind::kArrive:
+        Arrive(static_cast<int>(e.a));
+        break;
+      case Kind::kPrefillDone:
+        PrefillDone(static_cast<int>(e.a), e.b);
+        break;
+      case Kind::kFinish:
+        Finish(static_cast<int>(e.a));
+        break;
+      case Kind::kFlush:
+        Flush();
+        break;
+      case Kind::kDeliver:
+        Deliver();
+        break;
+      case Kind::kReport:
+        Report();
+        break;
+      case Kind::kPhase:
+        Phase(static_cast<int>(e.a));
+        break;
+      case Kind::kDetect:
+        Detect(static_cast<int>(e.a));
+        break;
+    }
+  }
+
+  // A session's next turn: a tool result appended, sent to a random router.
+  void Arrive(int s) {
+    Session& session = sessions_[s];
+    session.history += static_cast<int64_t>(Uniform(500, 2500));
+    auto req = std::make_unique<Request>();
+    req->session = s;
+    req->arrive = now_;
+    req->out_tokens = static_cast<int32_t>(Uniform(100, 700));
+    req->prompt_tokens = o_.prefix_tokens + session.history;
+    for (int64_t i = 0; i < o_.prefix_tokens / kBlockTokens; ++i)
+      req->keys.push_back(TenantBlock(session.tenant, i));
+    for (int64_t j = 0; j < session.history / kBlockTokens; ++j)
+      req->keys.push_back(SessionBlock(session.uid, j));
+    const std::vector<int> live = LiveRouters();
+    req->router = live[rng_() % live.size()];
+    const int id = static_cast<int>(requests_.size());
+    requests_.push_back(std::move(req));
+    Route(id);
+  }
+
+  // RouterCore::PlanAttempt, on the request's router.
+  void Route(int id) {
+    Request& req = *requests_[id];
+    SimRouter& r = *routers_[req.router];
+    const WorkerSet candidates_all = r.known - req.tried;
+    if (candidates_all.empty()) {  // nothing left: the client sees an error
+      ++phase_.failed;
+      req.done = true;
+      Push(now_ + 1, Kind::kArrive, req.session);
+      return;
+    }
+    std::vector<BlockHash> hashes(req.keys.size());
+    for (size_t i = 0; i < hashes.size(); ++i) hashes[i] = HashOf(req.keys[i]);
+    const std::string session_key = std::to_string(sessions_[req.session].uid);
+    const auto t0 = WallClock::now();
+    const PrefixMatch match = r.group->index.Match(hashes, candidates_all);
+    auto hint = r.affinity.Find(session_key, SimTime());
+    WorkerSet candidates = candidates_all;
+    if (o_.sample > 0 && candidates.size() > 2 * o_.sample)
+      candidates = SampleCandidates(r.snap, candidates, match, o_.sample, hint ? hint->slot : -1);
+    std::vector<WorkerView> views;
+    std::vector<const Candidate*> conns;
+    const int32_t max_cacheable = static_cast<int32_t>((req.prompt_tokens - 1) / kBlockTokens);
+    BuildWorkerViews(r.snap, candidates, match, max_cacheable, false, hint, &views, &conns);
+    Decision d;
+    if (!StickToSession(hint, views, 2.0, 4, &d))
+      d = r.policy->Choose({static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens});
+    const int slot = views[d.index].slot;
+    ++req.attempt;
+    r.group->index.AddOptimistic(slot, hashes);
+    r.affinity.Record(
+        session_key,
+        {std::string(views[d.index].id), static_cast<int32_t>(req.prompt_tokens), slot}, SimTime());
+    r.decision_us.push_back(
+        std::chrono::duration<double, std::micro>(WallClock::now() - t0).count());
+    req.lease = std::make_unique<WorkerLease>(conns[d.index]->worker);
+    req.worker = slot;
+    req.tried.Add(slot);
+    // The best any router could have found: the longest prefix a live
+    // worker held.
+    req.fleet_held = 0;
+    for (const auto& k : req.keys) {
+      auto it = holders_.find(k);
+      if (it == holders_.end() || it->second == 0) break;
+      ++req.fleet_held;
+    }
+    Worker& w = workers_[slot];
+    if (!w.alive) {      // the call fails at once: the router marks the worker
+      ++phase_.retried;  // unhealthy (WorkerLease::ReportFailure) and retries
+      req.lease.reset();
+      LeaveRoutingSet(r, slot);
+      Route(id);
+      return;
+    }
+    w.queue.push_back(id);
+    w.queued_tokens += req.prompt_tokens;
+    if (w.prefilling < 0) StartPrefill(slot);
+  }
+
+  void StartPrefill(int slot) {
+    Worker& w = workers_[slot];
+    if (w.queue.empty()) return;
+    const int id = w.queue.front();
+    w.queue.pop_front();
+    Request& req = *requests_[id];
+    w.queued_tokens -= req.prompt_tokens;
+    w.prefilling = id;
+    const int64_t held = w.cache.Held(req.keys);
+    PinKeys(slot, req.keys);
+    const int64_t cached = std::min(held * kBlockTokens, req.prompt_tokens - 1);
+    phase_.prompt_tokens += req.prompt_tokens;
+    phase_.hit_tokens += cached;
+    phase_.fleet_tokens += std::min(req.fleet_held * kBlockTokens, req.prompt_tokens - 1);
+    const double seconds = static_cast<double>(req.prompt_tokens - cached) / o_.prefill_tps;
+    w.busy_s += seconds;
+    Push(now_ + seconds, Kind::kPrefillDone, id, req.attempt);
+  }
+
+  void PrefillDone(int id, int64_t attempt) {
+    if (!requests_[id]) return;
+    Request& req = *requests_[id];
+    if (req.done || attempt != req.attempt) return;  // failed, or retried elsewhere
+    Worker& w = workers_[req.worker];
+    phase_.ttft.push_back(now_ - req.arrive);
+    w.prefilling = -1;
+    w.decoding.push_back(id);
+    Push(now_ + req.out_tokens / o_.decode_tps, Kind::kFinish, id);
+    StartPrefill(req.worker);
+  }
+
+  void Finish(int id) {
+    Request& req = *requests_[id];
+    if (req.done) {  // its stream failed with its worker
+      requests_[id].reset();
+      return;
+    }
+    req.done = true;
+    const int slot = req.worker;
+    Worker& w = workers_[slot];
+    std::erase(w.decoding, id);
+    Session& session = sessions_[req.session];
+    const int64_t before = session.history / kBlockTokens;
+    session.history += req.out_tokens;
+    // The answer's full blocks join the cache with the prompt's.
+    std::vector<uint64_t> answer;
+    for (int64_t j = before; j < session.history / kBlockTokens; ++j)
+      answer.push_back(SessionBlock(session.uid, j));
+    PinKeys(slot, answer);
+    UnpinKeys(slot, answer);
+    UnpinKeys(slot, req.keys);
+    req.lease.reset();
+    ++w.served;
+    ++phase_.requests;
+    if (++session.turn >= o_.turns) {  // a new session of the same tenant
+      session.uid = next_uid_++;
+      session.turn = 0;
+      session.history = 0;
+    }
+    Push(now_ + std::exponential_distribution<double>(1 / o_.think_s)(rng_), Kind::kArrive,
+         req.session);
+    requests_[id].reset();
+  }
+
+  void PinKeys(int slot, const std::vector<uint64_t>& keys) {
+    workers_[slot].cache.Pin(keys);
+    TrackEvents(slot);
+  }
+  void UnpinKeys(int slot, const std::vector<uint64_t>& keys) {
+    workers_[slot].cache.Unpin(keys);
+    TrackEvents(slot);
+  }
+  // The fleet-wide count of holders (for "fleet held"), and the worker's
+  // pending event batch.
+  void TrackEvents(int slot) {
+    for (WorkerCache::Run& run : workers_[slot].cache.TakeEvents()) {
+      for (uint64_t k : run.keys) holders_[k] += run.stored ? 1 : -1;
+      auto& pending = pending_[slot];
+      if (pending.empty() || pending.back().stored != run.stored) {
+        pending.push_back(std::move(run));
+      } else {
+        auto& keys = pending.back().keys;
+        keys.insert(keys.end(), run.keys.begin(), run.keys.end());
+      }
+    }
+  }
+
+  void Flush() {
+    std::vector<EventBatch> batches;
+    for (auto& [slot, runs] : pending_) {
+      if (runs.empty() || !workers_[slot].alive) continue;
+      EventBatch b;
+      b.worker = slot;
+      for (auto& run : runs) {
+        std::vector<BlockHash> hashes(run.keys.size());
+        for (size_t i = 0; i < hashes.size(); ++i) hashes[i] = HashOf(run.keys[i]);
+        b.blocks += static_cast<int64_t>(hashes.size());
+        b.runs.emplace_back(run.stored, std::move(hashes));
+      }
+      batches.push_back(std::move(b));
+    }
+    pending_.clear();
+    if (!batches.empty()) {
+      in_transit_.push_back(std::move(batches));
+      Push(now_ + o_.lag_ms / 1000, Kind::kDeliver, 0);
+    }
+    Push(now_ + o_.event_ms / 1000, Kind::kFlush, 0);
+  }
+
+  // Every live router applies the oldest flush's batches to its index.
+  void Deliver() {
+    std::vector<EventBatch> batches = std::move(in_transit_.front());
+    in_transit_.pop_front();
+    for (auto& r : routers_) {
+      if (!r->alive) continue;
+      const auto t0 = WallClock::now();
+      for (const EventBatch& b : batches) {
+        if (!r->known.Contains(b.worker)) continue;
+        for (const auto& [stored, hashes] : b.runs) {
+          if (stored)
+            r->group->index.AddExact(b.worker, hashes);
+          else
+            r->group->index.RemoveExact(b.worker, hashes);
+        }
+        r->ingest_blocks += b.blocks;
+        ++r->ingest_batches;
+        // 18 bytes a hash (16 and its tag), ~12 a run, ~24 a batch.
+        r->ingest_bytes += b.blocks * 18 + static_cast<int64_t>(b.runs.size()) * 12 + 24;
+      }
+      r->ingest_s += std::chrono::duration<double>(WallClock::now() - t0).count();
+    }
+  }
+
+  void Report() {
+    for (int w = 0; w < o_.workers; ++w) {
+      const Worker& worker = workers_[w];
+      if (!worker.alive) continue;
+      kvmesh::v1::LoadResponse load;
+      load.set_running(static_cast<uint32_t>(worker.decoding.size() + (worker.prefilling >= 0)));
+      load.set_waiting(static_cast<uint32_t>(worker.queue.size()));
+      load.set_queued_prefill_tokens(static_cast<uint64_t>(worker.queued_tokens));
+      load.set_prefill_tokens_per_s(o_.prefill_tps);
+      load.set_kv_blocks_total(static_cast<uint64_t>(o_.worker_blocks));
+      load.set_kv_blocks_used(static_cast<uint64_t>(worker.cache.pinned()));
+      load.set_kv_blocks_cached(static_cast<uint64_t>(worker.cache.unpinned()));
+      load.set_kv_blocks_free(
+          static_cast<uint64_t>(std::max<int64_t>(0, o_.worker_blocks - worker.cache.pinned())));
+      for (auto& r : routers_) r->clients[w]->set_load(load);
+    }
+    Push(now_ + o_.report_ms / 1000, Kind::kReport, 0);
+  }
+
+  void Phase(int p) {
+    if (p > 0) EndPhase();
+    phase_ = {};
+    for (auto& r : routers_) {
+      r->ingest_blocks = r->ingest_batches = r->ingest_bytes = 0;
+      r->ingest_s = 0;
+      r->decision_us.clear();
+    }
+    for (Worker& w : workers_) w.busy_s = 0;
+    phase_start_ = now_;
+    if (p == 0) phase_name_ = "steady";
+    if (p == 1) {
+      AddRouter(true);
+      phase_name_ = "router added";
+    }
+    if (p == 2) {
+      for (auto& r : routers_) {
+        if (r->alive) {  // the oldest drains: its streams finish, no new ones
+          r->alive = false;
+          break;
+        }
+      }
+      phase_name_ = "router removed";
+    }
+    if (p == 3) {
+      LoseZone(0);
+      phase_name_ = "zone lost";
+    }
+  }
+
+  void LoseZone(int zone) {
+    int lost_workers = 0, retried = 0, failed = 0;
+    for (int slot = zone; slot < o_.workers; slot += o_.zones) {
+      Worker& w = workers_[slot];
+      w.alive = false;
+      ++lost_workers;
+      // Not yet streaming: the router retries elsewhere (before the first
+      // token). Streaming: the client sees the stream fail and retries the turn.
+      std::vector<int> requeue(w.queue.begin(), w.queue.end());
+      if (w.prefilling >= 0) requeue.push_back(w.prefilling);
+      for (int id : requeue) {
+        ++retried;
+        ++phase_.retried;
+        requests_[id]->lease.reset();
+        Route(id);  // a new attempt: the old one's PrefillDone is void
+      }
+      for (int id : w.decoding) {
+        ++failed;
+        ++phase_.failed;
+        Request& req = *requests_[id];
+        req.done = true;
+        req.lease.reset();
+        Push(now_ + 1, Kind::kArrive, req.session);
+      }
+      w.queue.clear();
+      w.prefilling = -1;
+      w.decoding.clear();
+      w.queued_tokens = 0;
+      w.cache.ForEach([&](uint64_t k) { --holders_[k]; });
+      w.cache.Clear();
+      pending_.erase(slot);
+      Push(now_ + o_.detect_ms / 1000, Kind::kDetect, slot);
+    }
+    notes_.push_back("t=" + std::to_string(static_cast<int>(now_)) + " s: zone " +
+                     std::to_string(zone) + " lost: " + std::to_string(lost_workers) +
+                     " workers; " + std::to_string(retried) +
+                     " requests not yet streaming retried elsewhere, " + std::to_string(failed) +
+                     " streams failed to their clients (each retried its turn 1 s later)");
+  }
+
+  static void LeaveRoutingSet(SimRouter& r, int slot) {
+    r.known.Remove(slot);
+    std::erase_if(r.snap.healthy, [slot](const Candidate& c) { return c.slot == slot; });
+  }
+
+  // Routers notice a lost worker (its load polls fail --detect-ms after,
+  // unless a call failed first): it leaves their candidates and its blocks
+  // leave their indexes.
+  void Detect(int slot) {
+    for (auto& r : routers_) {
+      LeaveRoutingSet(*r, slot);
+      r->group->index.RemoveWorker(slot);
+    }
+  }
+
+  void EndPhase() {
+    const double span = now_ - phase_start_;
+    double busy_max = 0, busy_sum = 0;
+    int alive = 0;
+    for (const Worker& w : workers_) {
+      if (!w.alive) continue;
+      ++alive;
+      busy_max = std::max(busy_max, w.busy_s);
+      busy_sum += w.busy_s;
+    }
+    const int live_routers = static_cast<int>(LiveRouters().size());
+    std::printf("| %s | %d | %lld | %.1f%% | %.1f%% | %.2f | %.2f | %.2f | %lld | %lld | %.1f |\n",
+                phase_name_.c_str(), live_routers, static_cast<long long>(phase_.requests),
+                100.0 * static_cast<double>(phase_.hit_tokens) /
+                    std::max<double>(1, static_cast<double>(phase_.prompt_tokens)),
+                100.0 * static_cast<double>(phase_.fleet_tokens) /
+                    std::max<double>(1, static_cast<double>(phase_.prompt_tokens)),
+                Percentile(phase_.ttft, 0.5), Percentile(phase_.ttft, 0.9),
+                Percentile(phase_.ttft, 0.99), static_cast<long long>(phase_.retried),
+                static_cast<long long>(phase_.failed),
+                busy_sum > 0 ? busy_max / (busy_sum / alive) : 0.0);
+    RouterRow row;
+    row.phase = phase_name_;
+    row.span = span;
+    for (const auto& r : routers_) {
+      if (!r->alive && r->decision_us.empty()) continue;
+      row.blocks_s.push_back(static_cast<double>(r->ingest_blocks) / span);
+      row.batches_s.push_back(static_cast<double>(r->ingest_batches) / span);
+      row.mib_s.push_back(static_cast<double>(r->ingest_bytes) / span / (1 << 20));
+      row.ingest_core.push_back(r->ingest_s / span);
+      row.ns_per_block.push_back(1e9 * r->ingest_s /
+                                 std::max<double>(1, static_cast<double>(r->ingest_blocks)));
+      row.decisions_s.push_back(static_cast<double>(r->decision_us.size()) / span);
+      row.decision_p50.push_back(Percentile(r->decision_us, 0.5));
+      row.decision_p99.push_back(Percentile(r->decision_us, 0.99));
+      row.index_blocks.push_back(static_cast<double>(r->group->index.size()));
+    }
+    router_rows_.push_back(std::move(row));
+  }
+
+  void PrintRouterTable() {
+    std::printf(
+        "\nPer router (the median router of the phase; simulated seconds, measured CPU):\n\n"
+        "| phase | event blocks/s | batches/s | MiB/s | ingest CPU | ns/block | "
+        "decisions/s | decision p50 µs | p99 µs | indexed blocks |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (const RouterRow& row : router_rows_) {
+      auto med = [](std::vector<double> v) { return Percentile(std::move(v), 0.5); };
+      std::printf("| %s | %.0f | %.0f | %.2f | %.2f%% | %.0f | %.1f | %.1f | %.1f | %.0f |\n",
+                  row.phase.c_str(), med(row.blocks_s), med(row.batches_s), med(row.mib_s),
+                  100 * med(row.ingest_core), med(row.ns_per_block), med(row.decisions_s),
+                  med(row.decision_p50), med(row.decision_p99), med(row.index_blocks));
+    }
+    int64_t overflow = 0;
+    for (const Worker& w : workers_) overflow += w.cache.overflow();
+    std::printf("\n");
+    for (const std::string& n : notes_) std::printf("- %s\n", n.c_str());
+    std::printf("- caches over capacity with every block pinned: %lld times\n",
+                static_cast<long long>(overflow));
+  }
+
+  struct PhaseStats {
+    int64_t requests = 0, prompt_tokens = 0, hit_tokens = 0, fleet_tokens = 0;
+    int64_t retried = 0, failed = 0;
+    std::vector<double> ttft;
+  };
+  struct RouterRow {
+    std::string phase;
+    double span = 0;
+    std::vector<double> blocks_s, batches_s, mib_s, ingest_core, ns_per_block, decisions_s,
+        decision_p50, decision_p99, index_blocks;
+  };
+
+  const Options o_;
+  std::mt19937_64 rng_;
+  const int n_routers_;
+  const WallClock::time_point sim_epoch_ = WallClock::now();
+  double now_ = 0;
+  uint64_t seq_ = 0;
+  uint64_t next_uid_ = 1;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::vector<Worker> workers_;
+  std::vector<std::unique_ptr<SimRouter>> routers_;
+  std::vector<Session> sessions_;
+  std::vector<std::unique_ptr<Request>> requests_;
+  absl::flat_hash_map<uint64_t, int32_t> holders_;
+  absl::flat_hash_map<int, std::vector<WorkerCache::Run>> pending_;
+  std::deque<std::vector<EventBatch>> in_transit_;
+  PhaseStats phase_;
+  double phase_start_ = 0;
+  std::string phase_name_;
+  std::vector<RouterRow> router_rows_;
+  std::vector<std::string> notes_;
+};
+
+std::vector<int> ParseList(const std::string& s) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    out.push_back(std::stoi(s.substr(start, comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], v = argv[i + 1];
+    if (flag == "--workers")
+      o.workers = std::stoi(v);
+    else if (flag == "--zones")
+      o.zones = std::stoi(v);
+    else if (flag == "--routers")
+      o.routers = ParseList(v);
+    else if (flag == "--policy")
+      o.policy = v;
+    else if (flag == "--demand")
+      o.demand = std::stod(v);
+    else if (flag == "--worker-blocks")
+      o.worker_blocks = std::stoll(v);
+    else if (flag == "--tenants")
+      o.tenants = std::stoi(v);
+    else if (flag == "--prefix-tokens")
+      o.prefix_tokens = std::stoll(v);
+    else if (flag == "--turns")
+      o.turns = std::stoi(v);
+    else if (flag == "--think-s")
+      o.think_s = std::stod(v);
+    else if (flag == "--prefill-tps")
+      o.prefill_tps = std::stod(v);
+    else if (flag == "--decode-tps")
+      o.decode_tps = std::stod(v);
+    else if (flag == "--event-ms")
+      o.event_ms = std::stod(v);
+    else if (flag == "--lag-ms")
+      o.lag_ms = std::stod(v);
+    else if (flag == "--report-ms")
+      o.report_ms = std::stod(v);
+    else if (flag == "--detect-ms")
+      o.detect_ms = std::stod(v);
+    else if (flag == "--sample")
+      o.sample = std::stoi(v);
+    else if (flag == "--phase-s")
+      o.phase_s = std::stod(v);
+    else if (flag == "--warmup-s")
+      o.warmup_s = std::stod(v);
+    else if (flag == "--seed")
+      o.seed = std::stoull(v);
+    else {
+      std::fprintf(stderr, "scale_sim: unknown flag %s (see the comment at the top of %s)\n",
+                   flag.c_str(), __FILE__);
+      return 2;
+    }
+  }
+  if (o.workers < 1 || o.workers > kMaxWorkersPerModel || o.zones < 1) {
+    std::fprintf(stderr, "scale_sim: --workers must be 1..%d and --zones at least 1\n",
+                 kMaxWorkersPerModel);
+    return 2;
+  }
+  for (int n : o.routers) {
+    if (n < 1) {
+      std::fprintf(stderr, "scale_sim: --routers entries must be at least 1\n");
+      return 2;
+    }
+    Simulation(o, n).Run();
+  }
+  return 0;
+}
