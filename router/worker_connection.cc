@@ -1,5 +1,7 @@
 #include "router/worker_connection.h"
 
+#include <functional>
+
 #include "common/log.h"
 
 namespace kvmesh::router {
@@ -7,10 +9,16 @@ namespace {
 
 class GrpcGenerateStream final : public GenerateStream {
  public:
+  // `heard` runs on each message (the connection outlives its streams: a
+  // request's WorkerLease holds both).
   GrpcGenerateStream(v1::Worker::Stub* stub, const ChannelSecurity& security,
-                     const v1::GenerateRequest& request)
-      : reader_(Start(stub, security, request)) {}
-  bool Read(v1::GenerateResponse* response) override { return reader_->Read(response); }
+                     const v1::GenerateRequest& request, std::function<void()> heard)
+      : reader_(Start(stub, security, request)), heard_(std::move(heard)) {}
+  bool Read(v1::GenerateResponse* response) override {
+    if (!reader_->Read(response)) return false;
+    heard_();
+    return true;
+  }
   void Cancel() override { context_.TryCancel(); }
   grpc::Status Finish() override { return reader_->Finish(); }
 
@@ -23,6 +31,7 @@ class GrpcGenerateStream final : public GenerateStream {
 
   grpc::ClientContext context_;  // first: the reader uses it
   std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader_;
+  std::function<void()> heard_;
 };
 
 }  // namespace
@@ -76,7 +85,8 @@ void WorkerConnection::SetHealthy(bool healthy) {
 void WorkerConnection::ReportFailure() { SetHealthy(false); }
 
 std::unique_ptr<GenerateStream> WorkerConnection::Generate(const v1::GenerateRequest& request) {
-  return std::make_unique<GrpcGenerateStream>(stub_.get(), *options_.security, request);
+  return std::make_unique<GrpcGenerateStream>(stub_.get(), *options_.security, request,
+                                              [this] { NoteHeard(); });
 }
 
 v1::LoadResponse WorkerConnection::load() const {
@@ -104,12 +114,27 @@ std::string WorkerConnection::role() const {
   return info_.role().empty() ? "both" : info_.role();
 }
 
-bool WorkerConnection::FetchInfo() {
+void WorkerConnection::NoteHeard() {
+  last_heard_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                       std::memory_order_relaxed);
+}
+
+bool WorkerConnection::HeardWithin(std::chrono::milliseconds window) const {
+  const int64_t last = last_heard_ns_.load(std::memory_order_relaxed);
+  if (last == 0) return false;
+  const auto since = std::chrono::steady_clock::now().time_since_epoch() -
+                     std::chrono::steady_clock::duration(last);
+  return since <= window;
+}
+
+grpc::StatusCode WorkerConnection::FetchInfo() {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
   options_.security->Authorize(&ctx);
   v1::InfoResponse info;
-  if (!stub_->Info(&ctx, v1::InfoRequest(), &info).ok()) return false;
+  const grpc::Status status = stub_->Info(&ctx, v1::InfoRequest(), &info);
+  if (!status.ok()) return status.error_code();
+  NoteHeard();
   {
     std::lock_guard<std::mutex> lock(mu_);
     info_ = info;
@@ -118,30 +143,35 @@ bool WorkerConnection::FetchInfo() {
   PublishId(info.worker_id().empty() ? address_ : info.worker_id());
   epoch_ = info.epoch();
   listener_->OnWorkerInfo(this, info);
-  return true;
+  return grpc::StatusCode::OK;
 }
 
 void WorkerConnection::PollLoop() {
+  using grpc::StatusCode;
   do {
-    bool ok = true;
-    if (!has_info()) ok = FetchInfo();
-    if (ok) {
+    StatusCode failed = StatusCode::OK;
+    if (!has_info()) failed = FetchInfo();
+    if (failed == StatusCode::OK) {
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
       options_.security->Authorize(&ctx);
       v1::LoadResponse load;
-      ok = stub_->Load(&ctx, v1::LoadRequest(), &load).ok();
-      if (ok && load.epoch() != epoch_.load()) ok = FetchInfo();  // restarted
-      if (ok) {
+      failed = stub_->Load(&ctx, v1::LoadRequest(), &load).error_code();
+      if (failed == StatusCode::OK && load.epoch() != epoch_.load()) failed = FetchInfo();
+      if (failed == StatusCode::OK) {
+        NoteHeard();
         std::lock_guard<std::mutex> lock(mu_);
         load_ = load;
         PublishLoad(load);
         finished_since_poll = 0;
       }
     }
-    if (ok) {
+    if (failed == StatusCode::OK) {
       failures_ = 0;
       SetHealthy(true);
+    } else if (failed == StatusCode::DEADLINE_EXCEEDED &&
+               HeardWithin(options_.rpc_timeout + options_.poll_interval)) {
+      // Serving, but this poll starved: neither a failure nor an answer.
     } else if (++failures_ >= options_.max_failures || !healthy_) {
       SetHealthy(false);
     }
@@ -166,6 +196,7 @@ void WorkerConnection::SubscribeLoop() {
     uint64_t epoch = 0, sequence = 0;
     bool started = false;
     while (reader->Read(&batch)) {
+      NoteHeard();
       const bool gap = started && (batch.epoch() != epoch || batch.sequence() != sequence + 1);
       if (batch.snapshot() || gap || !started) {
         if (gap) {

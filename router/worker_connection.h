@@ -3,7 +3,12 @@
 // It owns the gRPC channel and two background threads:
 //  * a poller that calls Info (on first contact and whenever the worker's
 //    epoch changes, i.e. it restarted) and Load every poll interval; a worker
-//    that fails `max_failures` polls in a row is marked unhealthy;
+//    that fails `max_failures` polls in a row is marked unhealthy. A poll
+//    that only timed out while the worker was heard from on another call
+//    (a token on a Generate stream, a KV event batch) within the last
+//    rpc_timeout + poll_interval does not count: the worker is serving, and
+//    the poll starved in a saturated router or worker. A refused connection
+//    or any other error counts at once;
 //  * a KV event subscriber: SubscribeKvEvents, a snapshot, then numbered
 //    batches; a gap in the numbering, a new epoch or a broken stream means
 //    events may be lost, so it tells the listener to forget the worker's
@@ -59,7 +64,11 @@ class WorkerConnection final : public WorkerClient {
  private:
   void PollLoop();
   void SubscribeLoop();
-  bool FetchInfo();
+  // OK, or why the Info call failed.
+  grpc::StatusCode FetchInfo();
+  // Something arrived from the worker (any call) now.
+  void NoteHeard();
+  bool HeardWithin(std::chrono::milliseconds window) const;
   void SetHealthy(bool healthy);
   bool WaitOrStop(std::chrono::milliseconds d);
 
@@ -79,6 +88,8 @@ class WorkerConnection final : public WorkerClient {
   v1::LoadResponse load_;                        // guarded by mu_
   grpc::ClientContext* subscription_ = nullptr;  // guarded by mu_: to cancel on Stop
   int failures_ = 0;                             // poller thread only
+  // steady_clock nanoseconds of the last message from the worker.
+  std::atomic<int64_t> last_heard_ns_{0};
 
   std::thread poller_;
   std::thread subscriber_;

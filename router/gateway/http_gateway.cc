@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <utility>
 
@@ -27,6 +29,8 @@
 namespace kvmesh::router::gateway {
 namespace {
 
+// Connections the kernel may queue before a thread accepts them.
+constexpr int kListenBacklog = 4096;
 constexpr std::string_view kJsonType = "application/json";
 constexpr std::string_view kWorkerHeader = "x-kvmesh-worker";
 constexpr std::string_view kRequestIdHeader = "x-request-id";
@@ -132,9 +136,10 @@ Status HttpGateway::Start() {
   // cpp-httplib's default sets SO_REUSEPORT, which would let a second router
   // bind the same port and silently take half its connections. SO_REUSEADDR
   // alone still allows a quick restart over connections in TIME_WAIT.
-  server_->set_socket_options([](auto sock) {
+  server_->set_socket_options([this](auto sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd_ = sock;  // the last socket tried is the one bound
   });
   RegisterRoutes();
 
@@ -152,6 +157,15 @@ Status HttpGateway::Start() {
     message += std::to_string(options_.port);
     message += ": the address is in use, not local, or needs privileges";
     return UnavailableError(std::move(message));
+  }
+  // Debian's compiled cpp-httplib listens with a backlog of 5: a burst of
+  // new connections (a thousand streaming clients, one connection per
+  // request) overflows it and the kernel drops or resets them before any
+  // thread sees them. Listening again on the bound socket raises the backlog
+  // (to the kernel's cap, net.core.somaxconn).
+  if (listen_fd_ >= 0 && ::listen(listen_fd_, kListenBacklog) != 0) {
+    Log(LogLevel::kWarning, "gateway",
+        std::string("cannot raise the listen backlog: ") + std::strerror(errno));
   }
   listen_ended_.store(false);
   serve_thread_ = std::thread([this] {

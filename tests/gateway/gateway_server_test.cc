@@ -37,6 +37,29 @@ TEST_F(GatewayTest, ListsModels) {
   EXPECT_EQ(Json(result)["error"]["message"], "unknown model \"nope\"");
 }
 
+// The listening socket queues a burst of new connections (a thousand
+// streaming clients each opening one) instead of the 5 Debian's cpp-httplib
+// asks for. The kernel reports a listener's backlog as its Send-Q (ss).
+TEST_F(GatewayTest, ListensWithABacklogForBurstsOfConnections) {
+  const std::string command =
+      "ss -Hltn 'sport = :" + std::to_string(gateway_->port()) + "' 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char line[512] = {};
+  const bool got = std::fgets(line, sizeof line, pipe) != nullptr;
+  pclose(pipe);
+  if (!got) GTEST_SKIP() << "ss (iproute2) did not list the listener; backlog not checked";
+  char state[32] = {};
+  long recv_q = 0, send_q = 0;
+  ASSERT_EQ(std::sscanf(line, "%31s %ld %ld", state, &recv_q, &send_q), 3) << line;
+  long somaxconn = 4096;
+  if (FILE* f = std::fopen("/proc/sys/net/core/somaxconn", "r")) {
+    if (std::fscanf(f, "%ld", &somaxconn) != 1) somaxconn = 4096;
+    std::fclose(f);
+  }
+  EXPECT_EQ(send_q, std::min(4096L, somaxconn)) << line;
+}
+
 TEST_F(GatewayTest, UnknownRouteIs404Json) {
   httplib::Result result = client_->Get("/v2/anything");
   ASSERT_TRUE(result);

@@ -1,0 +1,126 @@
+// WorkerConnection against an in-process gRPC worker whose Load answers can
+// be stalled and whose KV event stream can fall silent: a poll that starves
+// while the worker is still heard from does not take it out of the routing
+// set, and a worker that is heard from on no call does leave it.
+#include "router/worker_connection.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "kvmesh/v1/worker.grpc.pb.h"
+
+namespace kvmesh::router {
+namespace {
+
+using namespace std::chrono_literals;
+
+class StallingWorker final : public v1::Worker::Service {
+ public:
+  std::atomic<bool> stall_load{false};  // Load answers after 1 s
+  std::atomic<bool> silent{false};      // the event stream sends nothing
+
+  grpc::Status Info(grpc::ServerContext*, const v1::InfoRequest*, v1::InfoResponse* out) override {
+    out->set_worker_id("stalling");
+    out->set_epoch(7);
+    return grpc::Status::OK;
+  }
+  grpc::Status Load(grpc::ServerContext* ctx, const v1::LoadRequest*,
+                    v1::LoadResponse* out) override {
+    if (stall_load) {
+      for (int i = 0; i < 100 && !ctx->IsCancelled(); ++i) std::this_thread::sleep_for(10ms);
+    }
+    out->set_epoch(7);
+    return grpc::Status::OK;
+  }
+  grpc::Status SubscribeKvEvents(grpc::ServerContext* ctx, const v1::SubscribeKvEventsRequest*,
+                                 grpc::ServerWriter<v1::KvEventBatch>* writer) override {
+    v1::KvEventBatch batch;
+    batch.set_epoch(7);
+    batch.set_snapshot(true);
+    if (!writer->Write(batch)) return grpc::Status::OK;
+    batch.set_snapshot(false);
+    for (uint64_t seq = 1; !ctx->IsCancelled(); std::this_thread::sleep_for(20ms)) {
+      if (silent) continue;
+      batch.set_sequence(seq++);
+      if (!writer->Write(batch)) break;
+    }
+    return grpc::Status::OK;
+  }
+};
+
+class HealthLog final : public WorkerListener {
+ public:
+  void OnWorkerInfo(WorkerClient*, const v1::InfoResponse&) override {}
+  void OnHealthChanged(WorkerClient*, bool healthy) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    changes_.push_back(healthy);
+  }
+  void OnIndexReset(WorkerClient*) override {}
+  void OnKvEvents(WorkerClient*, const v1::KvEventBatch&) override {}
+  std::vector<bool> changes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return changes_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<bool> changes_;
+};
+
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return condition();
+}
+
+TEST(WorkerConnectionTest, AStarvedPollDoesNotUnseatAWorkerThatIsStillHeardFrom) {
+  StallingWorker service;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_GT(port, 0);
+
+  HealthLog log;
+  ConnectionOptions options;
+  options.poll_interval = 50ms;
+  options.rpc_timeout = 200ms;
+  options.max_failures = 2;
+  auto connection =
+      std::make_shared<WorkerConnection>("127.0.0.1:" + std::to_string(port), &log, options);
+  connection->Start();
+  ASSERT_TRUE(WaitFor([&] { return connection->healthy(); }, 10s));
+
+  // Polls time out for 1.5 s (7 in a row at most) while events keep coming.
+  service.stall_load = true;
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_TRUE(connection->healthy());
+  EXPECT_EQ(log.changes(), std::vector<bool>{true});
+
+  // Nothing from the worker on any call: out within a few polls.
+  service.silent = true;
+  EXPECT_TRUE(WaitFor([&] { return !connection->healthy(); }, 5s));
+
+  // Answering again: back in.
+  service.stall_load = false;
+  service.silent = false;
+  EXPECT_TRUE(WaitFor([&] { return connection->healthy(); }, 5s));
+  EXPECT_EQ(log.changes(), (std::vector<bool>{true, false, true}));
+  connection->Stop();
+  server->Shutdown(std::chrono::system_clock::now() + 1s);
+}
+
+}  // namespace
+}  // namespace kvmesh::router
