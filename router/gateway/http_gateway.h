@@ -154,7 +154,7 @@ class HttpGateway {
   std::unique_ptr<httplib::Server> server_;
   std::thread serve_thread_;
   std::atomic<bool> listen_ended_{false};  // set by serve_thread_
-  int listen_fd_ = -1;                      // the socket cpp-httplib bound
+  int listen_fd_ = -1;                     // the socket cpp-httplib bound
   int port_ = 0;
 };
 
