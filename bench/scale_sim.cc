@@ -503,7 +503,9 @@ class Simulation {
       d = r.policy->Choose({static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens});
     const int slot = views[d.index].slot;
     ++req.attempt;
-    r.group->index.AddOptimistic(slot, hashes);
+    r.group->index.AddOptimistic(
+        slot, std::span<const BlockHash>(hashes).subspan(
+                  std::min(hashes.size(), static_cast<size_t>(match.exact_blocks[slot]))));
     r.affinity.Record(
         session_key,
         {std::string(views[d.index].id), static_cast<int32_t>(req.prompt_tokens), slot}, SimTime());

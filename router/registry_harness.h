@@ -65,6 +65,16 @@ class RegistryHarness {
     registry_.OnKvEvents(w.get(), batch);
   }
 
+  // The worker's event stream reports `hashes` removed from its device.
+  void Removed(const std::string& address, const std::vector<BlockHash>& hashes) {
+    auto w = worker(address);
+    ASSERT_NE(w, nullptr) << address << " is not a member";
+    v1::KvEventBatch batch;
+    v1::BlockRemoved* removed = batch.add_events()->mutable_removed();
+    for (const BlockHash& h : hashes) removed->add_block_hashes(std::string(h.AsBytes()));
+    registry_.OnKvEvents(w.get(), batch);
+  }
+
   // The Info of a worker of model "tiny" (stories260K's tokenizer), block
   // size 16, context 512.
   static v1::InfoResponse ModelInfo(const std::string& worker_id, const std::string& role = "") {

@@ -347,7 +347,12 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
     forward.clear_peer_fetch();  // a retry decides afresh
     if (plan->fetch) *forward.mutable_peer_fetch() = *plan->fetch;
     forward.set_predicted_cached_tokens(plan->predicted);
-    group.index.AddOptimistic(plan->slot, hashes);
+    // Guesses only past what the worker's events already confirm: an agent's
+    // long prompt is mostly held where it goes, and each guess costs an
+    // index write.
+    group.index.AddOptimistic(
+        plan->slot, std::span<const BlockHash>(hashes).subspan(std::min(
+                        hashes.size(), static_cast<size_t>(std::max(0, plan->exact_blocks)))));
     if (!session.empty())
       sessions_.Record(session, {std::string(plan->view.id), n_prompt, plan->slot});
     log_.Decided({std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -402,6 +407,7 @@ std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
   plan.worker = conns[d.index]->worker;
   plan.view = views[d.index];
   plan.slot = plan.view.slot;
+  plan.exact_blocks = match.exact_blocks[plan.slot];
   plan.predicted = plan.view.cached_tokens;
   plan.fetch = FetchHint(d, views, conns);
   if (plan.fetch) plan.predicted = std::max(plan.predicted, d.fetch_end_block * group.block_size);

@@ -119,6 +119,7 @@ class RouterCore final : public InferenceCore {
     Decision decision;
     int32_t predicted = 0;  // prompt tokens expected cached (or fetched) there
     std::optional<v1::PeerFetch> fetch;
+    int32_t exact_blocks = 0;  // leading prompt blocks its own events say it holds
   };
   // Chooses the worker for an attempt among the healthy workers not yet
   // tried; nullopt when none is left. Reads the index and loads, changes

@@ -248,6 +248,39 @@ TEST_F(RouterCoreTest, ThePrefixIndexSendsARepeatedPromptToItsHolder) {
   EXPECT_TRUE(a_->calls().empty());
 }
 
+// The router guesses that a worker will hold what it was sent only past
+// the blocks its own events confirm: each guess is an index write, and an
+// agent's long prompt is mostly confirmed where it goes.
+TEST_F(RouterCoreTest, GuessesOnlyPastWhatTheWorkersEventsConfirm) {
+  const v1::GenerateTextRequest req = Prompt(170);
+  const std::vector<int32_t> tokens(req.prompt_tokens().begin(), req.prompt_tokens().end());
+  const std::vector<BlockHash> hashes = HashFullBlocks(RootHash("sha256:test"), tokens, 16);
+  ASSERT_EQ(hashes.size(), 10u);
+  const std::vector<BlockHash> confirmed(hashes.begin(), hashes.begin() + 6);
+  harness_.Stored("b", confirmed);
+  b_->set_load(Running(1));
+  RouterCore core(&harness_.registry(), MakePrefixPolicy({}), nullptr, {});
+  ASSERT_TRUE(Send(core, req).status.ok());
+  ASSERT_EQ(b_->calls().size(), 1u);
+  auto snap = harness_.registry().Snapshot("tiny");
+  ASSERT_TRUE(snap.ok());
+  int b_slot = -1;
+  WorkerSet all;
+  for (const Candidate& c : snap->healthy) {
+    all.Add(c.slot);
+    if (c.worker.get() == b_.get()) b_slot = c.slot;
+  }
+  ASSERT_GE(b_slot, 0);
+  PrefixMatch match = snap->group->index.Match(hashes, all);
+  EXPECT_EQ(match.blocks[b_slot], 10);  // 6 confirmed, 4 guessed
+  EXPECT_EQ(match.exact_blocks[b_slot], 6);
+  // Once b evicts the confirmed six, nothing of the guess is left to match
+  // from the first block: the first six were never guessed.
+  harness_.Removed("b", confirmed);
+  match = snap->group->index.Match(hashes, all);
+  EXPECT_EQ(match.blocks[b_slot], 0);
+}
+
 TEST(RouterCoreScaleTest, ALargeFleetWeighsTheHolderTheSessionAndASample) {
   // 300 workers, above twice decision_sample (8): each decision weighs the
   // prompt's holder, the session's worker and 8 drawn at random, and still
