@@ -9,11 +9,15 @@
 # p50/p99/max (fault_drill report), and the router's peak RSS; the router's
 # added latency is the difference between the two.
 # Takes about ROUNDS × 3 × (SECONDS + 5) seconds (~210 s by default).
-#   B=build/ci bench/stream_load.sh [STREAMS] [SECONDS] [ROUNDS]
+# QUEUE (default STREAMS) is each worker's --max-waiting-requests: below
+# STREAMS/2 the cluster is overloaded, and what clients see past it is the
+# admission answer (gRPC RESOURCE_EXHAUSTED, HTTP 429 with Retry-After).
+#   B=build/ci [QUEUE=N] bench/stream_load.sh [STREAMS] [SECONDS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}
 STREAMS=${1:-1000}
+QUEUE=${QUEUE:-$STREAMS}
 SECONDS_PER_RUN=${2:-30}
 ROUNDS=${3:-2}
 model=${KVMESH_MODEL:-../shared/models/stories260K.gguf}
@@ -32,7 +36,7 @@ wait_listening() { for _ in $(seq 200); do grep -qs listening "$1" && return 0; 
 # the other one, then the client gets RESOURCE_EXHAUSTED / HTTP 429).
 for i in 0 1; do
   "$B/worker/kvmesh-worker" --model "$model" --grpc-port $((base + i)) --http-port $((base + 10 + i)) \
-    --threads 1 --worker-id "w$i" --kv-memory 64MiB --max-waiting-requests "$STREAMS" \
+    --threads 1 --worker-id "w$i" --kv-memory 64MiB --max-waiting-requests "$QUEUE" \
     --log-level warning >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
   pids+=($!)
   wait_listening "$tmp/w$i.out"
