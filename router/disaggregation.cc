@@ -24,10 +24,9 @@
 
 namespace kvmesh::router {
 
-std::optional<v1::PeerFetch> RouterCore::PrefillElsewhere(const ModelSnapshot& snap,
-                                                          const std::vector<BlockHash>& hashes,
-                                                          int32_t max_cacheable_blocks,
-                                                          const v1::GenerateRequest& forward) {
+std::optional<v1::PeerFetch> RouterCore::PrefillElsewhere(
+    const ModelSnapshot& snap, const std::vector<BlockHash>& hashes, int32_t max_cacheable_blocks,
+    const v1::GenerateRequest& forward, const MessageCallback& on_message, bool* cancelled) {
   ModelGroup& group = *snap.group;
   WorkerSet prefill, all;
   bool can_decode = false;
@@ -72,8 +71,17 @@ std::optional<v1::PeerFetch> RouterCore::PrefillElsewhere(const ModelSnapshot& s
   // request timeout, as a colocated request is.
   const std::unique_ptr<StreamWatchdog::Guard> watch = watchdog_.Watch([raw] { raw->Cancel(); });
   v1::GenerateResponse resp;
-  while (stream->Read(&resp)) watch->Touch();
+  v1::GenerateTextResponse progress;  // the client sees nothing of the prefill
+  progress.set_request_id(forward.request_id());
+  while (stream->Read(&resp)) {
+    watch->Touch();
+    if (!*cancelled && !on_message(progress)) {
+      stream->Cancel();  // the client went away: the prefill stops there
+      *cancelled = true;
+    }
+  }
   const grpc::Status status = stream->Finish();
+  if (*cancelled) return std::nullopt;
   const std::string id(views[d.index].id);
   if (!status.ok()) {
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE) worker->ReportFailure();

@@ -4,7 +4,11 @@
 //
 // Calls may come from many threads at once. A streaming call delivers every
 // message to `on_message` in order, from one thread at a time; returning
-// false from `on_message` cancels the request (the client went away). The
+// false from `on_message` cancels the request (the client went away). While
+// the prompt is computed the core also passes progress messages (IsProgress:
+// nothing for the client) at each prefill chunk, so that a client gone during
+// a long prefill stops it within an engine step; front doors send them
+// nowhere and return whether their client is still there. The
 // final Status is OK when the stream ended normally (the last message carries
 // the finish reason and usage) and otherwise says why:
 //   INVALID_ARGUMENT   malformed request (bad field values, prompt too long)
@@ -25,6 +29,14 @@
 namespace kvmesh::router {
 
 using MessageCallback = std::function<bool(const v1::GenerateTextResponse&)>;
+
+// A message with nothing for the client: the request moved (a prefill
+// chunk) and no token, text, logprob or finish reason came of it yet.
+inline bool IsProgress(const v1::GenerateTextResponse& m) {
+  return m.tokens_size() == 0 && m.text().empty() &&
+         m.finish_reason() == v1::FINISH_REASON_UNSPECIFIED && m.logprobs_size() == 0 &&
+         m.prompt_logprobs_size() == 0 && !m.has_usage();
+}
 
 class InferenceCore {
  public:

@@ -315,8 +315,12 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
   r.options = &options;
   r.arrival = arrival;
   // With prefill workers, a long prompt is computed there first.
-  if (!options.prompt_logprobs())
-    r.prefilled = PrefillElsewhere(first_snapshot, hashes, max_cacheable_blocks, forward);
+  if (!options.prompt_logprobs()) {
+    bool cancelled = false;
+    r.prefilled = PrefillElsewhere(first_snapshot, hashes, max_cacheable_blocks, forward,
+                                   on_message, &cancelled);
+    if (cancelled) return CancelledError("the client cancelled the request during its prefill");
+  }
 
   WorkerSet tried;
   Status last_error = UnavailableError("no healthy worker serves model " + group.name);
@@ -465,7 +469,16 @@ RouterCore::AttemptEnd RouterCore::Relay(WorkerLease& lease, const Plan& plan,
     if (cancelled) continue;  // drain until the worker confirms the cancel
     const bool progress_only = resp.tokens_size() == 0 && resp.text().empty() &&
                                resp.finish_reason() == v1::FINISH_REASON_UNSPECIFIED;
-    if (progress_only) continue;  // the prefill moved; nothing for the client
+    if (progress_only) {  // the prefill moved: nothing for the client, who may have gone
+      v1::GenerateTextResponse progress;
+      progress.set_worker(worker_id);
+      progress.set_request_id(request_id);
+      if (!on_message(progress)) {
+        stream->Cancel();
+        cancelled = true;
+      }
+      continue;
+    }
     if (resp.choice() >= std::max<uint32_t>(1, options.n())) {
       stream->Cancel();
       cancelled = true;

@@ -134,10 +134,13 @@ class RouterCore final : public InferenceCore {
   // `forward` on a prefill worker and returns where its pages are, or
   // nullopt when the request is served colocated (no prefill worker, a
   // short prompt, or the prefill failed).
+  // Each prefill chunk goes to `on_message` as a progress message; when it
+  // returns false the prefill is cancelled and *cancelled set.
   std::optional<v1::PeerFetch> PrefillElsewhere(const ModelSnapshot& snap,
                                                 const std::vector<BlockHash>& hashes,
                                                 int32_t max_cacheable_blocks,
-                                                const v1::GenerateRequest& forward);
+                                                const v1::GenerateRequest& forward,
+                                                const MessageCallback& on_message, bool* cancelled);
   Status Route(const ModelSnapshot& snapshot, std::vector<int32_t> tokens,
                const v1::GenerationOptions& options, std::string request_id,
                const MessageCallback& on_message, const ChatExtras& extras = {});

@@ -217,9 +217,49 @@ TEST_F(RouterCoreTest, ProgressMessagesKeepALongPrefillAliveAndAreNotRelayed) {
   const Reply r = Send(*core, Prompt());
   worker.join();
   ASSERT_TRUE(r.status.ok()) << r.status.message();
-  ASSERT_EQ(r.messages.size(), 1u);
-  EXPECT_EQ(r.messages[0].text(), "z");
-  EXPECT_EQ(r.messages[0].finish_reason(), v1::FINISH_REASON_LENGTH);
+  // Six progress messages (for the front doors to check on their client),
+  // then the answer.
+  ASSERT_EQ(r.messages.size(), 7u);
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(IsProgress(r.messages[i])) << i;
+  EXPECT_FALSE(IsProgress(r.messages[6]));
+  EXPECT_EQ(r.messages[6].text(), "z");
+  EXPECT_EQ(r.messages[6].finish_reason(), v1::FINISH_REASON_LENGTH);
+}
+
+// A worker prefilling in chunks until it is cancelled.
+void PrefillsUntilCancelled(const std::shared_ptr<FakeCall>& call, std::thread* worker) {
+  *worker = std::thread([call] {
+    for (int i = 0; i < 500 && !call->cancelled(); ++i) {
+      std::this_thread::sleep_for(milliseconds(10));
+      call->Send(v1::GenerateResponse());  // a prefill chunk
+    }
+    call->Finish(call->cancelled() ? grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")
+                                   : grpc::Status::OK);
+  });
+}
+
+// The client leaves in the middle of a long prefill: the worker's call is
+// cancelled at the next chunk, not when the first token would come.
+TEST_F(RouterCoreTest, AClientGoneDuringAPrefillStopsItAtTheNextChunk) {
+  std::thread worker;
+  std::shared_ptr<FakeCall> held;
+  a_->set_on_generate([&](const std::shared_ptr<FakeCall>& call) {
+    held = call;
+    PrefillsUntilCancelled(call, &worker);
+  });
+  auto core = Core();
+  int seen = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Reply r =
+      Send(*core, Prompt(), [&](const v1::GenerateTextResponse&) { return ++seen < 3; });
+  const auto took = std::chrono::steady_clock::now() - t0;
+  worker.join();
+  EXPECT_EQ(r.status.code(), StatusCode::kCancelled);
+  ASSERT_NE(held, nullptr);
+  EXPECT_TRUE(held->cancelled());
+  EXPECT_EQ(seen, 3);                        // the third chunk found the client gone
+  EXPECT_LT(took, std::chrono::seconds(3));  // 500 chunks would take 5 s
+  EXPECT_TRUE(b_->calls().empty());          // and nothing was retried
 }
 
 TEST_F(RouterCoreTest, APromptBeyondTheContextIsRefusedBeforeAnyWorkerIsCalled) {
@@ -449,8 +489,31 @@ TEST_F(RouterCoreDisaggTest, ALongPromptIsPrefilledThereAndItsPagesFetchedByTheD
   EXPECT_EQ(decode.peer_fetch().first_block(), 0u);
   EXPECT_EQ(decode.peer_fetch().end_block(), 18u);  // (300 - 1) / 16 full blocks
   EXPECT_EQ(decode.predicted_cached_tokens(), 288u);
-  ASSERT_EQ(r.messages.size(), 1u);
-  EXPECT_EQ(r.messages[0].worker(), "d");  // the client sees the decode stream only
+  // The client sees the prefill as progress only, then the decode stream.
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_TRUE(IsProgress(r.messages[0]));
+  EXPECT_EQ(r.messages[1].worker(), "d");
+}
+
+// The client leaves while its prompt is prefilled on the prefill worker:
+// that prefill is cancelled and nothing goes to a decode worker.
+TEST_F(RouterCoreDisaggTest, AClientGoneDuringThePrefillStopsItThereAndDecodesNothing) {
+  std::thread worker;
+  p_->set_on_generate(
+      [&](const std::shared_ptr<FakeCall>& call) { PrefillsUntilCancelled(call, &worker); });
+  RouterCore core(&harness_.registry(), MakePrefixPolicy({}), nullptr, {});
+  int seen = 0;
+  const Reply r = Send(core, Prompt(300), [&](const v1::GenerateTextResponse& m) {
+    EXPECT_TRUE(IsProgress(m));
+    return ++seen < 2;
+  });
+  worker.join();
+  EXPECT_EQ(r.status.code(), StatusCode::kCancelled);
+  ASSERT_EQ(p_->calls().size(), 1u);
+  EXPECT_TRUE(p_->calls()[0]->cancelled());
+  EXPECT_EQ(seen, 2);
+  EXPECT_TRUE(d_->calls().empty());
+  EXPECT_TRUE(p_->healthy());  // a cancelled call is no failure of the worker
 }
 
 TEST_F(RouterCoreDisaggTest, AShortPromptSkipsThePrefillWorker) {

@@ -65,6 +65,7 @@ grpc::Status InferenceServiceImpl::Generate(grpc::ServerContext* ctx,
                                             grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
   if (auto a = Authorize(ctx); !a.ok()) return Finish("grpc.Generate", FromGrpcStatus(a));
   Status s = core_.Generate(*req, [&](const v1::GenerateTextResponse& m) {
+    if (IsProgress(m)) return !ctx->IsCancelled();
     return !ctx->IsCancelled() && writer->Write(m);
   });
   return Finish("grpc.Generate", s);
@@ -74,6 +75,7 @@ grpc::Status InferenceServiceImpl::Chat(grpc::ServerContext* ctx, const v1::Chat
                                         grpc::ServerWriter<v1::GenerateTextResponse>* writer) {
   if (auto a = Authorize(ctx); !a.ok()) return Finish("grpc.Chat", FromGrpcStatus(a));
   Status s = core_.Chat(*req, [&](const v1::GenerateTextResponse& m) {
+    if (IsProgress(m)) return !ctx->IsCancelled();
     return !ctx->IsCancelled() && writer->Write(m);
   });
   return Finish("grpc.Chat", s);

@@ -1,5 +1,6 @@
 // Process lifecycle of a real cluster on loopback: a router's drain on
-// SIGTERM; a gRPC port already in use is an error at start.
+// SIGTERM; a gRPC port already in use is an error at start; a client gone
+// in the middle of a long prefill stops it on the worker.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "kvmesh/v1/inference.grpc.pb.h"
+#include "kvmesh/v1/worker.grpc.pb.h"
 #include "tests/support/cluster.h"
 
 namespace kvmesh {
@@ -103,6 +105,66 @@ TEST(ClusterProcessTest, APortInUseIsAnErrorAtStart) {
     text << in.rdbuf();
     EXPECT_THAT(text.str(), HasSubstr(std::to_string(first.grpc_port))) << binary;
   }
+}
+
+// A prompt prefilled 16 tokens a step, each step slowed to 150 ms (the
+// worker's fault knob): about 4 s of prefill. The client cancels its gRPC
+// call after 0.6 s, before any token; the router passes that on at the next
+// prefill chunk, and the worker is idle within a second, not when the
+// prefill would have ended.
+TEST(ClusterProcessTest, AClientGoneDuringALongPrefillStopsItOnTheWorker) {
+  ProcessHandle worker = StartWorker(
+      kWorkerBin, {"--max-tokens-per-step", "16", "--admin-token", "s3cret"}, 0, "gone_w0");
+  ASSERT_TRUE(worker.ok());
+  ProcessHandle router = StartRouter(kRouterBin, {worker.grpc}, {}, "gone_router");
+  ASSERT_TRUE(router.ok());
+  ASSERT_TRUE(WaitForHealthyWorkers(router.grpc, 1, std::chrono::seconds(30)));
+  auto worker_channel = grpc::CreateChannel(worker.grpc, grpc::InsecureChannelCredentials());
+  auto admin = v1::WorkerAdmin::NewStub(worker_channel);
+  auto worker_stub = v1::Worker::NewStub(worker_channel);
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer s3cret");
+    v1::InjectFaultRequest slow;
+    slow.set_step_delay_ms(150);
+    v1::InjectFaultResponse resp;
+    ASSERT_TRUE(admin->InjectFault(&ctx, slow, &resp).ok());
+  }
+  auto stub =
+      v1::Inference::NewStub(grpc::CreateChannel(router.grpc, grpc::InsecureChannelCredentials()));
+  v1::GenerateTextRequest req;
+  for (int i = 0; i < 440; ++i) req.add_prompt_tokens(300 + i % 200);
+  req.mutable_options()->set_max_tokens(4);
+  grpc::ClientContext ctx;
+  auto reader = stub->Generate(&ctx, req);
+  std::thread cancel([&ctx] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    ctx.TryCancel();
+  });
+  v1::GenerateTextResponse message;
+  int tokens = 0;
+  while (reader->Read(&message)) tokens += message.tokens_size();
+  const grpc::Status status = reader->Finish();
+  cancel.join();
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(tokens, 0);
+  // The worker is idle soon: a step or two, not the ~3.4 s of prefill left.
+  bool idle = false;
+  int polls = 0;
+  while (!idle && std::chrono::steady_clock::now() - cancelled_at < std::chrono::seconds(10)) {
+    grpc::ClientContext load_ctx;
+    v1::LoadResponse load;
+    ASSERT_TRUE(worker_stub->Load(&load_ctx, v1::LoadRequest(), &load).ok());
+    idle = load.running() == 0 && load.waiting() == 0;
+    ++polls;
+    if (!idle) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const double idle_after =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - cancelled_at).count();
+  EXPECT_TRUE(idle);
+  EXPECT_LT(idle_after, 1.5) << "the worker kept prefilling after the client left";
+  std::printf("worker idle %.2f s after the client cancelled (%d load polls)\n", idle_after, polls);
 }
 
 }  // namespace

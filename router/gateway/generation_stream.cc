@@ -15,6 +15,7 @@ GenerationStream::~GenerationStream() {
 void GenerationStream::Run(const CoreCall& call) {
   Status status = call([this](const v1::GenerateTextResponse& message) {
     if (cancelled_.load()) return false;
+    if (IsProgress(message)) return true;  // nothing to write
     {
       std::lock_guard<std::mutex> lock(mutex_);
       queue_.push_back(message);
