@@ -31,11 +31,14 @@ namespace kvmesh::router {
 using MessageCallback = std::function<bool(const v1::GenerateTextResponse&)>;
 
 // A message with nothing for the client: the request moved (a prefill
-// chunk) and no token, text, logprob or finish reason came of it yet.
+// chunk) and it carries no field but who serves it (worker, request_id,
+// choice). InferenceCoreTest.EveryOtherFieldMakesAMessageMoreThanProgress
+// holds this list to the proto.
 inline bool IsProgress(const v1::GenerateTextResponse& m) {
-  return m.tokens_size() == 0 && m.text().empty() &&
-         m.finish_reason() == v1::FINISH_REASON_UNSPECIFIED && m.logprobs_size() == 0 &&
-         m.prompt_logprobs_size() == 0 && !m.has_usage();
+  return m.text().empty() && m.tokens_size() == 0 &&
+         m.finish_reason() == v1::FINISH_REASON_UNSPECIFIED && !m.has_usage() && !m.has_timings() &&
+         m.stop_sequence().empty() && m.reasoning().empty() && m.tool_calls_size() == 0 &&
+         m.logprobs_size() == 0 && m.prompt_logprobs_size() == 0;
 }
 
 class InferenceCore {
