@@ -22,14 +22,18 @@
 //     all), BuildWorkerViews (each weighed candidate's load report and id,
 //     read through its WorkerClient) and the prefix policy; p50, p90, p99
 //     and max, in total and per part ("views" includes the sampling);
+//   - the same total in the deciding thread's CPU time, which leaves out
+//     what the VM or the kernel ran instead (a shared or virtual CPU);
 //   - the noise floor: a fixed computation of about the same length as a
-//     decision, timed after each one. Its spread is the machine's (timer
-//     interrupts, a shared or virtual CPU), not the router's.
+//     decision, timed after each one, in wall and CPU time. Its spread is
+//     the machine's (timer interrupts, a shared or virtual CPU), not the
+//     router's.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -48,6 +52,14 @@ namespace {
 using kvmesh::BlockHash;
 using namespace kvmesh::router;
 using Clock = std::chrono::steady_clock;
+
+// CPU time this thread has run, in microseconds (CLOCK_THREAD_CPUTIME_ID:
+// time the hypervisor or the kernel gave to others does not count).
+double ThreadCpuUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
 
 // A "Key: value kB" line of a /proc/self file, in kB (-1: absent).
 long ProcKb(const char* file, const std::string& key) {
@@ -195,7 +207,7 @@ int main(int argc, char** argv) {
     all.Add(w);
   }
   auto policy = MakePrefixPolicy({});
-  std::vector<double> total_us, match_us, views_us, policy_us, floor_us;
+  std::vector<double> total_us, match_us, views_us, policy_us, floor_us, cpu_us, floor_cpu_us;
   uint64_t floor_state = 1;
   int hits = 0;
   for (int r = 0; r < requests; ++r) {
@@ -207,6 +219,7 @@ int main(int argc, char** argv) {
     } else {
       hashes = RandomChain(rng, prompt_blocks);
     }
+    const double c0 = ThreadCpuUs();
     const auto t0 = Clock::now();
     const PrefixMatch match = index.Match(hashes, all);
     // As RouterCore::PlanAttempt narrows a large fleet.
@@ -220,6 +233,7 @@ int main(int argc, char** argv) {
     const Decision d =
         policy->Choose({static_cast<int32_t>(hashes.size() * 16), views, hashes, 16});
     const auto t3 = Clock::now();
+    cpu_us.push_back(ThreadCpuUs() - c0);
     auto us = [](auto a, auto b) {
       return std::chrono::duration<double, std::micro>(b - a).count();
     };
@@ -229,9 +243,11 @@ int main(int argc, char** argv) {
     policy_us.push_back(us(t2, t3));
     hits += views[d.index].cached_tokens > 0;
     // The machine's own jitter: the same fixed computation every time.
+    const double fc0 = ThreadCpuUs();
     const auto f0 = Clock::now();
     for (int k = 0; k < 13000; ++k) floor_state = floor_state * 6364136223846793005ull + 1;
     floor_us.push_back(us(f0, Clock::now()));
+    floor_cpu_us.push_back(ThreadCpuUs() - fc0);
   }
   std::printf("routing_cost: %d workers, %zu indexed blocks (%lld sessions of %d blocks)\n",
               workers, indexed, static_cast<long long>(sessions), prompt_blocks);
@@ -254,11 +270,20 @@ int main(int argc, char** argv) {
     std::printf("  %-6s p50 %7.1f us   p90 %7.1f us   p99 %7.1f us   max %8.1f us\n", name, p.p50,
                 p.p90, p.p99, p.max);
   }
+  const Percentiles cpu = Summarize(cpu_us);
+  std::printf(
+      "  total, in this thread's CPU time (what the VM or kernel ran instead is not "
+      "counted):\n         p50 %7.1f us   p90 %7.1f us   p99 %7.1f us   max %8.1f us\n",
+      cpu.p50, cpu.p90, cpu.p99, cpu.max);
   const Percentiles floor = Summarize(floor_us);
+  const Percentiles floor_cpu = Summarize(floor_cpu_us);
   std::printf(
       "noise floor (a fixed computation timed after each decision): p50 %.1f us, p90 %.1f us, "
       "p99 %.1f us, max %.1f us%s\n",
       floor.p50, floor.p90, floor.p99, floor.max, floor_state == 0 ? " " : "");
+  std::printf(
+      "noise floor in thread CPU time: p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n",
+      floor_cpu.p50, floor_cpu.p90, floor_cpu.p99, floor_cpu.max);
   std::printf(
       "{\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,\"blocks\":%zu,\"workers\":%d,\"index_"
       "mib\":%.1f,\"fill_blocks_per_s\":%.0f,\"churn_blocks_per_s\":%.0f}\n",
