@@ -49,6 +49,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "bench/sim_model.h"
+#include "bench/sim_worker_cache.h"
 #include "router/fake_worker_client.h"
 #include "router/policies/policy.h"
 #include "router/prefix_index.h"
@@ -59,251 +61,9 @@
 namespace {
 
 using kvmesh::BlockHash;
+using namespace kvmesh::bench;
 using namespace kvmesh::router;
 using WallClock = std::chrono::steady_clock;
-
-constexpr int kBlockTokens = 16;
-
-struct Options {
-  int workers = 1000;
-  int zones = 3;
-  std::vector<int> routers = {1, 2, 4};
-  std::string policy = "prefix";
-  double demand = 1.0;
-  int64_t worker_blocks = 8192;  // 131,072 tokens of KV per worker
-  int tenants = 200;
-  int64_t prefix_tokens = 12000;
-  int turns = 30;
-  double think_s = 2.0;
-  double prefill_tps = 20000;
-  double decode_tps = 50;
-  double event_ms = 50;
-  double lag_ms = 20;
-  double report_ms = 250;
-  double detect_ms = 600;  // 3 failed load polls 200 ms apart
-  int sample = 64;
-  double phase_s = 60;
-  double warmup_s = 90;
-  uint64_t seed = 1;
-};
-
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// A block's key: its hash's first 8 bytes (uniform, as chained hashes are).
-uint64_t TenantBlock(int tenant, int64_t i) {
-  return Mix(Mix(static_cast<uint64_t>(tenant) + 1) ^ static_cast<uint64_t>(i));
-}
-uint64_t SessionBlock(uint64_t uid, int64_t j) {
-  return Mix(Mix(uid + 0x5E55100000000ull) ^ static_cast<uint64_t>(j));
-}
-BlockHash HashOf(uint64_t key) {
-  BlockHash h;
-  const uint64_t hi = Mix(key);
-  std::memcpy(h.bytes.data(), &key, 8);
-  std::memcpy(h.bytes.data() + 8, &hi, 8);
-  return h;
-}
-
-// One worker's paged KV cache: blocks of running requests pinned, the rest
-// in least-recently-used order. Reports what it stores and evicts (its KV
-// events) in order.
-class WorkerCache {
- public:
-  explicit WorkerCache(int64_t capacity) : capacity_(capacity) {}
-
-  // Leading blocks of `keys` held.
-  int64_t Held(const std::vector<uint64_t>& keys) const {
-    int64_t n = 0;
-    while (n < static_cast<int64_t>(keys.size()) && map_.contains(keys[n])) ++n;
-    return n;
-  }
-  void Pin(const std::vector<uint64_t>& keys) {
-    for (uint64_t k : keys) {
-      auto [it, added] = map_.try_emplace(k, 0);
-      if (added) {
-        it->second = NewNode(k);
-        Log(k, true);
-      } else if (nodes_[it->second].pins == 0) {
-        Unlink(it->second);
-      }
-      ++nodes_[it->second].pins;
-      if (nodes_[it->second].pins == 1) ++pinned_;
-    }
-    Evict();
-  }
-  // Back to the LRU list, the last block first (it goes first).
-  void Unpin(const std::vector<uint64_t>& keys) {
-    for (auto k = keys.rbegin(); k != keys.rend(); ++k) {
-      auto it = map_.find(*k);
-      if (it == map_.end()) continue;
-      Node& n = nodes_[it->second];
-      if (--n.pins == 0) {
-        --pinned_;
-        Append(it->second);
-      }
-    }
-    Evict();
-  }
-  void Clear() {
-    map_.clear();
-    nodes_.clear();
-    free_.clear();
-    head_ = tail_ = -1;
-    pinned_ = unpinned_ = 0;
-  }
-  template <typename Fn>
-  void ForEach(Fn fn) const {
-    for (const auto& [k, node] : map_) fn(k);
-  }
-  int64_t pinned() const { return pinned_; }
-  int64_t unpinned() const { return unpinned_; }
-  int64_t overflow() const { return overflow_; }
-
-  // Events since the last take: runs of stores and removals, in order.
-  struct Run {
-    bool stored = true;
-    std::vector<uint64_t> keys;
-  };
-  std::vector<Run> TakeEvents() { return std::exchange(events_, {}); }
-
- private:
-  struct Node {
-    uint64_t key = 0;
-    int32_t prev = -1, next = -1;
-    int32_t pins = 0;
-  };
-  int32_t NewNode(uint64_t key) {
-    int32_t i;
-    if (!free_.empty()) {
-      i = free_.back();
-      free_.pop_back();
-    } else {
-      i = static_cast<int32_t>(nodes_.size());
-      nodes_.emplace_back();
-    }
-    nodes_[i] = Node{key};
-    return i;
-  }
-  void Append(int32_t i) {
-    nodes_[i].prev = tail_;
-    nodes_[i].next = -1;
-    if (tail_ >= 0) nodes_[tail_].next = i;
-    tail_ = i;
-    if (head_ < 0) head_ = i;
-    ++unpinned_;
-  }
-  void Unlink(int32_t i) {
-    Node& n = nodes_[i];
-    if (n.prev >= 0)
-      nodes_[n.prev].next = n.next;
-    else
-      head_ = n.next;
-    if (n.next >= 0)
-      nodes_[n.next].prev = n.prev;
-    else
-      tail_ = n.prev;
-    --unpinned_;
-  }
-  void Evict() {
-    while (static_cast<int64_t>(map_.size()) > capacity_ && head_ >= 0) {
-      const int32_t i = head_;
-      Unlink(i);
-      Log(nodes_[i].key, false);
-      map_.erase(nodes_[i].key);
-      free_.push_back(i);
-    }
-    if (static_cast<int64_t>(map_.size()) > capacity_) ++overflow_;  // all pinned
-  }
-  void Log(uint64_t key, bool stored) {
-    if (events_.empty() || events_.back().stored != stored) events_.push_back({stored, {}});
-    events_.back().keys.push_back(key);
-  }
-
-  const int64_t capacity_;
-  absl::flat_hash_map<uint64_t, int32_t> map_;
-  std::vector<Node> nodes_;
-  std::vector<int32_t> free_;
-  int32_t head_ = -1, tail_ = -1;
-  int64_t pinned_ = 0, unpinned_ = 0, overflow_ = 0;
-  std::vector<Run> events_;
-};
-
-struct Session {
-  int tenant = 0;
-  uint64_t uid = 0;
-  int turn = 0;
-  int64_t history = 0;  // tokens after the tenant's prefix
-};
-
-struct Request {
-  int session = 0;
-  int router = 0;
-  int worker = -1;
-  int64_t prompt_tokens = 0;
-  int32_t out_tokens = 0;
-  double arrive = 0;
-  int64_t fleet_held = 0;  // leading blocks some live worker held at decision
-  WorkerSet tried;
-  std::unique_ptr<WorkerLease> lease;
-  std::vector<uint64_t> keys;
-  int64_t attempt = 0;
-  bool done = false;
-};
-
-struct Worker {
-  explicit Worker(int64_t blocks) : cache(blocks) {}
-  WorkerCache cache;
-  std::deque<int> queue;
-  int prefilling = -1;
-  std::vector<int> decoding;
-  int64_t queued_tokens = 0;
-  double busy_s = 0;  // prefill time in the current phase
-  int64_t served = 0;
-  bool alive = true;
-};
-
-struct SimRouter {
-  std::unique_ptr<ModelGroup> group;
-  std::vector<std::shared_ptr<FakeWorkerClient>> clients;
-  ModelSnapshot snap;
-  WorkerSet known;  // workers it routes to
-  SessionAffinity affinity;
-  std::unique_ptr<Policy> policy;
-  bool alive = true;
-  // This phase's measurements.
-  int64_t ingest_blocks = 0, ingest_batches = 0, ingest_bytes = 0;
-  double ingest_s = 0;
-  std::vector<double> decision_us;
-};
-
-// One batch per worker per flush: its runs of stored and removed hashes.
-struct EventBatch {
-  int worker = 0;
-  std::vector<std::pair<bool, std::vector<BlockHash>>> runs;
-  int64_t blocks = 0;
-};
-
-enum class Kind { kArrive, kPrefillDone, kFinish, kFlush, kDeliver, kReport, kPhase, kDetect };
-
-struct Event {
-  double t;
-  uint64_t seq;
-  Kind kind;
-  int64_t a;
-  int64_t b = 0;  // a request's attempt (a retried request's old events are void)
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
-};
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
 
 class Simulation {
  public:
@@ -867,81 +627,16 @@ class Simulation {
   std::vector<std::string> notes_;
 };
 
-std::vector<int> ParseList(const std::string& s) {
-  std::vector<int> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t comma = s.find(',', start);
-    out.push_back(std::stoi(s.substr(start, comma - start)));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], v = argv[i + 1];
-    if (flag == "--workers")
-      o.workers = std::stoi(v);
-    else if (flag == "--zones")
-      o.zones = std::stoi(v);
-    else if (flag == "--routers")
-      o.routers = ParseList(v);
-    else if (flag == "--policy")
-      o.policy = v;
-    else if (flag == "--demand")
-      o.demand = std::stod(v);
-    else if (flag == "--worker-blocks")
-      o.worker_blocks = std::stoll(v);
-    else if (flag == "--tenants")
-      o.tenants = std::stoi(v);
-    else if (flag == "--prefix-tokens")
-      o.prefix_tokens = std::stoll(v);
-    else if (flag == "--turns")
-      o.turns = std::stoi(v);
-    else if (flag == "--think-s")
-      o.think_s = std::stod(v);
-    else if (flag == "--prefill-tps")
-      o.prefill_tps = std::stod(v);
-    else if (flag == "--decode-tps")
-      o.decode_tps = std::stod(v);
-    else if (flag == "--event-ms")
-      o.event_ms = std::stod(v);
-    else if (flag == "--lag-ms")
-      o.lag_ms = std::stod(v);
-    else if (flag == "--report-ms")
-      o.report_ms = std::stod(v);
-    else if (flag == "--detect-ms")
-      o.detect_ms = std::stod(v);
-    else if (flag == "--sample")
-      o.sample = std::stoi(v);
-    else if (flag == "--phase-s")
-      o.phase_s = std::stod(v);
-    else if (flag == "--warmup-s")
-      o.warmup_s = std::stod(v);
-    else if (flag == "--seed")
-      o.seed = std::stoull(v);
-    else {
-      std::fprintf(stderr, "scale_sim: unknown flag %s (see the comment at the top of %s)\n",
-                   flag.c_str(), __FILE__);
-      return 2;
-    }
-  }
-  if (o.workers < 1 || o.workers > kMaxWorkersPerModel || o.zones < 1) {
-    std::fprintf(stderr, "scale_sim: --workers must be 1..%d and --zones at least 1\n",
-                 kMaxWorkersPerModel);
+  if (const std::string error = ParseOptions(argc, argv, &o); !error.empty()) {
+    std::fprintf(stderr,
+                 "scale_sim: %s (flags: see the comment at the top of bench/scale_sim.cc)\n",
+                 error.c_str());
     return 2;
   }
-  for (int n : o.routers) {
-    if (n < 1) {
-      std::fprintf(stderr, "scale_sim: --routers entries must be at least 1\n");
-      return 2;
-    }
-    Simulation(o, n).Run();
-  }
+  for (int n : o.routers) Simulation(o, n).Run();
   return 0;
 }

@@ -57,22 +57,11 @@ class RegistryHarness {
   }
   // The worker's event stream reports `hashes` stored on its device.
   void Stored(const std::string& address, const std::vector<BlockHash>& hashes) {
-    auto w = worker(address);
-    ASSERT_NE(w, nullptr) << address << " is not a member";
-    v1::KvEventBatch batch;
-    v1::BlockStored* stored = batch.add_events()->mutable_stored();
-    for (const BlockHash& h : hashes) stored->add_block_hashes(std::string(h.AsBytes()));
-    registry_.OnKvEvents(w.get(), batch);
+    Events(address, hashes, /*stored=*/true);
   }
-
   // The worker's event stream reports `hashes` removed from its device.
   void Removed(const std::string& address, const std::vector<BlockHash>& hashes) {
-    auto w = worker(address);
-    ASSERT_NE(w, nullptr) << address << " is not a member";
-    v1::KvEventBatch batch;
-    v1::BlockRemoved* removed = batch.add_events()->mutable_removed();
-    for (const BlockHash& h : hashes) removed->add_block_hashes(std::string(h.AsBytes()));
-    registry_.OnKvEvents(w.get(), batch);
+    Events(address, hashes, /*stored=*/false);
   }
 
   // The Info of a worker of model "tiny" (stories260K's tokenizer), block
@@ -95,6 +84,16 @@ class RegistryHarness {
   }
 
  private:
+  void Events(const std::string& address, const std::vector<BlockHash>& hashes, bool stored) {
+    auto w = worker(address);
+    ASSERT_NE(w, nullptr) << address << " is not a member";
+    v1::KvEventBatch batch;
+    v1::KvEvent* event = batch.add_events();
+    auto* list = stored ? event->mutable_stored()->mutable_block_hashes()
+                        : event->mutable_removed()->mutable_block_hashes();
+    for (const BlockHash& h : hashes) list->Add(std::string(h.AsBytes()));
+    registry_.OnKvEvents(w.get(), batch);
+  }
   static RegistryOptions WithFakes(RegistryHarness* self, RegistryOptions options) {
     options.make_client = [self](const std::string& address, WorkerListener*) {
       auto client = std::make_shared<FakeWorkerClient>(address, [self, address] {

@@ -1,0 +1,186 @@
+// The parts of bench/scale_sim that are data: its options, the simulated
+// sessions, requests, workers and routers, and the events between them.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/sim_worker_cache.h"
+#include "router/fake_worker_client.h"
+#include "router/policies/policy.h"
+#include "router/registry.h"
+#include "router/session_affinity.h"
+#include "router/worker_client.h"
+#include "router/worker_set.h"
+
+namespace kvmesh::bench {
+
+using router::FakeWorkerClient;
+using router::ModelGroup;
+using router::ModelSnapshot;
+using router::Policy;
+using router::SessionAffinity;
+using router::WorkerLease;
+using router::WorkerSet;
+
+constexpr int kBlockTokens = 16;
+
+struct Options {
+  int workers = 1000;
+  int zones = 3;
+  std::vector<int> routers = {1, 2, 4};
+  std::string policy = "prefix";
+  double demand = 1.0;
+  int64_t worker_blocks = 8192;  // 131,072 tokens of KV per worker
+  int tenants = 200;
+  int64_t prefix_tokens = 12000;
+  int turns = 30;
+  double think_s = 2.0;
+  double prefill_tps = 20000;
+  double decode_tps = 50;
+  double event_ms = 50;
+  double lag_ms = 20;
+  double report_ms = 250;
+  double detect_ms = 600;  // 3 failed load polls 200 ms apart
+  int sample = 64;
+  double phase_s = 60;
+  double warmup_s = 90;
+  uint64_t seed = 1;
+};
+
+struct Session {
+  int tenant = 0;
+  uint64_t uid = 0;
+  int turn = 0;
+  int64_t history = 0;  // tokens after the tenant's prefix
+};
+
+struct Request {
+  int session = 0;
+  int router = 0;
+  int worker = -1;
+  int64_t prompt_tokens = 0;
+  int32_t out_tokens = 0;
+  double arrive = 0;
+  int64_t fleet_held = 0;  // leading blocks some live worker held at decision
+  WorkerSet tried;
+  std::unique_ptr<WorkerLease> lease;
+  std::vector<uint64_t> keys;
+  int64_t attempt = 0;
+  bool done = false;
+};
+
+struct Worker {
+  explicit Worker(int64_t blocks) : cache(blocks) {}
+  WorkerCache cache;
+  std::deque<int> queue;
+  int prefilling = -1;
+  std::vector<int> decoding;
+  int64_t queued_tokens = 0;
+  double busy_s = 0;  // prefill time in the current phase
+  int64_t served = 0;
+  bool alive = true;
+};
+
+struct SimRouter {
+  std::unique_ptr<ModelGroup> group;
+  std::vector<std::shared_ptr<FakeWorkerClient>> clients;
+  ModelSnapshot snap;
+  WorkerSet known;  // workers it routes to
+  SessionAffinity affinity;
+  std::unique_ptr<Policy> policy;
+  bool alive = true;
+  // This phase's measurements.
+  int64_t ingest_blocks = 0, ingest_batches = 0, ingest_bytes = 0;
+  double ingest_s = 0;
+  std::vector<double> decision_us;
+};
+
+// One batch per worker per flush: its runs of stored and removed hashes.
+struct EventBatch {
+  int worker = 0;
+  std::vector<std::pair<bool, std::vector<BlockHash>>> runs;
+  int64_t blocks = 0;
+};
+
+enum class Kind { kArrive, kPrefillDone, kFinish, kFlush, kDeliver, kReport, kPhase, kDetect };
+
+struct Event {
+  double t;
+  uint64_t seq;
+  Kind kind;
+  int64_t a;
+  int64_t b = 0;  // a request's attempt (a retried request's old events are void)
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+inline double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+// Reads --flag value pairs into `o`; "" or what is wrong (the flag, its
+// value, the limit).
+inline std::string ParseOptions(int argc, char** argv, Options* o) {
+  auto list = [](const std::string& v) {
+    std::vector<int> out;
+    for (size_t start = 0; start <= v.size();) {
+      const size_t comma = v.find(',', start);
+      out.push_back(std::stoi(v.substr(start, comma - start)));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return out;
+  };
+  const std::map<std::string, std::function<void(const std::string&)>> set = {
+      {"--workers", [&](const std::string& v) { o->workers = std::stoi(v); }},
+      {"--zones", [&](const std::string& v) { o->zones = std::stoi(v); }},
+      {"--routers", [&](const std::string& v) { o->routers = list(v); }},
+      {"--policy", [&](const std::string& v) { o->policy = v; }},
+      {"--demand", [&](const std::string& v) { o->demand = std::stod(v); }},
+      {"--worker-blocks", [&](const std::string& v) { o->worker_blocks = std::stoll(v); }},
+      {"--tenants", [&](const std::string& v) { o->tenants = std::stoi(v); }},
+      {"--prefix-tokens", [&](const std::string& v) { o->prefix_tokens = std::stoll(v); }},
+      {"--turns", [&](const std::string& v) { o->turns = std::stoi(v); }},
+      {"--think-s", [&](const std::string& v) { o->think_s = std::stod(v); }},
+      {"--prefill-tps", [&](const std::string& v) { o->prefill_tps = std::stod(v); }},
+      {"--decode-tps", [&](const std::string& v) { o->decode_tps = std::stod(v); }},
+      {"--event-ms", [&](const std::string& v) { o->event_ms = std::stod(v); }},
+      {"--lag-ms", [&](const std::string& v) { o->lag_ms = std::stod(v); }},
+      {"--report-ms", [&](const std::string& v) { o->report_ms = std::stod(v); }},
+      {"--detect-ms", [&](const std::string& v) { o->detect_ms = std::stod(v); }},
+      {"--sample", [&](const std::string& v) { o->sample = std::stoi(v); }},
+      {"--phase-s", [&](const std::string& v) { o->phase_s = std::stod(v); }},
+      {"--warmup-s", [&](const std::string& v) { o->warmup_s = std::stod(v); }},
+      {"--seed", [&](const std::string& v) { o->seed = std::stoull(v); }},
+  };
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    auto it = set.find(flag);
+    if (it == set.end()) return "unknown flag " + flag;
+    if (i + 1 >= argc) return flag + " needs a value";
+    try {
+      it->second(argv[i + 1]);
+    } catch (const std::exception&) {
+      return flag + ": not a number: " + argv[i + 1];
+    }
+  }
+  if (o->workers < 1 || o->workers > router::kMaxWorkersPerModel)
+    return "--workers must be 1.." + std::to_string(router::kMaxWorkersPerModel);
+  if (o->zones < 1 || o->tenants < 1 || o->turns < 1 || o->worker_blocks < 1)
+    return "--zones, --tenants, --turns and --worker-blocks must be at least 1";
+  if (o->demand <= 0 || o->prefill_tps <= 0 || o->decode_tps <= 0 || o->think_s <= 0)
+    return "--demand, --prefill-tps, --decode-tps and --think-s must be positive";
+  for (int n : o->routers)
+    if (n < 1) return "--routers entries must be at least 1";
+  return "";
+}
+
+}  // namespace kvmesh::bench
