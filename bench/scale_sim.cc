@@ -555,7 +555,6 @@ class Simulation {
                 busy_sum > 0 ? busy_max / (busy_sum / alive) : 0.0);
     RouterRow row;
     row.phase = phase_name_;
-    row.span = span;
     for (const auto& r : routers_) {
       if (!r->alive && r->decision_us.empty()) continue;
       row.blocks_s.push_back(static_cast<double>(r->ingest_blocks) / span);
@@ -600,7 +599,6 @@ class Simulation {
   };
   struct RouterRow {
     std::string phase;
-    double span = 0;
     std::vector<double> blocks_s, batches_s, mib_s, ingest_core, ns_per_block, decisions_s,
         decision_p50, decision_p99, index_blocks;
   };

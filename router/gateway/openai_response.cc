@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "router/gateway/openai_api.h"
@@ -15,6 +16,19 @@ using nlohmann::ordered_json;
 
 ordered_json NullableFinishReason(v1::FinishReason reason) {
   return ordered_json(OpenAiFinishReason(reason));
+}
+
+// The body around the choices, the same for both endpoints.
+ordered_json ResponseJson(const ResponseMeta& meta, std::string_view object, ordered_json choices,
+                          const GenerationResult& result) {
+  ordered_json out;
+  out["id"] = meta.id;
+  out["object"] = object;
+  out["created"] = meta.created;
+  out["model"] = meta.model;
+  out["choices"] = std::move(choices);
+  out["usage"] = OpenAiUsageJson(result.total_usage());
+  return out;
 }
 
 }  // namespace
@@ -79,14 +93,7 @@ ordered_json OpenAiCompletionJson(const ResponseMeta& meta, const GenerationResu
     choice["finish_reason"] = NullableFinishReason(c.finish_reason);
     choices.push_back(std::move(choice));
   }
-  ordered_json out;
-  out["id"] = meta.id;
-  out["object"] = "text_completion";
-  out["created"] = meta.created;
-  out["model"] = meta.model;
-  out["choices"] = std::move(choices);
-  out["usage"] = OpenAiUsageJson(result.total_usage());
-  return out;
+  return ResponseJson(meta, "text_completion", std::move(choices), result);
 }
 
 ordered_json OpenAiToolCallJson(const v1::ToolCall& call) {
@@ -123,14 +130,7 @@ ordered_json OpenAiChatCompletionJson(const ResponseMeta& meta, const Generation
     choice["finish_reason"] = NullableFinishReason(c.finish_reason);
     choices.push_back(std::move(choice));
   }
-  ordered_json out;
-  out["id"] = meta.id;
-  out["object"] = "chat.completion";
-  out["created"] = meta.created;
-  out["model"] = meta.model;
-  out["choices"] = std::move(choices);
-  out["usage"] = OpenAiUsageJson(result.total_usage());
-  return out;
+  return ResponseJson(meta, "chat.completion", std::move(choices), result);
 }
 
 ordered_json OpenAiModelsJson(const v1::ListModelsResponse& models) {
