@@ -1,15 +1,21 @@
 // Process lifecycle of a real cluster on loopback: a router's drain on
 // SIGTERM; a gRPC port already in use is an error at start; a client gone
-// in the middle of a long prefill stops it on the worker.
+// in the middle of a long prefill (gRPC or HTTP) stops it on the worker.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -107,31 +113,55 @@ TEST(ClusterProcessTest, APortInUseIsAnErrorAtStart) {
   }
 }
 
-// A prompt prefilled 16 tokens a step, each step slowed to 150 ms (the
-// worker's fault knob): about 4 s of prefill. The client cancels its gRPC
-// call after 0.6 s, before any token; the router passes that on at the next
-// prefill chunk, and the worker is idle within a second, not when the
-// prefill would have ended.
-TEST(ClusterProcessTest, AClientGoneDuringALongPrefillStopsItOnTheWorker) {
-  ProcessHandle worker = StartWorker(
-      kWorkerBin, {"--max-tokens-per-step", "16", "--admin-token", "s3cret"}, 0, "gone_w0");
-  ASSERT_TRUE(worker.ok());
-  ProcessHandle router = StartRouter(kRouterBin, {worker.grpc}, {}, "gone_router");
-  ASSERT_TRUE(router.ok());
-  ASSERT_TRUE(WaitForHealthyWorkers(router.grpc, 1, std::chrono::seconds(30)));
-  auto worker_channel = grpc::CreateChannel(worker.grpc, grpc::InsecureChannelCredentials());
-  auto admin = v1::WorkerAdmin::NewStub(worker_channel);
-  auto worker_stub = v1::Worker::NewStub(worker_channel);
-  {
+// A worker that prefills 16 tokens a step, each step slowed to 150 ms (the
+// worker's fault knob), behind a router: a 440-token prompt is about 4 s of
+// prefill.
+struct SlowPrefillCluster {
+  ProcessHandle worker, router;
+  std::unique_ptr<v1::Worker::Stub> worker_stub;
+
+  explicit SlowPrefillCluster(const std::string& name) {
+    worker = StartWorker(kWorkerBin, {"--max-tokens-per-step", "16", "--admin-token", "s3cret"}, 0,
+                         name + "_w0");
+    if (!worker.ok()) return;
+    router = StartRouter(kRouterBin, {worker.grpc}, {}, name + "_router");
+    if (!router.ok() || !WaitForHealthyWorkers(router.grpc, 1, std::chrono::seconds(30))) return;
+    auto channel = grpc::CreateChannel(worker.grpc, grpc::InsecureChannelCredentials());
+    worker_stub = v1::Worker::NewStub(channel);
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", "Bearer s3cret");
     v1::InjectFaultRequest slow;
     slow.set_step_delay_ms(150);
     v1::InjectFaultResponse resp;
-    ASSERT_TRUE(admin->InjectFault(&ctx, slow, &resp).ok());
+    if (!v1::WorkerAdmin::NewStub(channel)->InjectFault(&ctx, slow, &resp).ok())
+      worker_stub.reset();
   }
-  auto stub =
-      v1::Inference::NewStub(grpc::CreateChannel(router.grpc, grpc::InsecureChannelCredentials()));
+  bool ok() const { return worker_stub != nullptr; }
+
+  // Seconds from `since` until the worker runs and queues nothing (at most
+  // 10 s; -1 if it never is).
+  double SecondsUntilIdle(std::chrono::steady_clock::time_point since) {
+    while (std::chrono::steady_clock::now() - since < std::chrono::seconds(10)) {
+      grpc::ClientContext ctx;
+      v1::LoadResponse load;
+      if (worker_stub->Load(&ctx, v1::LoadRequest(), &load).ok() && load.running() == 0 &&
+          load.waiting() == 0) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return -1;
+  }
+};
+
+// The client cancels its gRPC call after 0.6 s, before any token; the
+// router passes that on at the next prefill chunk, and the worker is idle
+// within a second, not when the prefill would have ended.
+TEST(ClusterProcessTest, AClientGoneDuringALongPrefillStopsItOnTheWorker) {
+  SlowPrefillCluster cluster("gone");
+  ASSERT_TRUE(cluster.ok());
+  auto stub = v1::Inference::NewStub(
+      grpc::CreateChannel(cluster.router.grpc, grpc::InsecureChannelCredentials()));
   v1::GenerateTextRequest req;
   for (int i = 0; i < 440; ++i) req.add_prompt_tokens(300 + i % 200);
   req.mutable_options()->set_max_tokens(4);
@@ -149,22 +179,58 @@ TEST(ClusterProcessTest, AClientGoneDuringALongPrefillStopsItOnTheWorker) {
   const auto cancelled_at = std::chrono::steady_clock::now();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_EQ(tokens, 0);
-  // The worker is idle soon: a step or two, not the ~3.4 s of prefill left.
-  bool idle = false;
-  int polls = 0;
-  while (!idle && std::chrono::steady_clock::now() - cancelled_at < std::chrono::seconds(10)) {
-    grpc::ClientContext load_ctx;
-    v1::LoadResponse load;
-    ASSERT_TRUE(worker_stub->Load(&load_ctx, v1::LoadRequest(), &load).ok());
-    idle = load.running() == 0 && load.waiting() == 0;
-    ++polls;
-    if (!idle) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  const double idle_after =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - cancelled_at).count();
-  EXPECT_TRUE(idle);
+  // A step or two, not the ~3.4 s of prefill left.
+  const double idle_after = cluster.SecondsUntilIdle(cancelled_at);
+  EXPECT_GE(idle_after, 0) << "the worker never went idle";
   EXPECT_LT(idle_after, 1.5) << "the worker kept prefilling after the client left";
-  std::printf("worker idle %.2f s after the client cancelled (%d load polls)\n", idle_after, polls);
+  std::printf("worker idle %.2f s after the client cancelled\n", idle_after);
+}
+
+// The same through the HTTP gateway, where only a write notices a client
+// that left: a streamed OpenAI completion, whose connection the client
+// closes after 0.6 s without a token. The gateway answers each prefill chunk
+// with a keep-alive comment, the second write after the close fails, and
+// the worker is idle soon after, not when the prefill would have ended.
+TEST(ClusterProcessTest, AnHttpClientGoneDuringALongPrefillStopsItOnTheWorker) {
+  SlowPrefillCluster cluster("gone_http");
+  ASSERT_TRUE(cluster.ok());
+  const int port = std::stoi(cluster.router.http.substr(cluster.router.http.rfind(':') + 1));
+  std::string prompt;
+  for (int i = 0; i < 440; ++i) prompt += (i ? "," : "") + std::to_string(300 + i % 200);
+  const std::string body = R"({"prompt":[)" + prompt + R"(],"max_tokens":4,"stream":true})";
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  // Read what comes in the first 0.6 s: the 200 and keep-alives, no token.
+  std::string received;
+  const auto opened = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - opened < std::chrono::milliseconds(600)) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 20) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    received.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  const auto closed_at = std::chrono::steady_clock::now();
+  EXPECT_THAT(received, HasSubstr("HTTP/1.1 200"));
+  EXPECT_THAT(received, HasSubstr(": keep-alive"));
+  EXPECT_EQ(received.find("\"text\""), std::string::npos) << received;
+  const double idle_after = cluster.SecondsUntilIdle(closed_at);
+  EXPECT_GE(idle_after, 0) << "the worker never went idle";
+  EXPECT_LT(idle_after, 1.5) << "the worker kept prefilling after the client left";
+  std::printf("worker idle %.2f s after the HTTP client closed its connection\n", idle_after);
 }
 
 }  // namespace

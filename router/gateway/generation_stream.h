@@ -19,6 +19,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -43,11 +44,15 @@ class GenerationStream {
     std::vector<v1::GenerateTextResponse> messages;  // in the core's order
     bool finished = false;                           // the call has returned
     Status status;                                   // its result, when finished
+    // Progress messages (IsProgress: a prefill chunk done, nothing for the
+    // client) since the last batch, and the worker of the first of them.
+    int progress = 0;
+    std::string progress_worker;
   };
 
-  // Waits until a message is queued or the call returns, at most `timeout`,
-  // and takes everything queued. After a Batch with `finished` set, later
-  // calls return empty finished batches with the same status.
+  // Waits until a message or a progress message is queued or the call
+  // returns, at most `timeout`, and takes everything queued. After a Batch with `finished` set,
+  // later calls return empty finished batches with the same status.
   Batch Next(std::chrono::milliseconds timeout);
 
   // Makes the core's next callback return false (the client went away).
@@ -60,6 +65,8 @@ class GenerationStream {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<v1::GenerateTextResponse> queue_;  // guarded by mutex_
+  int progress_ = 0;                            // guarded by mutex_
+  std::string progress_worker_;                 // guarded by mutex_
   bool finished_ = false;                       // guarded by mutex_
   Status status_;                               // guarded by mutex_
   std::atomic<bool> cancelled_{false};

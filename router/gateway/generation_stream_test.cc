@@ -69,6 +69,37 @@ TEST(GenerationStreamTest, NextTimesOutWithNothing) {
   release.store(true);
 }
 
+// Progress messages (a prefill chunk done) are counted, not queued: they wake
+// the reader, who may write a keep-alive to learn whether its client is
+// still there.
+TEST(GenerationStreamTest, CountsProgressMessagesWithoutQueueingThem) {
+  std::atomic<bool> release{false};
+  GenerationStream stream([&release](const MessageCallback& on_message) {
+    v1::GenerateTextResponse progress;
+    progress.set_worker("w7");
+    on_message(progress);
+    on_message(progress);
+    while (!release.load()) std::this_thread::sleep_for(milliseconds(1));
+    on_message(Message("a"));
+    return Status::Ok();
+  });
+  GenerationStream::Batch batch;
+  int progress = 0;
+  std::string worker;
+  while (progress < 2) {
+    batch = stream.Next(milliseconds(1000));
+    EXPECT_TRUE(batch.messages.empty());
+    if (worker.empty()) worker = batch.progress_worker;
+    progress += batch.progress;
+  }
+  EXPECT_EQ(progress, 2);
+  EXPECT_EQ(worker, "w7");
+  release.store(true);
+  Status status;
+  EXPECT_EQ(Drain(stream, &status), "a|");
+  EXPECT_TRUE(status.ok());
+}
+
 TEST(GenerationStreamTest, CancelMakesTheCallbackReturnFalse) {
   std::atomic<int> sent{0};
   Status core_status;

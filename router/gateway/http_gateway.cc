@@ -376,12 +376,15 @@ void HttpGateway::ServeStream(httplib::Response& res, ApiFormat format, CoreCall
                               std::unique_ptr<StreamEncoder> encoder) const {
   auto stream = std::make_shared<GenerationStream>(std::move(call));
   // Hold the response until the first message, so a request that fails
-  // before producing anything still gets its own HTTP status; but no longer
-  // than one keep-alive interval: a long prefill then streams keep-alives
-  // (Anthropic's pings) and a later failure is an error event.
+  // before producing anything (bad input, overload) still gets its own HTTP
+  // status; but no longer than one keep-alive interval, and only until a
+  // worker reports a prefill chunk done: past admission, a long prefill
+  // streams keep-alives (Anthropic's pings), whose writes notice a client
+  // that left, and a later failure is an error event.
   GenerationStream::Batch first;
   const auto give_up = std::chrono::steady_clock::now() + options_.keepalive_interval;
-  while (first.messages.empty() && !first.finished && std::chrono::steady_clock::now() < give_up) {
+  while (first.messages.empty() && first.progress == 0 && !first.finished &&
+         std::chrono::steady_clock::now() < give_up) {
     first = stream->Next(
         std::min<std::chrono::milliseconds>(std::chrono::seconds(1), options_.keepalive_interval));
   }
@@ -389,7 +392,11 @@ void HttpGateway::ServeStream(httplib::Response& res, ApiFormat format, CoreCall
     SendError(res, format, first.status);
     return;
   }
-  if (!first.messages.empty()) SetWorkerHeader(res, first.messages.front().worker());
+  if (!first.messages.empty()) {
+    SetWorkerHeader(res, first.messages.front().worker());
+  } else if (!first.progress_worker.empty()) {
+    SetWorkerHeader(res, first.progress_worker);
+  }
   res.set_header("Cache-Control", "no-cache");
   auto writer = std::make_shared<SseStreamWriter>(stream, std::move(encoder), std::move(first),
                                                   options_.keepalive_interval);

@@ -17,14 +17,16 @@
 // "x-kvmesh-worker: <worker>", and every generation "x-request-id".
 //
 // Streaming: the handler waits for the core's first message, up to one
-// keepalive_interval, so a request that fails early (bad input, overload)
-// still gets its HTTP error status; after that the stream is answered 200
-// and errors become an error event in the API's format. A write that fails
-// (the client went away) cancels the generation. An idle stream, a long
-// prefill included, gets the API's keep-alive every keepalive_interval
-// (Anthropic: a ping event; OpenAI: an SSE comment), which also detects a
-// client that left while nothing was being generated. A non-streamed generation runs to
-// its end even if the client leaves.
+// keepalive_interval or until a worker reports a prefill chunk done, so a
+// request that fails early (bad input, overload) still gets its HTTP error
+// status; after that the stream is answered 200 and errors become an error
+// event in the API's format. A write that fails (the client went away)
+// cancels the generation. An idle stream gets the API's keep-alive every
+// keepalive_interval (Anthropic: a ping event; OpenAI: an SSE comment), and
+// a long prefill one per chunk (at most one per 100 ms): those writes notice
+// a client that left while nothing was generated, within two chunks of a
+// prefill. A non-streamed generation runs to its end even if the client
+// leaves (nothing can be written before its body to find out).
 //
 // Threads: Start() serves on a background thread with a pool of
 // `num_threads` connection threads; each streamed response also runs its

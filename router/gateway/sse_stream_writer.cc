@@ -30,7 +30,12 @@ SseStreamWriter::Step SseStreamWriter::WriteNext(const Write& write) {
   for (const v1::GenerateTextResponse& message : batch.messages) text += encoder_->Encode(message);
   if (batch.finished) text += encoder_->Finish(batch.status);
   auto now = std::chrono::steady_clock::now();
-  if (text.empty() && now - last_write_ >= keepalive_) {
+  // A prefill chunk done: write a keep-alive (at most one per
+  // kProgressWriteInterval), since only a write tells whether the client is
+  // still there, and one gone stops its prefill here rather than at the
+  // first token.
+  const bool probe = batch.progress > 0 && now - last_write_ >= kProgressWriteInterval;
+  if (text.empty() && (probe || now - last_write_ >= keepalive_)) {
     text = encoder_->KeepAlive();
     if (text.empty()) text = SseComment("keep-alive");
   }

@@ -2,9 +2,12 @@
 // the client: takes the core's messages as they come, encodes them as the
 // API's server-sent events, and hands the text to a write function (the HTTP
 // connection). When the generation is idle for `keepalive`, it writes the
-// encoder's KeepAlive() (Anthropic's ping event) or else an SSE comment; proxies then keep the
-// connection open, and a client that left is noticed even while nothing is generated. A failed
-// write cancels the generation.
+// encoder's KeepAlive() (Anthropic's ping event) or else an SSE comment;
+// proxies then keep the connection open, and a client that left is noticed
+// even while nothing is generated. During a long prefill it writes the same
+// keep-alive for each prefill chunk (at most one per kProgressWriteInterval):
+// a socket only reports a peer that left when written to, and the second
+// write after the client closed fails. A failed write cancels the generation.
 //
 // Used by one thread at a time (the connection's); Cancel() from any thread.
 #pragma once
@@ -44,6 +47,8 @@ class SseStreamWriter {
 
   // Bounds how long WriteNext() blocks, so the server notices a shutdown.
   static constexpr std::chrono::milliseconds kPollInterval{100};
+  // The least time between two keep-alives written for prefill chunks.
+  static constexpr std::chrono::milliseconds kProgressWriteInterval{100};
 
  private:
   std::shared_ptr<GenerationStream> stream_;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 namespace kvmesh::router::gateway {
@@ -86,6 +87,49 @@ TEST(SseStreamWriterTest, IdleStreamGetsKeepAliveComments) {
   EXPECT_EQ(writer.WriteNext(append), SseStreamWriter::Step::kMore);
   EXPECT_EQ(written, "m:a\n: keep-alive\n\n");
   release.store(true);
+}
+
+// A long prefill reports each chunk as a progress message. The writer turns
+// each into a keep-alive (its writes are what notice a client that left),
+// spaced by at least kProgressWriteInterval, though the keep-alive interval
+// is long; a client gone makes the next one fail and cancels the prefill.
+TEST(SseStreamWriterTest, PrefillChunksAreAnsweredWithKeepAlives) {
+  std::atomic<bool> saw_false{false};
+  auto stream = std::make_shared<GenerationStream>([&](const MessageCallback& on_message) {
+    v1::GenerateTextResponse progress;
+    progress.set_worker("w0");
+    while (on_message(progress)) std::this_thread::sleep_for(milliseconds(20));
+    saw_false.store(true);
+    return CancelledError("cancelled");
+  });
+  GenerationStream::Batch first;
+  while (first.progress == 0) first = stream->Next(milliseconds(1000));
+  SseStreamWriter writer(stream, std::make_unique<TextEncoder>(), std::move(first),
+                         milliseconds(60000));
+  int keepalives = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (keepalives < 3) {
+    ASSERT_EQ(writer.WriteNext([&](std::string_view text) {
+      EXPECT_EQ(text, ": keep-alive\n\n");
+      ++keepalives;
+      return true;
+    }),
+              SseStreamWriter::Step::kMore);
+    ASSERT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  }
+  // Three, the first one interval after the writer began.
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 3 * SseStreamWriter::kProgressWriteInterval);
+  // The client leaves: the next chunk's write fails and stops the prefill.
+  SseStreamWriter::Step step = SseStreamWriter::Step::kMore;
+  while (step == SseStreamWriter::Step::kMore) {
+    step = writer.WriteNext([](std::string_view) { return false; });
+  }
+  EXPECT_EQ(step, SseStreamWriter::Step::kClientGone);
+  const auto gone = std::chrono::steady_clock::now();
+  while (!saw_false.load() && std::chrono::steady_clock::now() - gone < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_TRUE(saw_false.load()) << "the prefill went on after the client left";
 }
 
 }  // namespace
