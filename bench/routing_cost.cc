@@ -16,7 +16,9 @@
 //     router runs one per worker stream;
 //   - index memory: RSS growth while filling (the chains' own memory is
 //     allocated before);
-//   - decision time, one thread: PrefixIndex::Match over every worker; then,
+//   - decision time, one thread: a registry snapshot (Registry::Snapshot of
+//     a registry of fake clients, each request's first step), then
+//     PrefixIndex::Match over every worker; then,
 //     as RouterCore::PlanAttempt does, SampleCandidates when there are more
 //     than 2 × --sample workers (router option decision_sample; 0: weigh
 //     all), BuildWorkerViews (each weighed candidate's load report and id,
@@ -24,6 +26,8 @@
 //     and max, in total and per part ("views" includes the sampling);
 //   - the same total in the deciding thread's CPU time, which leaves out
 //     what the VM or the kernel ran instead (a shared or virtual CPU);
+//   - the registry snapshot alone, on one thread and on --threads at once
+//     (routing threads share it);
 //   - the noise floor: a fixed computation of about the same length as a
 //     decision, timed after each one, in wall and CPU time. Its spread is
 //     the machine's (timer interrupts, a shared or virtual CPU), not the
@@ -41,6 +45,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/log.h"
+#include "common/tokenizer/tokenizer_config.h"
+#include "common/tokenizer_spec.h"
 #include "router/fake_worker_client.h"
 #include "router/policies/policy.h"
 #include "router/prefix_index.h"
@@ -105,6 +112,89 @@ void OnThreads(int threads, Fn fn) {
   for (std::thread& th : pool) th.join();
 }
 
+// A registry of `workers` fake workers of one model, every one healthy
+// (slots 0..workers-1), each with a load report and an id, as the router's
+// registry holds them once the workers answered.
+std::unique_ptr<Registry> MakeRegistry(int workers, std::mt19937_64& rng) {
+  kvmesh::SetLogLevel(kvmesh::LogLevel::kWarning);  // not a line per worker joining
+  RegistryOptions options;
+  options.make_client = [](const std::string& address, WorkerListener*) {
+    return std::make_shared<FakeWorkerClient>(address);
+  };
+  auto registry = std::make_unique<Registry>(options);
+  std::vector<std::string> addresses;
+  for (int w = 0; w < workers; ++w) {
+    addresses.push_back("10.0." + std::to_string(w / 250) + "." + std::to_string(w % 250) +
+                        ":50051");
+  }
+  registry->SetStaticWorkers(addresses);
+  kvmesh::TokenizerConfig vocab;  // a few tokens: the model's identity is all that matters here
+  vocab.tokens = {"<unk>", "<s>", "</s>", "\u2581a", "a"};
+  vocab.scores = {0, 0, 0, -1, -2};
+  vocab.token_types = {2, 3, 3, 1, 1};
+  vocab.token_attrs = {kvmesh::kTokenAttrUnknown, kvmesh::kTokenAttrControl,
+                       kvmesh::kTokenAttrControl, kvmesh::kTokenAttrNormal,
+                       kvmesh::kTokenAttrNormal};
+  vocab.unk_id = 0;
+  vocab.bos_id = 1;
+  vocab.eos_id = 2;
+  kvmesh::v1::InfoResponse info;
+  info.set_model_name("model");
+  info.set_model_digest("sha256:bench");
+  info.set_block_size(16);
+  info.set_context_length(4096);
+  kvmesh::TokenizerConfigToSpec(vocab, info.mutable_tokenizer());
+  for (int w = 0; w < workers; ++w) {
+    std::shared_ptr<WorkerClient> client;
+    for (const auto& c : registry->AllConnections()) {
+      if (c->address() == addresses[w]) client = c;
+    }
+    auto* fake = static_cast<FakeWorkerClient*>(client.get());
+    kvmesh::v1::LoadResponse load;
+    load.set_running(static_cast<uint32_t>(rng() % 8));
+    load.set_prefill_tokens_per_s(8000 + static_cast<double>(rng() % 4000));
+    load.set_kv_blocks_total(65536);
+    load.set_kv_blocks_free(static_cast<uint32_t>(rng() % 65536));
+    fake->set_load(load);
+    info.set_worker_id("kvmesh-worker-" + std::to_string(w) + "-7f9c2d");
+    fake->set_info(info);
+    registry->OnWorkerInfo(fake, info);  // takes the next slot: w
+    fake->set_healthy(true);
+    registry->OnHealthChanged(fake, true);
+  }
+  auto probe = registry->Snapshot("model");
+  bool in_order = probe.ok() && static_cast<int>(probe->healthy().size()) == workers;
+  for (int w = 0; in_order && w < workers; ++w) {
+    in_order =
+        probe->healthy()[w].slot == w && probe->healthy()[w].worker->address() == addresses[w];
+  }
+  if (!in_order) {
+    std::fprintf(
+        stderr, "routing_cost: the registry does not hold %d healthy workers in slots 0..%d%s\n",
+        workers, workers - 1, probe.ok() ? "" : (": " + probe.status().ToString()).c_str());
+    std::exit(1);
+  }
+  return registry;
+}
+
+// Registry::Snapshot on `threads` routing threads at once, `rounds` each:
+// microseconds per snapshot.
+std::vector<double> TimeSnapshots(Registry& registry, int threads, int rounds) {
+  std::vector<std::vector<double>> per_thread(threads);
+  OnThreads(threads, [&](int t) {
+    per_thread[t].reserve(rounds);
+    for (int i = 0; i < rounds; ++i) {
+      const auto t0 = Clock::now();
+      auto snap = registry.Snapshot("model");
+      if (!snap.ok()) std::abort();
+      per_thread[t].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+  });
+  std::vector<double> all;
+  for (const auto& v : per_thread) all.insert(all.end(), v.begin(), v.end());
+  return all;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,9 +231,8 @@ int main(int argc, char** argv) {
   std::vector<std::vector<BlockHash>> spares(std::max<int64_t>(threads, sessions / 64));
   for (auto& chain : spares) chain = RandomChain(rng, prompt_blocks);
 
-  ModelGroup group;
-  group.name = "model";
-  PrefixIndex& index = group.index;
+  std::unique_ptr<Registry> registry = MakeRegistry(workers, rng);
+  PrefixIndex& index = registry->Snapshot("model")->group->index;
   const long rss0 = RssKb();
   // Fill: thread t carries the event streams of workers w % threads == t.
   const auto t_fill = Clock::now();
@@ -184,30 +273,11 @@ int main(int argc, char** argv) {
   });
   const double churn_s = Seconds(t_churn);
 
-  // The candidates as RouterCore sees them: a client per worker with a load
-  // report and an id.
-  std::vector<std::shared_ptr<FakeWorkerClient>> clients;
-  ModelSnapshot snap;
-  snap.group = &group;
   WorkerSet all;
-  for (int w = 0; w < workers; ++w) {
-    auto client = std::make_shared<FakeWorkerClient>("10.0." + std::to_string(w / 250) + "." +
-                                                     std::to_string(w % 250) + ":50051");
-    kvmesh::v1::LoadResponse load;
-    load.set_running(static_cast<uint32_t>(rng() % 8));
-    load.set_prefill_tokens_per_s(8000 + static_cast<double>(rng() % 4000));
-    load.set_kv_blocks_total(65536);
-    load.set_kv_blocks_free(static_cast<uint32_t>(rng() % 65536));
-    client->set_load(load);
-    kvmesh::v1::InfoResponse info;
-    info.set_worker_id("kvmesh-worker-" + std::to_string(w) + "-7f9c2d");
-    client->set_info(info);
-    snap.healthy.push_back({w, client});
-    clients.push_back(std::move(client));
-    all.Add(w);
-  }
+  for (int w = 0; w < workers; ++w) all.Add(w);
   auto policy = MakePrefixPolicy({});
-  std::vector<double> total_us, match_us, views_us, policy_us, floor_us, cpu_us, floor_cpu_us;
+  std::vector<double> total_us, snapshot_us, match_us, views_us, policy_us, floor_us, cpu_us,
+      floor_cpu_us;
   uint64_t floor_state = 1;
   int hits = 0;
   for (int r = 0; r < requests; ++r) {
@@ -221,7 +291,10 @@ int main(int argc, char** argv) {
     }
     const double c0 = ThreadCpuUs();
     const auto t0 = Clock::now();
-    const PrefixMatch match = index.Match(hashes, all);
+    const kvmesh::StatusOr<ModelSnapshot> snapped = registry->Snapshot("model");
+    const ModelSnapshot& snap = *snapped;
+    const auto ts = Clock::now();
+    const PrefixMatch match = snap.group->index.Match(hashes, all);
     // As RouterCore::PlanAttempt narrows a large fleet.
     const WorkerSet weighed =
         sample > 0 && workers > 2 * sample ? SampleCandidates(snap, all, match, sample, -1) : all;
@@ -238,7 +311,8 @@ int main(int argc, char** argv) {
       return std::chrono::duration<double, std::micro>(b - a).count();
     };
     total_us.push_back(us(t0, t3));
-    match_us.push_back(us(t0, t1));
+    snapshot_us.push_back(us(t0, ts));
+    match_us.push_back(us(ts, t1));
     views_us.push_back(us(t1, t2));
     policy_us.push_back(us(t2, t3));
     hits += views[d.index].cached_tokens > 0;
@@ -263,11 +337,12 @@ int main(int argc, char** argv) {
   const Percentiles total = Summarize(total_us);
   for (const auto& [name, part] :
        std::vector<std::pair<const char*, const std::vector<double>*>>{{"total", &total_us},
+                                                                       {"snapshot", &snapshot_us},
                                                                        {"match", &match_us},
                                                                        {"views", &views_us},
                                                                        {"policy", &policy_us}}) {
     const Percentiles p = Summarize(*part);
-    std::printf("  %-6s p50 %7.1f us   p90 %7.1f us   p99 %7.1f us   max %8.1f us\n", name, p.p50,
+    std::printf("  %-8s p50 %7.1f us   p90 %7.1f us   p99 %7.1f us   max %8.1f us\n", name, p.p50,
                 p.p90, p.p99, p.max);
   }
   const Percentiles cpu = Summarize(cpu_us);
@@ -284,6 +359,13 @@ int main(int argc, char** argv) {
   std::printf(
       "noise floor in thread CPU time: p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n",
       floor_cpu.p50, floor_cpu.p90, floor_cpu.p99, floor_cpu.max);
+  for (int t = 1; t <= threads; t = t == 1 && threads > 1 ? threads : t + threads) {
+    const Percentiles snap_p = Summarize(TimeSnapshots(*registry, t, requests));
+    std::printf(
+        "registry snapshot (each request's first step), %d routing thread%s at once: p50 %.1f us, "
+        "p90 %.1f us, p99 %.1f us, max %.1f us\n",
+        t, t == 1 ? "" : "s", snap_p.p50, snap_p.p90, snap_p.p99, snap_p.max);
+  }
   std::printf(
       "{\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,\"blocks\":%zu,\"workers\":%d,\"index_"
       "mib\":%.1f,\"fill_blocks_per_s\":%.0f,\"churn_blocks_per_s\":%.0f}\n",

@@ -142,6 +142,7 @@ class Simulation {
     }
     r->policy = std::move(policy).value();
     r->clients.resize(o_.workers);
+    std::vector<Candidate> healthy;
     for (int w = 0; w < o_.workers; ++w) {
       auto client = std::make_shared<FakeWorkerClient>("10." + std::to_string(w % o_.zones) + "." +
                                                        std::to_string(w / 250) + "." +
@@ -150,12 +151,12 @@ class Simulation {
       info.set_worker_id("worker-" + std::to_string(w));
       client->set_info(info);
       r->clients[w] = client;
-      r->group->slots[w] = client;
+      r->group->SetSlot(w, client);
       if (!workers_[w].alive) continue;
-      r->snap.healthy.push_back({w, client});
+      healthy.push_back({w, client});
       r->known.Add(w);
     }
-    r->snap.group = r->group.get();
+    r->snap = ModelSnapshot(r->group.get(), std::move(healthy));
     if (from_snapshots) {
       // Subscribing: every worker's snapshot, then its deltas.
       int64_t blocks = 0;
@@ -519,7 +520,9 @@ class Simulation {
 
   static void LeaveRoutingSet(SimRouter& r, int slot) {
     r.known.Remove(slot);
-    std::erase_if(r.snap.healthy, [slot](const Candidate& c) { return c.slot == slot; });
+    std::vector<Candidate> healthy = r.snap.healthy();
+    std::erase_if(healthy, [slot](const Candidate& c) { return c.slot == slot; });
+    r.snap = ModelSnapshot(r.snap.group, std::move(healthy));
   }
 
   // Routers notice a lost worker (its load polls fail --detect-ms after,

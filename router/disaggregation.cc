@@ -30,7 +30,7 @@ std::optional<v1::PeerFetch> RouterCore::PrefillElsewhere(
   ModelGroup& group = *snap.group;
   WorkerSet prefill, all;
   bool can_decode = false;
-  for (const Candidate& c : snap.healthy) {
+  for (const Candidate& c : snap.healthy()) {
     all.Add(c.slot);
     if (c.worker->role() == "prefill") {
       prefill.Add(c.slot);
@@ -41,7 +41,7 @@ std::optional<v1::PeerFetch> RouterCore::PrefillElsewhere(
   if (prefill.empty() || !can_decode || max_cacheable_blocks <= 0) return std::nullopt;
   const PrefixMatch match = group.index.Match(hashes, all);
   int32_t decode_blocks = 0;  // the most any decode-side worker holds
-  for (const Candidate& c : snap.healthy) {
+  for (const Candidate& c : snap.healthy()) {
     if (!prefill.Contains(c.slot)) decode_blocks = std::max(decode_blocks, match.blocks[c.slot]);
   }
   decode_blocks = std::min(decode_blocks, max_cacheable_blocks);

@@ -88,7 +88,7 @@ void Registry::Reconcile() {
     if (!m.from_static && !m.from_dns && !registered) {
       Log(LogLevel::kInfo, "router", "worker " + it->first + " left the membership");
       if (m.group != nullptr && m.slot >= 0) {
-        m.group->slots[m.slot] = nullptr;
+        m.group->SetSlot(m.slot, nullptr);
         m.group->index.RemoveWorker(m.slot);
       }
       // Stopped outside the lock; freed when the last request using it ends.
@@ -275,7 +275,7 @@ void Registry::OnWorkerInfo(WorkerClient* w, const v1::InfoResponse& info) {
   }
   if (m->group != group.get()) {
     if (m->group != nullptr && m->slot >= 0) {
-      m->group->slots[m->slot] = nullptr;
+      m->group->SetSlot(m->slot, nullptr);
       m->group->index.RemoveWorker(m->slot);
     }
     int free_slot = -1;
@@ -291,7 +291,7 @@ void Registry::OnWorkerInfo(WorkerClient* w, const v1::InfoResponse& info) {
               " workers; " + w->address() + " is not routed to");
       return;
     }
-    group->slots[free_slot] = m->connection;
+    group->SetSlot(free_slot, m->connection);
     m->group = group.get();
     m->slot = free_slot;
   }
@@ -343,13 +343,35 @@ StatusOr<ModelSnapshot> Registry::Snapshot(const std::string& name) {
   ASSIGN_OR_RETURN(std::string resolved, ResolveModelName(name, served, options_.model_aliases,
                                                           options_.strict_model_names));
   ModelGroup* group = groups_.at(resolved).get();
-  ModelSnapshot snap;
-  snap.group = group;
-  for (int i = 0; i < kMaxWorkersPerModel; ++i) {
-    const std::shared_ptr<WorkerClient>& w = group->slots[i];
-    if (w != nullptr && w->healthy()) snap.healthy.push_back({i, w});
+  WorkerSet healthy;
+  group->occupied.ForEach([&](int slot) {
+    if (group->slots[slot]->healthy()) healthy.Add(slot);
+  });
+  std::lock_guard<std::mutex> cache_lock(group->healthy_mu);
+  if (group->healthy == nullptr || group->healthy_slots != healthy ||
+      group->healthy_version != group->slots_version) {
+    std::vector<Candidate> list;
+    list.reserve(static_cast<size_t>(healthy.size()));
+    healthy.ForEach([&](int slot) { list.push_back({slot, group->slots[slot]}); });
+    group->healthy = std::make_shared<const std::vector<Candidate>>(std::move(list));
+    group->healthy_slots = healthy;
+    group->healthy_version = group->slots_version;
   }
-  return snap;
+  return ModelSnapshot(group, group->healthy);
+}
+
+void ModelGroup::SetSlot(int slot, std::shared_ptr<WorkerClient> client) {
+  if (client != nullptr) {
+    occupied.Add(slot);
+  } else {
+    occupied.Remove(slot);
+  }
+  slots[slot] = std::move(client);
+  ++slots_version;
+  // A client that left is freed once its last snapshot or lease is gone,
+  // not kept by this list until the next snapshot.
+  std::lock_guard<std::mutex> lock(healthy_mu);
+  healthy.reset();
 }
 
 std::vector<std::string> Registry::ModelNames() {

@@ -37,8 +37,14 @@
 #include "router/prefix_index.h"
 #include "router/worker_client.h"
 #include "router/worker_connection.h"
+#include "router/worker_set.h"
 
 namespace kvmesh::router {
+
+struct Candidate {
+  int slot = 0;
+  std::shared_ptr<WorkerClient> worker;
+};
 
 struct ModelGroup {
   std::string name;
@@ -50,18 +56,37 @@ struct ModelGroup {
   std::optional<ChatTemplate> chat_template;  // nullopt: template not recognised
   Status chat_template_error;                 // why, when nullopt
   PrefixIndex index;
+  // Under the registry's exclusive lock: read them under its shared lock.
   std::array<std::shared_ptr<WorkerClient>, kMaxWorkersPerModel> slots{};
+  WorkerSet occupied{};        // the slots that are set
+  uint64_t slots_version = 0;  // bumped by each change of slots
+  void SetSlot(int slot, std::shared_ptr<WorkerClient> client);
+
+  // The healthy candidates last handed out, with the slots and the version
+  // they were built from: snapshots share the list while neither changed
+  // (Registry::Snapshot). Guarded by healthy_mu.
+  std::mutex healthy_mu{};
+  std::shared_ptr<const std::vector<Candidate>> healthy{};
+  WorkerSet healthy_slots{};
+  uint64_t healthy_version = ~0ull;
 };
 
-struct Candidate {
-  int slot = 0;
-  std::shared_ptr<WorkerClient> worker;
-};
-
-// What a routing decision needs, copied out under the lock.
+// What a routing decision needs. The list of healthy candidates is
+// immutable and shared by every snapshot taken while the model's workers and
+// their health stay the same, so a snapshot costs a scan of the workers'
+// health flags, not a copy of 1,000 owning pointers (whose reference counts
+// routing threads would fight over).
 struct ModelSnapshot {
   ModelGroup* group = nullptr;  // stable for the registry's lifetime
-  std::vector<Candidate> healthy;
+  std::shared_ptr<const std::vector<Candidate>> candidates;
+
+  ModelSnapshot() : candidates(std::make_shared<const std::vector<Candidate>>()) {}
+  ModelSnapshot(ModelGroup* g, std::vector<Candidate> healthy)
+      : group(g), candidates(std::make_shared<const std::vector<Candidate>>(std::move(healthy))) {}
+  ModelSnapshot(ModelGroup* g, std::shared_ptr<const std::vector<Candidate>> healthy)
+      : group(g), candidates(std::move(healthy)) {}
+
+  const std::vector<Candidate>& healthy() const { return *candidates; }
 };
 
 struct RegistryOptions {

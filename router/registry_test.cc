@@ -36,9 +36,45 @@ std::vector<std::string> Healthy(Registry& registry) {
   std::vector<std::string> out;
   auto snap = registry.Snapshot("tiny");
   if (!snap.ok()) return out;
-  for (const Candidate& c : snap->healthy) out.push_back(c.worker->address());
+  for (const Candidate& c : snap->healthy()) out.push_back(c.worker->address());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// Every request takes a snapshot. While the workers and their health stay
+// the same, snapshots share one immutable list instead of copying it; any
+// change of health (seen by the flag itself, whether or not the listener
+// heard of it) or of membership gives a new list, and a list already handed
+// out never changes.
+TEST(RegistryTest, SnapshotsShareOneListUntilTheWorkersOrTheirHealthChange) {
+  RegistryHarness harness;
+  Registry& registry = harness.registry();
+  registry.SetStaticWorkers({"a", "b", "c"});
+  for (const char* w : {"a", "b", "c"}) harness.Connect(w, RegistryHarness::ModelInfo(w));
+  auto first = registry.Snapshot("tiny");
+  auto second = registry.Snapshot("tiny");
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->candidates.get(), second->candidates.get());
+  EXPECT_EQ(first->healthy().size(), 3u);
+
+  harness.worker("b")->set_healthy(false);  // the registry was not told
+  auto without_b = registry.Snapshot("tiny");
+  ASSERT_TRUE(without_b.ok());
+  EXPECT_NE(without_b->candidates.get(), first->candidates.get());
+  EXPECT_EQ(Healthy(registry), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(first->healthy().size(), 3u);  // what was handed out stays as it was
+
+  harness.SetHealthy("b", true);
+  EXPECT_EQ(Healthy(registry), (std::vector<std::string>{"a", "b", "c"}));
+
+  registry.SetStaticWorkers({"a", "b"});
+  EXPECT_EQ(Healthy(registry), (std::vector<std::string>{"a", "b"}));
+  // c's client lives while a snapshot from before holds it, and no longer.
+  EXPECT_EQ(harness.freed("c"), 0);
+  first = InternalError("released");
+  second = InternalError("released");
+  without_b = InternalError("released");
+  EXPECT_EQ(harness.freed("c"), 1);
 }
 
 TEST(RegistryTest, DnsAnswersAddAndRemoveMembersAndAFailedLookupKeepsThem) {

@@ -384,11 +384,11 @@ std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
   const ModelGroup& group = *r.group;
   WorkerSet candidates;
   // Prefill workers take requests only when no other worker can.
-  for (const Candidate& c : snap.healthy) {
+  for (const Candidate& c : snap.healthy()) {
     if (!tried.Contains(c.slot) && c.worker->role() != "prefill") candidates.Add(c.slot);
   }
   if (candidates.empty()) {
-    for (const Candidate& c : snap.healthy) {
+    for (const Candidate& c : snap.healthy()) {
       if (!tried.Contains(c.slot)) candidates.Add(c.slot);
     }
   }

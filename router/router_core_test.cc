@@ -306,7 +306,7 @@ TEST_F(RouterCoreTest, GuessesOnlyPastWhatTheWorkersEventsConfirm) {
   ASSERT_TRUE(snap.ok());
   int b_slot = -1;
   WorkerSet all;
-  for (const Candidate& c : snap->healthy) {
+  for (const Candidate& c : snap->healthy()) {
     all.Add(c.slot);
     if (c.worker.get() == b_.get()) b_slot = c.slot;
   }
@@ -416,8 +416,8 @@ TEST(RouterCoreLifetimeTest, StreamsOutliveTheirWorkersDeregistrationAndDeath) {
   EXPECT_EQ(harness.freed("leaves"), 0);
   auto snap = harness.registry().Snapshot("tiny");
   ASSERT_TRUE(snap.ok());
-  ASSERT_EQ(snap->healthy.size(), 1u);
-  EXPECT_EQ(snap->healthy[0].worker->address(), "dies");
+  ASSERT_EQ(snap->healthy().size(), 1u);
+  EXPECT_EQ(snap->healthy()[0].worker->address(), "dies");
 
   // The other dies with its streams open.
   harness.SetHealthy("dies", false);

@@ -14,11 +14,11 @@ void BuildWorkerViews(const ModelSnapshot& snap, const WorkerSet& candidates,
   const ModelGroup& group = *snap.group;
   // The weighed candidates only: a vector for a thousand views is past
   // malloc's mmap threshold, a page-faulting allocation per request.
-  const auto weighed = std::min<size_t>(candidates.size(), snap.healthy.size());
+  const auto weighed = std::min<size_t>(candidates.size(), snap.healthy().size());
   views->reserve(views->size() + weighed);
   conns->reserve(conns->size() + weighed);
   const size_t first = conns->size();
-  for (const Candidate& c : snap.healthy) {
+  for (const Candidate& c : snap.healthy()) {
     if (candidates.Contains(c.slot)) conns->push_back(&c);
   }
   // Each weighed client is an object of its own, read once: ask the memory
@@ -75,7 +75,7 @@ WorkerSet SampleCandidates(const ModelSnapshot& snap, const WorkerSet& candidate
       candidates.Contains(session_slot)) {
     chosen.Add(session_slot);
   }
-  if (snap.healthy.empty()) return chosen;
+  if (snap.healthy().empty()) return chosen;
   // xorshift64*, one stream per thread: cheap, and unlike a shared engine
   // no routing thread waits for another.
   thread_local uint64_t state =
@@ -86,7 +86,7 @@ WorkerSet SampleCandidates(const ModelSnapshot& snap, const WorkerSet& candidate
     state ^= state << 25;
     state ^= state >> 27;
     const uint64_t r = state * 0x2545F4914F6CDD1Dull;
-    const Candidate& c = snap.healthy[(r >> 32) % snap.healthy.size()];
+    const Candidate& c = snap.healthy()[(r >> 32) % snap.healthy().size()];
     if (candidates.Contains(c.slot)) chosen.Add(c.slot);
   }
   return chosen;

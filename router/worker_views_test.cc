@@ -10,15 +10,16 @@ namespace {
 // A model with `n` healthy fake workers in slots 0..n-1.
 struct Fleet {
   explicit Fleet(int n) {
-    snap.group = &group;
+    std::vector<Candidate> healthy;
     for (int w = 0; w < n; ++w) {
       auto client = std::make_shared<FakeWorkerClient>("10.0.0." + std::to_string(w) + ":1");
       v1::LoadResponse load;
       load.set_running(static_cast<uint32_t>(w % 5));
       client->set_load(load);
-      snap.healthy.push_back({w, client});
+      healthy.push_back({w, client});
       all.Add(w);
     }
+    snap = ModelSnapshot(&group, std::move(healthy));
   }
   ModelGroup group;
   ModelSnapshot snap;
@@ -58,7 +59,7 @@ TEST(BuildWorkerViewsTest, ReadsLoadAndIdOfTheWeighedCandidatesOnly) {
   Fleet fleet(200);
   v1::InfoResponse info;
   info.set_worker_id("gpu-node-7");
-  static_cast<FakeWorkerClient*>(fleet.snap.healthy[7].worker.get())->set_info(info);
+  static_cast<FakeWorkerClient*>(fleet.snap.healthy()[7].worker.get())->set_info(info);
   PrefixMatch match;
   match.blocks[7] = 4;
   WorkerSet weighed;
