@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Does kvmesh predict the same next tokens as llama.cpp on the synthetic
-# llama-1b files? For each type and each of three prompts, llama.cpp
+# files of a shape (llama-1b unless --shape says otherwise)? For each type and each of three prompts, llama.cpp
 # (../shared/peer) decodes 64 greedy steps and reports its top-10 at each;
 # kvmesh_logit_agreement runs the same tokens (teacher forcing) and compares
 # its argmax and its log-probabilities of llama.cpp's top-10 at every step.
@@ -19,6 +19,7 @@
 # an f16 KV cache.
 #
 #   bench/synthetic_agreement.sh [--types "q8_0 q4_0 q4_k_m f16"] [--steps 64]
+#       [--shape llama-1b]   (any `kvmesh synth` shape, e.g. qwen3-moe-tiny)
 #
 # Environment as bench/cpu_vs_llamacpp.sh (BUILD, MODELS, SHARED, NLC_DIR).
 set -euo pipefail
@@ -30,10 +31,12 @@ NLC_DIR=${NLC_DIR:-$HOME/nlc}
 PEER=$SHARED/peer/llamacpp_peer.mjs
 TYPES="q8_0 q4_0 q4_k_m f16"
 STEPS=64
+SHAPE=llama-1b
 while [ $# -gt 0 ]; do
   case "$1" in
     --types) TYPES=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
+    --shape) SHAPE=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -50,8 +53,8 @@ echo "| model | prompt | top-1 agreement | first disagreement | max abs d logpro
   "kvmesh f16 vs f32 KV: top-1, max abs d logprob |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for type in $TYPES; do
-  f=$MODELS/llama-1b-$type.gguf
-  [ -f "$f" ] || "$KVMESH" synth --shape llama-1b --type "$type" -o "$f" >&2
+  f=$MODELS/$SHAPE-$type.gguf
+  [ -f "$f" ] || "$KVMESH" synth --shape "$SHAPE" --type "$type" -o "$f" >&2
   for prompt in "${PROMPTS[@]}"; do
     (cd "$NLC_DIR" && node "$PEER" topk --model "$f" --prompt "$prompt" --steps "$STEPS" -k 10 \
       --threads 2) > "$TMP/peer.json" 2>/dev/null
@@ -62,7 +65,7 @@ for type in $TYPES; do
     "$AGREE" -m "$f" --peer-json "$TMP/peer.json" -t 2 --dump "$TMP/ours_f16.json" > "$TMP/ours.json"
     "$AGREE" -m "$f" --peer-json "$TMP/peer.json" -t 2 --kv-type f32 --dump "$TMP/ours_f32.json" \
       > /dev/null
-    python3 - "$TMP" "llama-1b $type" "$prompt" <<'PY'
+    python3 - "$TMP" "$SHAPE $type" "$prompt" <<'PY'
 import json, sys
 tmp = sys.argv[1]
 d = json.loads(open(f"{tmp}/ours.json").read().strip().splitlines()[-1])

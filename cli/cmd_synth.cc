@@ -123,9 +123,10 @@ void RegisterSynthCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<SynthOptions>();
   CLI::App* cmd = app.add_subcommand(
       "synth", "Write a GGUF of a real model's shape with random weights and a real tokenizer");
-  cmd->add_option("--shape", o->shape,
-                  "Model shape: llama-1b, llama-8b, tinyllama-1.1b, tiny-qwen3, tiny-llama3")
-      ->capture_default_str();
+  std::string shapes;
+  for (const std::string& name : SyntheticShapeNames())
+    shapes += (shapes.empty() ? "" : ", ") + name;
+  cmd->add_option("--shape", o->shape, "Model shape: " + shapes)->capture_default_str();
   cmd->add_option("--type", o->type, "Type mix: f16, q8_0, q4_0, q4_k_m, q5_k_m")
       ->capture_default_str();
   cmd->add_option("--vocab", o->vocab,

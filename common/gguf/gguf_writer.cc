@@ -9,6 +9,66 @@
 namespace kvmesh::gguf {
 namespace {
 
+template <typename V>
+void PutBytes(std::vector<uint8_t>& out, V v) {
+  const size_t at = out.size();
+  out.resize(at + sizeof(V));
+  std::memcpy(out.data() + at, &v, sizeof(V));
+}
+
+// A value's GGUF payload (what follows its type tag).
+void EncodeValue(const Value& v, std::vector<uint8_t>& out) {
+  using VT = ValueType;
+  switch (v.type()) {
+    case VT::kBool:
+      PutBytes<uint8_t>(out, *v.AsBool() ? 1 : 0);
+      return;
+    case VT::kUint8:
+      PutBytes<uint8_t>(out, static_cast<uint8_t>(*v.AsUint64()));
+      return;
+    case VT::kInt8:
+      PutBytes<int8_t>(out, static_cast<int8_t>(*v.AsInt64()));
+      return;
+    case VT::kUint16:
+      PutBytes<uint16_t>(out, static_cast<uint16_t>(*v.AsUint64()));
+      return;
+    case VT::kInt16:
+      PutBytes<int16_t>(out, static_cast<int16_t>(*v.AsInt64()));
+      return;
+    case VT::kUint32:
+      PutBytes<uint32_t>(out, static_cast<uint32_t>(*v.AsUint64()));
+      return;
+    case VT::kInt32:
+      PutBytes<int32_t>(out, static_cast<int32_t>(*v.AsInt64()));
+      return;
+    case VT::kUint64:
+      PutBytes<uint64_t>(out, *v.AsUint64());
+      return;
+    case VT::kInt64:
+      PutBytes<int64_t>(out, *v.AsInt64());
+      return;
+    case VT::kFloat32:
+      PutBytes<float>(out, static_cast<float>(*v.AsDouble()));
+      return;
+    case VT::kFloat64:
+      PutBytes<double>(out, *v.AsDouble());
+      return;
+    case VT::kString: {
+      const std::string_view s = *v.AsString();
+      PutBytes<uint64_t>(out, s.size());
+      out.insert(out.end(), s.begin(), s.end());
+      return;
+    }
+    case VT::kArray: {
+      const Array& a = *v.AsArray();
+      PutBytes<uint32_t>(out, static_cast<uint32_t>(a.element_type));
+      PutBytes<uint64_t>(out, a.elements.size());
+      for (const Value& e : a.elements) EncodeValue(e, out);
+      return;
+    }
+  }
+}
+
 template <typename T>
 void Append(std::vector<uint8_t>& out, T v) {
   const size_t at = out.size();
@@ -83,6 +143,12 @@ void GgufWriter::SetInt32Array(const std::string& key, const std::vector<int32_t
   for (int32_t i : v) Append(p, i);
   Put(key, ValueType::kArray, std::move(p));
 }
+void GgufWriter::SetValue(const std::string& key, const Value& v) {
+  std::vector<uint8_t> payload;
+  EncodeValue(v, payload);
+  Put(key, v.type(), std::move(payload));
+}
+
 void GgufWriter::SetRaw(const std::string& key, ValueType type, std::vector<uint8_t> payload) {
   Put(key, type, std::move(payload));
 }

@@ -28,6 +28,8 @@ class GgufWriter {
   void SetStringArray(const std::string& key, const std::vector<std::string>& v);
   void SetFloat32Array(const std::string& key, const std::vector<float>& v);
   void SetInt32Array(const std::string& key, const std::vector<int32_t>& v);
+  // A value as read from another file (GgufFile::metadata()), copied.
+  void SetValue(const std::string& key, const Value& v);
   // Appends already-encoded bytes for (key, type, payload): for tests that need
   // values the typed setters cannot express.
   void SetRaw(const std::string& key, ValueType type, std::vector<uint8_t> payload);

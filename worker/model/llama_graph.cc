@@ -27,6 +27,12 @@ void LlamaGraph::AttentionBlock(GraphBackend& b, int layer) const {
 
 void LlamaGraph::FeedForwardBlock(GraphBackend& b, int layer) const {
   b.RmsNorm(Act::kResidual, Act::kNormed, layer, Vector::kFfnNorm);
+  if (config_.is_moe()) {
+    b.MoeFeedForward(layer);
+    b.AllReduce(Act::kProjection);
+    b.Add(Act::kResidual, Act::kProjection);
+    return;
+  }
   const MatMulOut gate_up[] = {{Matrix::kGate, Act::kGate}, {Matrix::kUp, Act::kUp}};
   b.MatMul(Act::kNormed, layer, gate_up);
   b.SwiGlu(Act::kGate, Act::kUp);

@@ -1,4 +1,5 @@
-// LlamaGraph: the llama-family forward pass (llama, mistral, qwen2, qwen3),
+// LlamaGraph: the llama-family forward pass (llama, mistral, qwen2, qwen3,
+// qwen3moe),
 // written once over GraphBackend (worker/runtime/graph_backend.h) for every
 // backend and every split:
 //
@@ -6,6 +7,7 @@
 //   per layer: norm → Q, K, V (+ biases, + per-head norms) → RoPE
 //              → paged attention → output projection → [all-reduce] → residual
 //              → norm → gate, up → SwiGLU → down → [all-reduce] → residual
+//              (a mixture of experts: norm → MoeFeedForward → residual)
 //   final norm of the rows that need logits → logits
 //
 // Run() executes a range of layers on one backend: all of them on a single

@@ -13,6 +13,8 @@ std::string_view ModelArchName(ModelArch arch) {
       return "qwen2";
     case ModelArch::kQwen3:
       return "qwen3";
+    case ModelArch::kQwen3Moe:
+      return "qwen3moe";
   }
   return "?";
 }
@@ -78,6 +80,48 @@ class KeyReader {
   std::string arch_;
 };
 
+// The mixture-of-experts keys. An arch without experts in kvmesh (a llama
+// file with experts is Mixtral) and expert features kvmesh does not compute
+// (shared experts, other gating functions) are errors naming the key.
+Status ReadExperts(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* c) {
+  if (c->arch != ModelArch::kQwen3Moe) {
+    if (file.Find(r.Key("expert_count")) != nullptr) {
+      return UnimplementedError(file.name() + ": metadata key \"" + r.Key("expert_count") +
+                                "\": " + c->arch_name +
+                                " with experts is not supported (mixture-of-experts "
+                                "architectures: qwen3moe)");
+    }
+    return Status::Ok();
+  }
+  for (const char* unsupported :
+       {"expert_shared_count", "expert_shared_feed_forward_length", "expert_gating_func",
+        "expert_weights_scale", "expert_group_count"}) {
+    if (file.Find(r.Key(unsupported)) != nullptr) {
+      return UnimplementedError(file.name() + ": metadata key \"" + r.Key(unsupported) +
+                                "\" is not supported for " + c->arch_name);
+    }
+  }
+  ASSIGN_OR_RETURN(c->n_expert, r.PositiveInt("expert_count"));
+  ASSIGN_OR_RETURN(c->n_expert_used, r.PositiveInt("expert_used_count"));
+  ASSIGN_OR_RETURN(c->n_ff_exp, r.PositiveInt("expert_feed_forward_length"));
+  if (c->n_expert > kMaxExperts) {
+    return r.Bad(r.Key("expert_count"), "= " + std::to_string(c->n_expert) + " is more than " +
+                                            std::to_string(kMaxExperts) + " experts");
+  }
+  if (c->n_expert_used > c->n_expert || c->n_expert_used > kMaxExpertsUsed) {
+    return r.Bad(r.Key("expert_used_count"),
+                 "= " + std::to_string(c->n_expert_used) + " is more than the " +
+                     std::to_string(c->n_expert) + " experts (or more than " +
+                     std::to_string(kMaxExpertsUsed) + ")");
+  }
+  if (const gguf::Value* norm = file.Find(r.Key("expert_weights_norm"))) {
+    const auto b = norm->AsBool();
+    if (!b) return r.Bad(r.Key("expert_weights_norm"), "is not a boolean");
+    c->norm_topk_prob = *b;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
@@ -95,9 +139,14 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
     c.arch = ModelArch::kQwen3;
     c.rope.style = RopeStyle::kHalves;
     c.has_qk_norm = true;
+  } else if (arch == "qwen3moe") {
+    c.arch = ModelArch::kQwen3Moe;
+    c.rope.style = RopeStyle::kHalves;
+    c.has_qk_norm = true;
+    c.norm_topk_prob = true;
   } else {
     return UnimplementedError(file.name() + ": architecture \"" + std::string(arch) +
-                              "\" is not supported (supported: llama, qwen2, qwen3)");
+                              "\" is not supported (supported: llama, qwen2, qwen3, qwen3moe)");
   }
   if (auto n = file.GetString("general.name"); n.ok()) {
     c.name = std::string(*n);
@@ -108,7 +157,9 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
   const KeyReader r(file, c.arch_name);
   ASSIGN_OR_RETURN(c.n_layer, r.PositiveInt("block_count"));
   ASSIGN_OR_RETURN(c.n_embd, r.PositiveInt("embedding_length"));
-  ASSIGN_OR_RETURN(c.n_ff, r.PositiveInt("feed_forward_length"));
+  RETURN_IF_ERROR(ReadExperts(file, r, &c));
+  ASSIGN_OR_RETURN(c.n_ff, c.is_moe() ? r.OptionalPositiveInt("feed_forward_length", c.n_ff_exp)
+                                      : r.PositiveInt("feed_forward_length"));
   ASSIGN_OR_RETURN(c.n_head, r.PositiveInt("attention.head_count"));
   ASSIGN_OR_RETURN(c.n_head_kv, r.OptionalPositiveInt("attention.head_count_kv", c.n_head));
   ASSIGN_OR_RETURN(c.n_ctx_train, r.OptionalPositiveInt("context_length", 2048));

@@ -5,6 +5,9 @@
 //   llama  — Llama 2/3, TinyLlama, Mistral, stories260K: RoPE on adjacent pairs
 //   qwen2  — biases on Q, K and V; RoPE on halves (NeoX style)
 //   qwen3  — RMSNorm on each Q and K head before RoPE; RoPE on halves
+//   qwen3moe — qwen3's attention; each layer's feed-forward is a mixture of
+//              experts: softmax over the router's logits, the top k experts,
+//              their weights renormalised to sum to 1
 #pragma once
 
 #include <cstdint>
@@ -15,7 +18,7 @@
 
 namespace kvmesh {
 
-enum class ModelArch { kLlama, kQwen2, kQwen3 };
+enum class ModelArch { kLlama, kQwen2, kQwen3, kQwen3Moe };
 enum class RopeStyle {
   kAdjacentPairs,  // rotates (x[2i], x[2i+1]); ggml's "normal" mode
   kHalves,         // rotates (x[i], x[i + n_rot/2]); ggml's "neox" mode
@@ -40,6 +43,10 @@ struct RopeConfig {
 // The most query heads that may share one KV head (grouped-query attention);
 // every real model has at most 16.
 inline constexpr int kMaxQueryHeadsPerKvHead = 64;
+// The most experts a mixture-of-experts layer may have, and route each token
+// to (real models: up to 256 and 8).
+inline constexpr int kMaxExperts = 1024;
+inline constexpr int kMaxExpertsUsed = 64;
 
 struct ModelConfig {
   ModelArch arch = ModelArch::kLlama;
@@ -58,6 +65,13 @@ struct ModelConfig {
   RopeConfig rope;
   bool has_qkv_bias = false;
   bool has_qk_norm = false;
+  // Mixture of experts (0 experts: a dense feed-forward of n_ff).
+  int n_expert = 0;
+  int n_expert_used = 0;        // top k
+  int n_ff_exp = 0;             // each expert's feed-forward width
+  bool norm_topk_prob = false;  // the k weights are divided by their sum
+
+  bool is_moe() const { return n_expert > 0; }
 
   int n_embd_q() const { return n_head * head_dim; }
   int n_embd_k() const { return n_head_kv * head_dim; }

@@ -59,6 +59,24 @@ class Loader {
     return m;
   }
 
+  // The `experts` matrices of a 3-D tensor [cols, rows, experts], each a view.
+  StatusOr<std::vector<WeightMatrix>> Experts(const std::string& name, int64_t cols, int64_t rows,
+                                              int64_t experts) const {
+    ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(name, true));
+    RETURN_IF_ERROR(CheckShape(*t, {cols, rows, experts}));
+    gguf::TensorInfo first = *t;
+    first.dims = {cols, rows};
+    ASSIGN_OR_RETURN(WeightMatrix m, MatrixFrom(first, cols, rows));
+    std::vector<WeightMatrix> out;
+    for (int64_t e = 0; e < experts; ++e) {
+      WeightMatrix expert = m;
+      expert.name = name + "[" + std::to_string(e) + "]";
+      expert.data = t->data + static_cast<size_t>(e) * m.num_bytes();
+      out.push_back(std::move(expert));
+    }
+    return out;
+  }
+
   // A 1-D tensor of `n` values decoded to float; empty when optional and absent.
   StatusOr<std::vector<float>> Vector(const std::string& name, int64_t n, bool required) const {
     ASSIGN_OR_RETURN(const gguf::TensorInfo* t, Find(name, required));
@@ -85,6 +103,12 @@ uint64_t ModelWeights::BytesPerToken() const {
   for (const LayerWeights& l : layers) {
     total += l.wq.num_bytes() + l.wk.num_bytes() + l.wv.num_bytes() + l.wo.num_bytes() +
              l.w_gate.num_bytes() + l.w_up.num_bytes() + l.w_down.num_bytes();
+    if (!l.gate_exps.empty()) {
+      total +=
+          l.w_gate_inp.num_bytes() +
+          static_cast<uint64_t>(n_expert_used) *
+              (l.gate_exps[0].num_bytes() + l.up_exps[0].num_bytes() + l.down_exps[0].num_bytes());
+    }
   }
   return total;
 }
@@ -111,6 +135,7 @@ StatusOr<ModelWeights> ModelWeights::Load(const gguf::GgufFile& file, const Mode
                                 std::to_string(file.tensors().size()) + " tensors");
   }
   w.layers.resize(c.n_layer);
+  w.n_expert_used = c.n_expert_used;
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
@@ -129,6 +154,16 @@ StatusOr<ModelWeights> ModelWeights::Load(const gguf::GgufFile& file, const Mode
       ASSIGN_OR_RETURN(l.k_norm, load.Vector(p + "attn_k_norm.weight", c.head_dim, true));
     }
     ASSIGN_OR_RETURN(l.ffn_norm, load.Vector(p + "ffn_norm.weight", c.n_embd, true));
+    if (c.is_moe()) {
+      ASSIGN_OR_RETURN(l.w_gate_inp, load.Matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert));
+      ASSIGN_OR_RETURN(l.gate_exps,
+                       load.Experts(p + "ffn_gate_exps.weight", c.n_embd, c.n_ff_exp, c.n_expert));
+      ASSIGN_OR_RETURN(l.up_exps,
+                       load.Experts(p + "ffn_up_exps.weight", c.n_embd, c.n_ff_exp, c.n_expert));
+      ASSIGN_OR_RETURN(l.down_exps,
+                       load.Experts(p + "ffn_down_exps.weight", c.n_ff_exp, c.n_embd, c.n_expert));
+      continue;
+    }
     ASSIGN_OR_RETURN(l.w_gate, load.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));
     ASSIGN_OR_RETURN(l.w_up, load.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff));
     ASSIGN_OR_RETURN(l.w_down, load.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));

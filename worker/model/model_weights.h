@@ -39,7 +39,11 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv;      // qwen2 only (empty otherwise)
   std::vector<float> q_norm, k_norm;  // qwen3 only: per-head RMSNorm weights
   std::vector<float> ffn_norm;
-  WeightMatrix w_gate, w_up, w_down;
+  WeightMatrix w_gate, w_up, w_down;  // dense feed-forward (empty in a mixture of experts)
+  // Mixture of experts: the router (n_expert rows) and each expert's gate,
+  // up and down matrices, views into the file's 3-D ffn_*_exps tensors.
+  WeightMatrix w_gate_inp;
+  std::vector<WeightMatrix> gate_exps, up_exps, down_exps;
 };
 
 struct ModelWeights {
@@ -50,8 +54,11 @@ struct ModelWeights {
   std::vector<float> rope_freq_factors;  // empty, or n_rot/2 divisors of each frequency
   std::vector<LayerWeights> layers;
 
+  int n_expert_used = 0;  // experts each token runs through (mixture of experts)
+
   // Bytes of weights read to produce one token (every matrix once, the
-  // embedding row aside): the numerator of the decode roofline.
+  // embedding row aside; of a mixture of experts, the router and
+  // n_expert_used experts per layer): the numerator of the decode roofline.
   uint64_t BytesPerToken() const;
 
   // Finds, shape-checks and type-checks every tensor the config needs. Errors

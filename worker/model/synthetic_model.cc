@@ -120,6 +120,7 @@ struct TensorPlan {
   int64_t marked_row = -1;
   float marked_value = 0.0f;
   bool zero_first_row = false;  // writes nothing into the first coordinate
+  int64_t experts = 0;          // > 0: a 3-D tensor of this many [cols, rows] matrices
 };
 
 std::vector<uint8_t> MakeTensor(const TensorPlan& plan, uint64_t seed, uint64_t index,
@@ -131,9 +132,10 @@ std::vector<uint8_t> MakeTensor(const TensorPlan& plan, uint64_t seed, uint64_t 
   }
   const kernels::TypeTraits* traits = kernels::GetTypeTraits(plan.type);
   const size_t row_bytes = kernels::RowSizeBytes(*traits, plan.cols);
-  std::vector<uint8_t> bytes(row_bytes * static_cast<size_t>(plan.rows));
+  const int64_t rows = plan.rows * std::max<int64_t>(1, plan.experts);  // experts one after another
+  std::vector<uint8_t> bytes(row_bytes * static_cast<size_t>(rows));
   pool.ParallelFor(
-      plan.rows,
+      rows,
       [&](int64_t begin, int64_t end) {
         std::vector<float> row(static_cast<size_t>(plan.cols));
         for (int64_t r = begin; r < end; ++r) {
@@ -142,7 +144,7 @@ std::vector<uint8_t> MakeTensor(const TensorPlan& plan, uint64_t seed, uint64_t 
           for (float& v : row) v = plan.sigma * Bell(state);
           row[0] += plan.first_offset;
           if (plan.marked_row >= 0) row[0] = r == plan.marked_row ? plan.marked_value : 0.0f;
-          if (r == 0 && plan.zero_first_row) std::fill(row.begin(), row.end(), 0.0f);
+          if (r % plan.rows == 0 && plan.zero_first_row) std::fill(row.begin(), row.end(), 0.0f);
           traits->from_float(row.data(), bytes.data() + r * row_bytes, plan.cols);
         }
       },
@@ -171,12 +173,25 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
     matrix(p + "attn_q.weight", s.n_embd, q_dim, sigma);
     matrix(p + "attn_k.weight", s.n_embd, kv_dim, sigma);
     matrix(p + "attn_v.weight", s.n_embd, kv_dim, sigma);
-    if (s.arch == "qwen3") {
+    if (s.arch == "qwen3" || s.arch == "qwen3moe") {
       plans.push_back({p + "attn_q_norm.weight", T::kF32, head_dim, 0, 0, 1.0f});
       plans.push_back({p + "attn_k_norm.weight", T::kF32, head_dim, 0, 0, 1.0f});
     }
     matrix(p + "attn_output.weight", q_dim, s.n_embd, sigma_out_proj);
     plans.push_back({p + "ffn_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
+    if (s.n_expert > 0) {
+      // The router stays F32 (llama.cpp never quantizes ffn_gate_inp); its
+      // logits spread by about 1, so tokens choose different experts.
+      plans.push_back({p + "ffn_gate_inp.weight", T::kF32, s.n_embd, s.n_expert,
+                       1.0f / std::sqrt(static_cast<float>(s.n_embd)), 0});
+      for (const char* name : {"ffn_gate_exps.weight", "ffn_up_exps.weight"}) {
+        matrix(p + name, s.n_embd, s.n_ff_exp, sigma);
+        plans.back().experts = s.n_expert;
+      }
+      matrix(p + "ffn_down_exps.weight", s.n_ff_exp, s.n_embd, sigma_out_proj);
+      plans.back().experts = s.n_expert;
+      continue;
+    }
     matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff, sigma);
     matrix(p + "ffn_up.weight", s.n_embd, s.n_ff, sigma);
     matrix(p + "ffn_down.weight", s.n_ff, s.n_embd, sigma_out_proj);
@@ -198,7 +213,8 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
                         std::log(static_cast<float>(s.mean_answer_tokens - 1));
     for (TensorPlan& plan : plans) {
       if (plan.name == "token_embd.weight") plan.first_offset = kLean;
-      if (plan.name.ends_with("attn_output.weight") || plan.name.ends_with("ffn_down.weight")) {
+      if (plan.name.ends_with("attn_output.weight") || plan.name.ends_with("ffn_down.weight") ||
+          plan.name.ends_with("ffn_down_exps.weight")) {
         plan.zero_first_row = true;
       }
       if (plan.name == "output.weight") {
@@ -208,68 +224,6 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
     }
   }
   return plans;
-}
-
-// --- Tokenizer metadata -----------------------------------------------------
-
-template <typename V>
-void Put(std::vector<uint8_t>& out, V v) {
-  const size_t at = out.size();
-  out.resize(at + sizeof(V));
-  std::memcpy(out.data() + at, &v, sizeof(V));
-}
-
-// A value's GGUF payload (what follows its type tag).
-void EncodeValue(const gguf::Value& v, std::vector<uint8_t>& out) {
-  using VT = gguf::ValueType;
-  switch (v.type()) {
-    case VT::kBool:
-      Put<uint8_t>(out, *v.AsBool() ? 1 : 0);
-      return;
-    case VT::kUint8:
-      Put<uint8_t>(out, static_cast<uint8_t>(*v.AsUint64()));
-      return;
-    case VT::kInt8:
-      Put<int8_t>(out, static_cast<int8_t>(*v.AsInt64()));
-      return;
-    case VT::kUint16:
-      Put<uint16_t>(out, static_cast<uint16_t>(*v.AsUint64()));
-      return;
-    case VT::kInt16:
-      Put<int16_t>(out, static_cast<int16_t>(*v.AsInt64()));
-      return;
-    case VT::kUint32:
-      Put<uint32_t>(out, static_cast<uint32_t>(*v.AsUint64()));
-      return;
-    case VT::kInt32:
-      Put<int32_t>(out, static_cast<int32_t>(*v.AsInt64()));
-      return;
-    case VT::kUint64:
-      Put<uint64_t>(out, *v.AsUint64());
-      return;
-    case VT::kInt64:
-      Put<int64_t>(out, *v.AsInt64());
-      return;
-    case VT::kFloat32:
-      Put<float>(out, static_cast<float>(*v.AsDouble()));
-      return;
-    case VT::kFloat64:
-      Put<double>(out, *v.AsDouble());
-      return;
-    case VT::kString: {
-      const std::string_view s = *v.AsString();
-      Put<uint64_t>(out, s.size());
-      out.insert(out.end(), s.begin(), s.end());
-      return;
-    }
-    case VT::kArray: {
-      const gguf::Array& a = *v.AsArray();
-      Put<uint32_t>(out, static_cast<uint32_t>(a.element_type));
-      Put<uint64_t>(out, a.elements.size());
-      for (const gguf::Value& e : a.elements) EncodeValue(e, out);
-      return;
-    }
-  }
 }
 
 }  // namespace
@@ -293,6 +247,26 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     shape.mean_answer_tokens = 24;
     shape.arch = "qwen3";
     shape.head_dim = 64;
+    shape.default_chat_template = "chat-templates/templates/Qwen-Qwen3-0.6B.jinja";
+    return shape;
+  }
+  if (name == "qwen3-moe-tiny") {
+    // Qwen3-MoE's layout on tiny-qwen3's body: a file for tests.
+    SyntheticShape shape{"qwen3-moe-tiny",
+                         4,
+                         256,
+                         4,
+                         2,
+                         768,
+                         1000000.0f,
+                         false,
+                         65536,
+                         "vocab/ggml-vocab-qwen2.gguf"};
+    shape.arch = "qwen3moe";
+    shape.head_dim = 64;
+    shape.n_expert = 8;
+    shape.n_expert_used = 2;
+    shape.n_ff_exp = 256;
     shape.default_chat_template = "chat-templates/templates/Qwen-Qwen3-0.6B.jinja";
     return shape;
   }
@@ -320,7 +294,7 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
 }
 
 std::vector<std::string> SyntheticShapeNames() {
-  return {"llama-1b", "llama-8b", "tinyllama-1.1b", "tiny-qwen3", "tiny-llama3"};
+  return {"llama-1b", "llama-8b", "tinyllama-1.1b", "tiny-qwen3", "tiny-llama3", "qwen3-moe-tiny"};
 }
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {
@@ -369,7 +343,10 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   const SyntheticShape& s = options.shape;
   if (s.n_layer <= 0 || s.n_embd <= 0 || s.n_head <= 0 || s.n_head_kv <= 0 || s.n_ff <= 0 ||
       (s.head_dim == 0 && s.n_embd % s.n_head != 0) || s.n_head % s.n_head_kv != 0 ||
-      (s.arch != "llama" && s.arch != "qwen3")) {
+      (s.arch != "llama" && s.arch != "qwen3" && s.arch != "qwen3moe") ||
+      (s.arch == "qwen3moe") != (s.n_expert > 0) ||
+      (s.n_expert > 0 &&
+       (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert || s.n_ff_exp <= 0))) {
     return InvalidArgumentError("synthetic shape " + s.name + " is inconsistent");
   }
   ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> vocab, gguf::GgufFile::Open(options.vocab_path));
@@ -398,13 +375,16 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   }
   writer.SetUint32(a + "rope.dimension_count", static_cast<uint32_t>(s.HeadDim()));
   writer.SetFloat32(a + "rope.freq_base", s.rope_freq_base);
-  writer.SetFloat32(a + "attention.layer_norm_rms_epsilon", s.arch == "qwen3" ? 1e-6f : 1e-5f);
+  writer.SetFloat32(a + "attention.layer_norm_rms_epsilon", s.arch == "llama" ? 1e-5f : 1e-6f);
+  if (s.n_expert > 0) {
+    writer.SetUint32(a + "expert_count", static_cast<uint32_t>(s.n_expert));
+    writer.SetUint32(a + "expert_used_count", static_cast<uint32_t>(s.n_expert_used));
+    writer.SetUint32(a + "expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+  }
   for (const gguf::KeyValue& kv : vocab->metadata()) {
     if (kv.key.substr(0, 10) != "tokenizer.") continue;
     if (!options.chat_template.empty() && kv.key == "tokenizer.chat_template") continue;
-    std::vector<uint8_t> payload;
-    EncodeValue(kv.value, payload);
-    writer.SetRaw(std::string(kv.key), kv.value.type(), std::move(payload));
+    writer.SetValue(std::string(kv.key), kv.value);
   }
 
   if (!options.chat_template.empty()) {
@@ -423,7 +403,9 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
     std::vector<uint8_t> bytes = MakeTensor(plan, options.seed, i, pool);
     std::vector<int64_t> dims = {plan.cols};
     if (plan.rows > 0) dims.push_back(plan.rows);
-    report.num_params += static_cast<uint64_t>(plan.cols) * std::max<int64_t>(1, plan.rows);
+    if (plan.experts > 0) dims.push_back(plan.experts);
+    report.num_params += static_cast<uint64_t>(plan.cols) * std::max<int64_t>(1, plan.rows) *
+                         std::max<int64_t>(1, plan.experts);
     RETURN_IF_ERROR(writer.AddTensor(plan.name, plan.type, std::move(dims), std::move(bytes)));
   }
   report.num_tensors = static_cast<int64_t>(plans.size());

@@ -41,8 +41,10 @@ struct SyntheticShape {
   int context_length = 2048;
   // Vocab GGUF used when none is given, relative to the shared directory.
   std::string default_vocab;
-  std::string arch = "llama";  // "llama" or "qwen3" (per-head q/k norms)
-  int head_dim = 0;            // 0: n_embd / n_head
+  // "llama", "qwen3" (per-head q/k norms) or "qwen3moe" (qwen3 with a
+  // mixture of experts in place of each dense feed-forward)
+  std::string arch = "llama";
+  int head_dim = 0;  // 0: n_embd / n_head
   // Chat template written into the file when none is given, relative to the
   // shared directory; empty: the vocab's own, if it has one.
   std::string default_chat_template = {};
@@ -51,6 +53,11 @@ struct SyntheticShape {
   // turns end (random weights otherwise never emit EOS). Needs an untied
   // output head. 0: off.
   int mean_answer_tokens = 0;
+  // qwen3moe: the experts per layer, how many each token uses, and each
+  // expert's feed-forward width (n_ff is then only written as metadata).
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_exp = 0;
 
   int HeadDim() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
@@ -61,7 +68,9 @@ struct SyntheticShape {
 // template, an untied head and answers of about 24 tokens: a file for
 // testing agent clients), and "tiny-llama3" (the same body with Llama 3's
 // 128k vocabulary and no chat template: checks that need a large real
-// vocabulary); nullopt for other names.
+// vocabulary), and "qwen3-moe-tiny" (tiny-qwen3's body with a mixture of 8
+// experts of width 256, 2 per token, in every layer); nullopt for other
+// names.
 std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
 std::vector<std::string> SyntheticShapeNames();
 

@@ -44,7 +44,16 @@ TEST(SyntheticShapeTest, NamedShapesAreTheRealModels) {
   EXPECT_FALSE(tiny->tied_embeddings);
   EXPECT_EQ(tiny->default_vocab, "vocab/ggml-vocab-llama-spm.gguf");
   EXPECT_FALSE(FindSyntheticShape("llama-7b").has_value());
-  EXPECT_EQ(SyntheticShapeNames().back(), "tiny-llama3");
+  EXPECT_EQ(SyntheticShapeNames().back(), "qwen3-moe-tiny");
+  // Qwen3-MoE's layout: 8 experts, 2 per token.
+  const auto moe = FindSyntheticShape("qwen3-moe-tiny");
+  ASSERT_TRUE(moe.has_value());
+  EXPECT_EQ(moe->arch, "qwen3moe");
+  EXPECT_EQ(moe->n_expert, 8);
+  EXPECT_EQ(moe->n_expert_used, 2);
+  for (const std::string& name : SyntheticShapeNames()) {
+    EXPECT_TRUE(FindSyntheticShape(name).has_value()) << name;
+  }
   EXPECT_EQ(ParseSyntheticMix("q4_k_m"), SyntheticMix::kQ4_K_M);
   EXPECT_EQ(ParseSyntheticMix("q4_k"), std::nullopt);
 }

@@ -92,6 +92,11 @@ class GraphBackend {
   virtual void Attention(int layer) = 0;
   // gate ← SiLU(gate) · up.
   virtual void SwiGlu(Act gate, Act up) = 0;
+  // kProjection ← the layer's mixture of experts applied to kNormed: per
+  // token, softmax over the router's logits, the top n_expert_used experts
+  // (their weights renormalised to sum 1 where the model says so), and the
+  // weighted sum of their SwiGLU feed-forwards.
+  virtual void MoeFeedForward(int layer) = 0;
   // dst += src.
   virtual void Add(Act dst, Act src) = 0;
   // a ← the sum of a over the devices of a tensor split (no-op alone). The

@@ -131,6 +131,11 @@ int BlockSize(const WeightMatrix& m) {
 
 Status PlanTensor(const ModelConfig& c, const ModelWeights& w, ParallelPlan* plan) {
   const int n = plan->num_devices();
+  if (c.is_moe()) {
+    return UnimplementedError(
+        SplitError(n, "the model is a mixture of experts (" + std::to_string(c.n_expert) +
+                          " experts), which a tensor split does not shard yet; use --split layer"));
+  }
   if (c.n_head_kv % n != 0) {
     return InvalidArgumentError(
         SplitError(n, "the model's " + std::to_string(c.n_head_kv) + " KV heads do not divide by " +
@@ -250,8 +255,13 @@ StatusOr<PlanOptions> PlanOptions::Parse(std::string_view devices, std::string_v
 }
 
 uint64_t LayerWeightBytes(const LayerWeights& l) {
-  return l.wq.num_bytes() + l.wk.num_bytes() + l.wv.num_bytes() + l.wo.num_bytes() +
-         l.w_gate.num_bytes() + l.w_up.num_bytes() + l.w_down.num_bytes();
+  uint64_t bytes = l.wq.num_bytes() + l.wk.num_bytes() + l.wv.num_bytes() + l.wo.num_bytes() +
+                   l.w_gate.num_bytes() + l.w_up.num_bytes() + l.w_down.num_bytes() +
+                   l.w_gate_inp.num_bytes();
+  for (const auto* experts : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
+    for (const WeightMatrix& m : *experts) bytes += m.num_bytes();
+  }
+  return bytes;
 }
 
 KvLayout DeviceShard::ShardLayout(const KvLayout& full) const {

@@ -48,6 +48,7 @@ WeightShard WeightShard::Make(const ModelWeights& w, const ModelConfig& c,
   sw.output_norm = w.output_norm;
   sw.tied_output = w.tied_output;
   sw.rope_freq_factors = w.rope_freq_factors;
+  sw.n_expert_used = w.n_expert_used;
   if (shard.computes_logits()) {
     sw.output = SliceRows(w.output, shard.vocab_begin, shard.vocab_end);
   } else {
@@ -73,6 +74,15 @@ WeightShard WeightShard::Make(const ModelWeights& w, const ModelConfig& c,
     dst.bv = SliceVector(src.bv, v0, v1);
     out.storage.emplace_back();
     dst.wo = SliceColumns(src.wo, q0, q1, &out.storage.back());
+    if (c.is_moe()) {  // whole experts on every device (no tensor split of experts yet)
+      KVMESH_CHECK(shard.ff_begin == 0 && shard.ff_end == c.n_ff);
+      dst.w_gate_inp = src.w_gate_inp;
+      dst.gate_exps = src.gate_exps;
+      dst.up_exps = src.up_exps;
+      dst.down_exps = src.down_exps;
+      sw.layers.push_back(std::move(dst));
+      continue;
+    }
     dst.w_gate = SliceRows(src.w_gate, shard.ff_begin, shard.ff_end);
     dst.w_up = SliceRows(src.w_up, shard.ff_begin, shard.ff_end);
     out.storage.emplace_back();

@@ -7,6 +7,7 @@
 
 #include "common/check.h"
 #include "worker/kv/kv_transform.h"
+#include "worker/model/moe_routing.h"
 #include "worker/runtime/cpu/kv_quantizer.h"
 #include "worker/runtime/layer_fields.h"
 
@@ -52,8 +53,12 @@ CpuExecutor::CpuExecutor(const Model& model, const KvLayout& layout, const Devic
       comm_(comm) {
   // The packed copy is what the kernels read: the column slices' copies go.
   for (LayerWeights& l : weights_.weights.layers) {
-    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+    for (WeightMatrix* m :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.w_gate_inp}) {
       m->data = nullptr;
+    }
+    for (auto* experts : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
+      for (WeightMatrix& m : *experts) m.data = nullptr;
     }
   }
   weights_.storage.clear();
@@ -342,6 +347,63 @@ void CpuExecutor::SwiGlu(Act gate, Act up) {
   ForEachRow(n_tokens_, [&](int64_t t) {
     row_ops_.swiglu(g.data.data() + t * n_ff, u + t * n_ff, g.data.data() + t * n_ff, n_ff);
   });
+}
+
+void CpuExecutor::MoeFeedForward(int layer) {
+  const PackedLayer& pl = packed_.layers[layer - shard_.layer_begin];
+  const int64_t n = n_tokens_;
+  const int n_expert = config_.n_expert;
+  const int k_used = config_.n_expert_used;
+  const int64_t n_embd = config_.n_embd;
+  const int64_t n_ff = config_.n_ff_exp;
+  const float* x = Buf(Act::kNormed).data.data();
+  float* proj = Buf(Act::kProjection).data.data();
+  std::fill(proj, proj + n * n_embd, 0.0f);
+  if (n == 0) return;
+
+  // The router (worker/model/moe_routing.h).
+  moe_.logits.resize(static_cast<size_t>(n * n_expert));
+  kvmesh::MatMul(pl.w_gate_inp, x, n, moe_.logits.data(), pool_, &xq_);
+  moe_.chosen.resize(static_cast<size_t>(n * k_used));
+  moe_.weight.resize(static_cast<size_t>(n * k_used));
+  ForEachRow(n, [&](int64_t t) {
+    RouteToExperts(std::span<float>(moe_.logits.data() + t * n_expert, n_expert), k_used,
+                   config_.norm_topk_prob, moe_.chosen.data() + t * k_used,
+                   moe_.weight.data() + t * k_used);
+  });
+
+  // Tokens grouped by expert: each expert's matrices are read once for all
+  // the step's tokens routed to it.
+  moe_.routed.resize(static_cast<size_t>(n_expert));
+  for (auto& r : moe_.routed) r.clear();
+  for (int64_t i = 0; i < n * k_used; ++i) moe_.routed[moe_.chosen[i]].push_back(i);
+  for (int e = 0; e < n_expert; ++e) {
+    const std::vector<int64_t>& routed = moe_.routed[e];
+    const int64_t m = static_cast<int64_t>(routed.size());
+    if (m == 0) continue;
+    moe_.in.resize(static_cast<size_t>(m * n_embd));
+    for (int64_t i = 0; i < m; ++i) {
+      std::memcpy(moe_.in.data() + i * n_embd, x + (routed[i] / k_used) * n_embd,
+                  n_embd * sizeof(float));
+    }
+    moe_.gate.resize(static_cast<size_t>(m * n_ff));
+    moe_.up.resize(static_cast<size_t>(m * n_ff));
+    moe_.out.resize(static_cast<size_t>(m * n_embd));
+    const MatMulTarget gate_up[] = {{&pl.gate_exps[e], moe_.gate.data()},
+                                    {&pl.up_exps[e], moe_.up.data()}};
+    MatMulShared(moe_.in.data(), m, gate_up, pool_, &xq_);
+    ForEachRow(m, [&](int64_t i) {
+      float* g = moe_.gate.data() + i * n_ff;
+      row_ops_.swiglu(g, moe_.up.data() + i * n_ff, g, n_ff);
+    });
+    kvmesh::MatMul(pl.down_exps[e], moe_.gate.data(), m, moe_.out.data(), pool_, &xq_);
+    for (int64_t i = 0; i < m; ++i) {
+      const float w = moe_.weight[routed[i]];
+      float* y = proj + (routed[i] / k_used) * n_embd;
+      const float* o = moe_.out.data() + i * n_embd;
+      for (int64_t j = 0; j < n_embd; ++j) y[j] += w * o[j];
+    }
+  }
 }
 
 void CpuExecutor::Add(Act dst, Act src) {

@@ -58,6 +58,7 @@ class CpuExecutor : public GraphBackend {
   void Rope(Act a) override;
   void Attention(int layer) override;
   void SwiGlu(Act gate, Act up) override;
+  void MoeFeedForward(int layer) override;
   void Add(Act dst, Act src) override;
   void AllReduce(Act a) override;
   void ReadResidual(float* dst) override;
@@ -121,6 +122,16 @@ class CpuExecutor : public GraphBackend {
   // Per-step activations, sized to the largest step seen (kept to avoid
   // reallocating every step).
   Buffer buffers_[static_cast<int>(Act::kLogits) + 1];
+  // MoeFeedForward's router logits, choices and per-expert rows (kept to
+  // avoid reallocating).
+  struct MoeScratch {
+    std::vector<float> logits;                 // [tokens][n_expert]
+    std::vector<int32_t> chosen;               // [tokens][n_expert_used]
+    std::vector<float> weight;                 // [tokens][n_expert_used]
+    std::vector<std::vector<int64_t>> routed;  // per expert: token * n_expert_used + k
+    std::vector<float> in, gate, up, out;      // one expert's rows
+  };
+  MoeScratch moe_;
   QuantizedRows xq_;
   Status error_;
   // Written by the driving thread, read by counters() from any thread.

@@ -13,13 +13,22 @@ PackedWeights PackedWeights::Pack(const ModelWeights& weights, kernels::Isa isa,
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     const LayerWeights& l = weights.layers[i];
     PackedLayer& p = packed.layers[i];
-    order.insert(order.end(), {{&l.wq, &p.wq},
-                               {&l.wk, &p.wk},
-                               {&l.wv, &p.wv},
-                               {&l.wo, &p.wo},
-                               {&l.w_gate, &p.w_gate},
-                               {&l.w_up, &p.w_up},
-                               {&l.w_down, &p.w_down}});
+    order.insert(order.end(), {{&l.wq, &p.wq}, {&l.wk, &p.wk}, {&l.wv, &p.wv}, {&l.wo, &p.wo}});
+    if (l.gate_exps.empty()) {
+      order.insert(order.end(),
+                   {{&l.w_gate, &p.w_gate}, {&l.w_up, &p.w_up}, {&l.w_down, &p.w_down}});
+      continue;
+    }
+    order.emplace_back(&l.w_gate_inp, &p.w_gate_inp);
+    const size_t experts = l.gate_exps.size();
+    p.gate_exps.resize(experts);
+    p.up_exps.resize(experts);
+    p.down_exps.resize(experts);
+    for (size_t e = 0; e < experts; ++e) {
+      order.insert(order.end(), {{&l.gate_exps[e], &p.gate_exps[e]},
+                                 {&l.up_exps[e], &p.up_exps[e]},
+                                 {&l.down_exps[e], &p.down_exps[e]}});
+    }
   }
   if (weights.output.rows > 0) order.emplace_back(&weights.output, &packed.output);
   auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };

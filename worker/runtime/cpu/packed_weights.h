@@ -5,7 +5,8 @@
 // a time); a tied output matrix is.
 //
 // All matrices live in one buffer, in the order a forward pass reads them
-// (per layer q, k, v, o, gate, up, down; then the output matrix): one
+// (per layer q, k, v, o, gate, up, down - or the router, then each expert's
+// gate, up and down; then the output matrix): one
 // unbroken stream of weights per token, backed by huge pages throughout, so
 // the prefetchers run on from one matrix into the next instead of starting
 // cold at each.
@@ -23,6 +24,9 @@ namespace kvmesh {
 struct PackedLayer {
   PackedMatrix wq, wk, wv, wo;
   PackedMatrix w_gate, w_up, w_down;
+  // Mixture of experts: the router and each expert's matrices.
+  PackedMatrix w_gate_inp;
+  std::vector<PackedMatrix> gate_exps, up_exps, down_exps;
 };
 
 struct PackedWeights {

@@ -87,6 +87,13 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const Model& model,
   if (shard.device.kind != DeviceKind::kCuda) {
     return InvalidArgumentError("device " + shard.device.Name() + " is not a CUDA device");
   }
+  if (model.config().is_moe()) {
+    return UnimplementedError("device " + shard.device.Name() + ": " + model.config().arch_name +
+                              " is a mixture of experts (" +
+                              std::to_string(model.config().n_expert) +
+                              " experts), which the CUDA executor does not run yet; "
+                              "serve it on CPU devices");
+  }
   auto impl = std::make_unique<Impl>(model, layout, shard, num_blocks, comm, options);
   RETURN_IF_ERROR(impl->Init(model));
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(impl)));
@@ -300,6 +307,12 @@ void CudaExecutor::SwiGlu(Act gate, Act up) {
   if (m.Skip()) return;
   cuda::SwiGlu(m.A(gate), m.A(up), m.n_tokens * m.Width(gate), m.stream);
   m.CheckLaunch("swiglu");
+}
+
+// Never reached: Create refuses a mixture of experts.
+void CudaExecutor::MoeFeedForward(int layer) {
+  impl_->Fail(UnimplementedError("mixture-of-experts layer " + std::to_string(layer) +
+                                 " on a CUDA device"));
 }
 
 void CudaExecutor::Add(Act dst, Act src) {

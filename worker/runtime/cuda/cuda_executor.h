@@ -59,6 +59,7 @@ class CudaExecutor : public GraphBackend {
   void Rope(Act a) override;
   void Attention(int layer) override;
   void SwiGlu(Act gate, Act up) override;
+  void MoeFeedForward(int layer) override;
   void Add(Act dst, Act src) override;
   void AllReduce(Act a) override;
   void ReadResidual(float* dst) override;
