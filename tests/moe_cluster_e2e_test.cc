@@ -1,0 +1,94 @@
+// A mixture-of-experts model served end to end: a worker process loads a
+// synthetic qwen3moe (8 experts, 2 per token) and a router in front of it
+// answers a greedy request with the tokens the same model gives in process
+// (prefill, then one token a step on the executor).
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "common/thread_pool.h"
+#include "kvmesh/v1/inference.grpc.pb.h"
+#include "tests/support/cluster.h"
+#include "worker/model/model.h"
+#include "worker/model/synthetic_model.h"
+#include "worker/runtime/model_executor.h"
+
+namespace kvmesh {
+namespace {
+
+const std::string kShared = KVMESH_SHARED_DIR;
+
+std::string SyntheticMoe() {
+  SynthesizeOptions o;
+  o.shape = *FindSyntheticShape("qwen3-moe-tiny");
+  o.shape.n_layer = 2;
+  o.shape.default_chat_template.clear();
+  o.mix = SyntheticMix::kQ8_0;
+  o.vocab_path = kShared + "/vocab/ggml-vocab-llama-spm.gguf";
+  o.output_path = ::testing::TempDir() + "/moe_e2e_" + std::to_string(::getpid()) + ".gguf";
+  ThreadPool pool(2);
+  auto report = SynthesizeModel(o, pool);
+  EXPECT_TRUE(report.ok()) << report.status().ToString();
+  return o.output_path;
+}
+
+// Greedy tokens after `prompt`, computed on an executor in this process.
+std::vector<int32_t> GreedyInProcess(const Model& model, const std::vector<int32_t>& prompt,
+                                     int n) {
+  const ModelConfig& c = model.config();
+  const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
+  auto exec = ModelExecutor::CreateOnCpu(model, layout, 8, 2);
+  EXPECT_TRUE(exec.ok()) << exec.status().ToString();
+  std::vector<int32_t> table = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<int32_t> out;
+  ForwardBatch batch;
+  batch.tokens = prompt;
+  batch.sequences.push_back({0, static_cast<int32_t>(prompt.size()), 0, table, LogitsMode::kLast});
+  int32_t pos = static_cast<int32_t>(prompt.size());
+  for (int i = 0; i < n; ++i) {
+    ForwardOutput logits;
+    EXPECT_TRUE((*exec)->Forward(batch, &logits).ok());
+    const float* row = logits.Row(0);
+    out.push_back(static_cast<int32_t>(std::max_element(row, row + logits.n_vocab) - row));
+    batch.tokens = {out.back()};
+    batch.sequences = {{0, 1, pos++, table, LogitsMode::kLast}};
+  }
+  return out;
+}
+
+TEST(MoeClusterTest, ARouterServesAMixtureOfExpertsAsTheEngineComputesIt) {
+  const std::string path = SyntheticMoe();
+  auto model = Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 432, 29892, 338};
+  const std::vector<int32_t> want = GreedyInProcess(**model, prompt, 8);
+
+  testing::ProcessHandle worker =
+      testing::StartWorker(KVMESH_WORKER_BINARY, {"--model", path}, 0, "moe_w0");
+  ASSERT_TRUE(worker.ok());
+  testing::ProcessHandle router =
+      testing::StartRouter(KVMESH_ROUTER_BINARY, {worker.grpc}, {}, "moe_router");
+  ASSERT_TRUE(router.ok());
+  ASSERT_TRUE(testing::WaitForHealthyWorkers(router.grpc, 1, std::chrono::seconds(30)));
+  auto stub =
+      v1::Inference::NewStub(grpc::CreateChannel(router.grpc, grpc::InsecureChannelCredentials()));
+  v1::GenerateTextRequest req;
+  for (int32_t t : prompt) req.add_prompt_tokens(t);
+  req.mutable_options()->set_max_tokens(8);
+  req.mutable_options()->mutable_sampling()->set_temperature(0);
+  req.mutable_options()->set_ignore_eos(true);
+  grpc::ClientContext ctx;
+  auto reader = stub->Generate(&ctx, req);
+  v1::GenerateTextResponse message;
+  std::vector<int32_t> got;
+  while (reader->Read(&message))
+    got.insert(got.end(), message.tokens().begin(), message.tokens().end());
+  const grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(got, want);
+}
+
+}  // namespace
+}  // namespace kvmesh
