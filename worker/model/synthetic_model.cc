@@ -270,6 +270,21 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     shape.default_chat_template = "chat-templates/templates/Qwen-Qwen3-0.6B.jinja";
     return shape;
   }
+  if (name == "qwen3-moe-5b") {
+    // Qwen3-30B-A3B's widths and depth (48 layers, width 2048, 32 query and
+    // 4 KV heads of 128, experts of width 768) with 16 experts, 2 per token,
+    // instead of 128 and 8: 5.2 B parameters, 1.4 B of them active per token
+    // (1.7 B with the head), so that it fits this kind of 24 GiB machine.
+    SyntheticShape shape{"qwen3-moe-5b", 48,         2048,  32,    4,
+                         6144,           1000000.0f, false, 40960, "vocab/ggml-vocab-qwen2.gguf"};
+    shape.arch = "qwen3moe";
+    shape.head_dim = 128;
+    shape.n_expert = 16;
+    shape.n_expert_used = 2;
+    shape.n_ff_exp = 768;
+    shape.default_chat_template = "chat-templates/templates/Qwen-Qwen3-0.6B.jinja";
+    return shape;
+  }
   if (name == "tiny-llama3") {
     // Llama 3's 128k vocabulary on a tiny body: for checks that need a real
     // large vocabulary (token masks) and run in seconds.
@@ -294,7 +309,8 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
 }
 
 std::vector<std::string> SyntheticShapeNames() {
-  return {"llama-1b", "llama-8b", "tinyllama-1.1b", "tiny-qwen3", "tiny-llama3", "qwen3-moe-tiny"};
+  return {"llama-1b",    "llama-8b",     "tinyllama-1.1b", "tiny-qwen3",
+          "tiny-llama3", "qwen3-moe-5b", "qwen3-moe-tiny"};
 }
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {

@@ -68,9 +68,10 @@ struct SyntheticShape {
 // template, an untied head and answers of about 24 tokens: a file for
 // testing agent clients), and "tiny-llama3" (the same body with Llama 3's
 // 128k vocabulary and no chat template: checks that need a large real
-// vocabulary), and "qwen3-moe-tiny" (tiny-qwen3's body with a mixture of 8
-// experts of width 256, 2 per token, in every layer); nullopt for other
-// names.
+// vocabulary), "qwen3-moe-tiny" (tiny-qwen3's body with a mixture of 8
+// experts of width 256, 2 per token, in every layer) and "qwen3-moe-5b"
+// (Qwen3-30B-A3B's layers and widths with 16 experts, 2 per token: 5.2 B
+// parameters, 1.4 B active); nullopt for other names.
 std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
 std::vector<std::string> SyntheticShapeNames();
 
