@@ -8,6 +8,7 @@
 #
 #   bench/cpu_vs_llamacpp.sh [--pp 128] [--tg 32] [--reps 3] [--rounds 3]
 #                            [--threads "1 2"] [--types "q8_0 q4_0 q4_k_m f16"]
+#                            [--shape llama-1b]  (any `kvmesh synth` shape, e.g. qwen3-moe-5b)
 #
 # Environment: BUILD (kvmesh build dir, default build), MODELS (where the
 # synthetic llama-1b files are kept or made with `kvmesh synth`, default
@@ -34,9 +35,11 @@ REPS=3
 ROUNDS=3
 THREADS="1 2"
 TYPES="q8_0 q4_0 q4_k_m f16"
+SHAPE=llama-1b
 while [ $# -gt 0 ]; do
   case "$1" in
     --pp) PP=$2; shift 2 ;;
+    --shape) SHAPE=$2; shift 2 ;;
     --tg) TG=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -79,16 +82,16 @@ trap 'rm -rf "$TMP"' EXIT
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
 
-# Models: stories260K from ../shared, llama-1b synthesized once per type.
+# Models: stories260K from ../shared, the shape synthesized once per type.
 declare -a NAMES FILES
 NAMES+=("stories260K"); FILES+=("$SHARED/models/stories260K.gguf")
 for type in $TYPES; do
-  f=$MODELS/llama-1b-$type.gguf
+  f=$MODELS/$SHAPE-$type.gguf
   if [ ! -f "$f" ]; then
     echo "synthesizing $f ..." >&2
-    "$KVMESH" synth --shape llama-1b --type "$type" -o "$f" >&2
+    "$KVMESH" synth --shape "$SHAPE" --type "$type" -o "$f" >&2
   fi
-  NAMES+=("llama-1b $type"); FILES+=("$f")
+  NAMES+=("$SHAPE $type"); FILES+=("$f")
 done
 
 echo "## CPU kernels vs llama.cpp ($(date -u +%Y-%m-%dT%H:%MZ))"
