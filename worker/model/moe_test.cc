@@ -6,7 +6,8 @@
 //    same file rewritten as a dense qwen3 gives bit-identical logits;
 //  - a step's tokens grouped by expert give each token the logits it gets
 //    alone (a prefill in one step against one token a step);
-//  - a tensor split of a mixture of experts is refused with a clear error.
+//  - a layer split gives the bits of one device; a tensor split of a
+//    mixture of experts is refused with a clear error.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -241,7 +242,7 @@ TEST(MoeForwardTest, TokensGroupedByExpertGetTheLogitsTheyGetAlone) {
   }
 }
 
-TEST(MoeForwardTest, ATensorSplitIsRefusedByName) {
+TEST(MoeForwardTest, ALayerSplitIsBitIdenticalAndATensorSplitIsRefusedByName) {
   auto model = Model::Load(SyntheticMoe(8, 2, SyntheticMix::kQ8_0));
   ASSERT_TRUE(model.ok());
   const ModelConfig& c = (*model)->config();
@@ -252,10 +253,20 @@ TEST(MoeForwardTest, ATensorSplitIsRefusedByName) {
   ASSERT_FALSE(exec.ok());
   EXPECT_NE(exec.status().message().find("mixture of experts"), std::string::npos)
       << exec.status().message();
-  // A layer split runs.
+  // A layer split gives the bits of one device.
   auto layer = PlanOptions::Parse("cpu:0,cpu:1", "layer", "", 1);
   ASSERT_TRUE(layer.ok());
-  EXPECT_TRUE(ModelExecutor::Create(**model, layout, *layer, 8).ok());
+  auto split = ModelExecutor::Create(**model, layout, *layer, 8);
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  std::vector<int32_t> table = {0, 1, 2, 3, 4, 5, 6, 7};
+  ForwardBatch batch;
+  batch.tokens = kTokens;
+  batch.sequences.push_back({0, static_cast<int32_t>(kTokens.size()), 0, table, LogitsMode::kAll});
+  ForwardOutput out;
+  ASSERT_TRUE((*split)->Forward(batch, &out).ok());
+  const std::vector<float> one = PrefillLogits(**model, kTokens);
+  ASSERT_EQ(out.logits.size(), one.size());
+  EXPECT_EQ(std::memcmp(out.logits.data(), one.data(), one.size() * sizeof(float)), 0);
 }
 
 }  // namespace
