@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace kvmesh {
 
@@ -31,10 +32,16 @@ void Sampler::ApplyPenalties(std::span<const int32_t> history) {
   for (int32_t t : recent) {
     if (t < 0 || t >= n_vocab_ || counts_[t] == 0) continue;
     float& logit = candidates_[t].logit;
+    if (std::isinf(logit)) continue;  // masked (a grammar) stays masked; nothing else is infinite
     if (params_.repeat_penalty != 1.0f) {
       logit = logit > 0 ? logit / params_.repeat_penalty : logit * params_.repeat_penalty;
     }
     logit -= static_cast<float>(counts_[t]) * params_.frequency_penalty + params_.presence_penalty;
+    // A penalty far below 1 can push a logit past the float range: keep it
+    // finite, so the probabilities below stay numbers (an infinite logit
+    // would make them NaN and the draw fall through to a masked token).
+    logit =
+        std::clamp(logit, -std::numeric_limits<float>::max(), std::numeric_limits<float>::max());
     counts_[t] = 0;  // each distinct token is penalised once
   }
 }
@@ -116,7 +123,12 @@ int32_t Sampler::Sample(const float* logits, std::span<const int32_t> history) {
     acc += weights[i];
     if (r < acc) return candidates_[i].id;
   }
-  return candidates_[n - 1].id;
+  // Rounding left r at the total: the last candidate with any weight (never
+  // one of weight 0, such as a token a grammar masked).
+  for (size_t i = n; i-- > 0;) {
+    if (weights[i] > 0) return candidates_[i].id;
+  }
+  return candidates_[0].id;
 }
 
 }  // namespace kvmesh

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 
 #include "worker/sampling/stop_matcher.h"
@@ -37,6 +38,31 @@ TEST(SamplerTest, RepeatPenaltyCanChangeTheGreedyChoice) {
   // 3.0 / 2 = 1.5 < 2.0: token 1 wins.
   EXPECT_EQ(s.Sample(logits, history), 1);
   EXPECT_EQ(s.Sample(logits, {}), 0);
+}
+
+// Found by worker_request_fuzz: a repetition penalty of 1.4e-41 (valid: the
+// range is (0, 10]) divided a repeated token's positive logit past the
+// float range; its infinite logit made every probability NaN, the draw fell
+// through to the last candidate, and that was a token the grammar masked.
+TEST(SamplerTest, ATinyRepeatPenaltyNeverSamplesAMaskedToken) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float logits[] = {-inf, 2.0f, 1.5f, -inf, 0.5f, -inf};
+  const int32_t history[] = {1, 2, 3, 0};
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    SamplingParams p = Params(1.0f);
+    p.seed = seed;
+    p.repeat_penalty = 1.4e-41f;
+    Sampler s(p, 6);
+    const int32_t token = s.Sample(logits, history);
+    ASSERT_TRUE(token == 1 || token == 2 || token == 4) << "seed " << seed << ": " << token;
+  }
+  // Greedy too, and a frequency penalty on a masked token leaves it masked.
+  SamplingParams greedy = Params(0.0f);
+  greedy.repeat_penalty = 1.4e-41f;
+  greedy.frequency_penalty = -2.0f;
+  Sampler g(greedy, 6);
+  const int32_t token = g.Sample(logits, history);
+  EXPECT_TRUE(token == 1 || token == 2) << token;
 }
 
 TEST(SamplerTest, PresenceAndFrequencyPenalties) {
