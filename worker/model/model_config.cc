@@ -15,6 +15,8 @@ std::string_view ModelArchName(ModelArch arch) {
       return "qwen3";
     case ModelArch::kQwen3Moe:
       return "qwen3moe";
+    case ModelArch::kQwen2Moe:
+      return "qwen2moe";
   }
   return "?";
 }
@@ -84,18 +86,18 @@ class KeyReader {
 // file with experts is Mixtral) and expert features kvmesh does not compute
 // (shared experts, other gating functions) are errors naming the key.
 Status ReadExperts(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* c) {
-  if (c->arch != ModelArch::kQwen3Moe) {
+  if (c->arch != ModelArch::kQwen3Moe && c->arch != ModelArch::kQwen2Moe) {
     if (file.Find(r.Key("expert_count")) != nullptr) {
       return UnimplementedError(file.name() + ": metadata key \"" + r.Key("expert_count") +
                                 "\": " + c->arch_name +
                                 " with experts is not supported (mixture-of-experts "
-                                "architectures: qwen3moe)");
+                                "architectures: qwen3moe, qwen2moe)");
     }
     return Status::Ok();
   }
-  for (const char* unsupported :
-       {"expert_shared_count", "expert_shared_feed_forward_length", "expert_gating_func",
-        "expert_weights_scale", "expert_group_count"}) {
+  const bool shared = c->arch == ModelArch::kQwen2Moe;
+  for (const char* unsupported : {"expert_shared_count", "expert_gating_func",
+                                  "expert_weights_scale", "expert_group_count"}) {
     if (file.Find(r.Key(unsupported)) != nullptr) {
       return UnimplementedError(file.name() + ": metadata key \"" + r.Key(unsupported) +
                                 "\" is not supported for " + c->arch_name);
@@ -104,6 +106,13 @@ Status ReadExperts(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* 
   ASSIGN_OR_RETURN(c->n_expert, r.PositiveInt("expert_count"));
   ASSIGN_OR_RETURN(c->n_expert_used, r.PositiveInt("expert_used_count"));
   ASSIGN_OR_RETURN(c->n_ff_exp, r.PositiveInt("expert_feed_forward_length"));
+  if (shared) {
+    ASSIGN_OR_RETURN(c->n_ff_shexp, r.PositiveInt("expert_shared_feed_forward_length"));
+  } else if (file.Find(r.Key("expert_shared_feed_forward_length")) != nullptr) {
+    return UnimplementedError(file.name() + ": metadata key \"" +
+                              r.Key("expert_shared_feed_forward_length") +
+                              "\" is not supported for " + c->arch_name);
+  }
   if (c->n_expert > kMaxExperts) {
     return r.Bad(r.Key("expert_count"), "= " + std::to_string(c->n_expert) + " is more than " +
                                             std::to_string(kMaxExperts) + " experts");
@@ -139,6 +148,10 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
     c.arch = ModelArch::kQwen3;
     c.rope.style = RopeStyle::kHalves;
     c.has_qk_norm = true;
+  } else if (arch == "qwen2moe") {
+    c.arch = ModelArch::kQwen2Moe;
+    c.rope.style = RopeStyle::kHalves;
+    c.has_qkv_bias = true;
   } else if (arch == "qwen3moe") {
     c.arch = ModelArch::kQwen3Moe;
     c.rope.style = RopeStyle::kHalves;
@@ -146,7 +159,8 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
     c.norm_topk_prob = true;
   } else {
     return UnimplementedError(file.name() + ": architecture \"" + std::string(arch) +
-                              "\" is not supported (supported: llama, qwen2, qwen3, qwen3moe)");
+                              "\" is not supported (supported: llama, qwen2, qwen3, qwen3moe, "
+                              "qwen2moe)");
   }
   if (auto n = file.GetString("general.name"); n.ok()) {
     c.name = std::string(*n);

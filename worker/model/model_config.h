@@ -8,6 +8,9 @@
 //   qwen3moe — qwen3's attention; each layer's feed-forward is a mixture of
 //              experts: softmax over the router's logits, the top k experts,
 //              their weights renormalised to sum to 1
+//   qwen2moe — qwen2's attention; a mixture of experts (softmax, top k, not
+//              renormalised) plus a shared expert on every token, scaled by
+//              sigmoid(x · ffn_gate_inp_shexp)
 #pragma once
 
 #include <cstdint>
@@ -18,7 +21,7 @@
 
 namespace kvmesh {
 
-enum class ModelArch { kLlama, kQwen2, kQwen3, kQwen3Moe };
+enum class ModelArch { kLlama, kQwen2, kQwen3, kQwen3Moe, kQwen2Moe };
 enum class RopeStyle {
   kAdjacentPairs,  // rotates (x[2i], x[2i+1]); ggml's "normal" mode
   kHalves,         // rotates (x[i], x[i + n_rot/2]); ggml's "neox" mode
@@ -70,6 +73,7 @@ struct ModelConfig {
   int n_expert_used = 0;        // top k
   int n_ff_exp = 0;             // each expert's feed-forward width
   bool norm_topk_prob = false;  // the k weights are divided by their sum
+  int n_ff_shexp = 0;           // > 0: a shared expert of this width (qwen2moe)
 
   bool is_moe() const { return n_expert > 0; }
 

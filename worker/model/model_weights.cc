@@ -105,7 +105,8 @@ uint64_t ModelWeights::BytesPerToken() const {
              l.w_gate.num_bytes() + l.w_up.num_bytes() + l.w_down.num_bytes();
     if (!l.gate_exps.empty()) {
       total +=
-          l.w_gate_inp.num_bytes() +
+          l.w_gate_inp.num_bytes() + l.gate_shexp.num_bytes() + l.up_shexp.num_bytes() +
+          l.down_shexp.num_bytes() +
           static_cast<uint64_t>(n_expert_used) *
               (l.gate_exps[0].num_bytes() + l.up_exps[0].num_bytes() + l.down_exps[0].num_bytes());
     }
@@ -162,6 +163,16 @@ StatusOr<ModelWeights> ModelWeights::Load(const gguf::GgufFile& file, const Mode
                        load.Experts(p + "ffn_up_exps.weight", c.n_embd, c.n_ff_exp, c.n_expert));
       ASSIGN_OR_RETURN(l.down_exps,
                        load.Experts(p + "ffn_down_exps.weight", c.n_ff_exp, c.n_embd, c.n_expert));
+      if (c.n_ff_shexp > 0) {
+        ASSIGN_OR_RETURN(l.gate_inp_shexp,
+                         load.Vector(p + "ffn_gate_inp_shexp.weight", c.n_embd, true));
+        ASSIGN_OR_RETURN(l.gate_shexp,
+                         load.Matrix(p + "ffn_gate_shexp.weight", c.n_embd, c.n_ff_shexp));
+        ASSIGN_OR_RETURN(l.up_shexp,
+                         load.Matrix(p + "ffn_up_shexp.weight", c.n_embd, c.n_ff_shexp));
+        ASSIGN_OR_RETURN(l.down_shexp,
+                         load.Matrix(p + "ffn_down_shexp.weight", c.n_ff_shexp, c.n_embd));
+      }
       continue;
     }
     ASSIGN_OR_RETURN(l.w_gate, load.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));

@@ -44,6 +44,10 @@ struct LayerWeights {
   // up and down matrices, views into the file's 3-D ffn_*_exps tensors.
   WeightMatrix w_gate_inp;
   std::vector<WeightMatrix> gate_exps, up_exps, down_exps;
+  // A shared expert every token runs through (qwen2moe), scaled by
+  // sigmoid(x · gate_inp_shexp); empty otherwise.
+  std::vector<float> gate_inp_shexp;
+  WeightMatrix gate_shexp, up_shexp, down_shexp;
 };
 
 struct ModelWeights {

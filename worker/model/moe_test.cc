@@ -1,4 +1,4 @@
-// Mixture-of-experts models (qwen3moe): the router's choice of experts, the
+// Mixture-of-experts models (qwen3moe, qwen2moe): the router's choice of experts, the
 // configuration's checks, and the forward pass. Agreement with llama.cpp on
 // the synthetic qwen3-moe-tiny is measured by bench/synthetic_agreement.sh
 // (docs/benchmarks.md); here:
@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -84,6 +85,19 @@ TEST(MoeConfigTest, ReadsTheExpertsAndNamesWhatIsWrong) {
   EXPECT_TRUE(good->norm_topk_prob);
   EXPECT_TRUE(good->has_qk_norm);
 
+  // qwen2moe: a shared expert, weights not renormalised, Q/K/V biases.
+  auto q2 = ConfigOf(
+      WriteMoeHeader("moe_qwen2", "qwen2moe", {}, {{"expert_shared_feed_forward_length", 64}}));
+  ASSERT_TRUE(q2.ok()) << q2.status().ToString();
+  EXPECT_EQ(q2->arch, ModelArch::kQwen2Moe);
+  EXPECT_EQ(q2->n_ff_shexp, 64);
+  EXPECT_FALSE(q2->norm_topk_prob);
+  EXPECT_TRUE(q2->has_qkv_bias);
+  auto q2_missing = ConfigOf(WriteMoeHeader("moe_qwen2_missing", "qwen2moe", {}, {}));
+  EXPECT_NE(q2_missing.status().message().find("qwen2moe.expert_shared_feed_forward_length"),
+            std::string::npos)
+      << q2_missing.status().message();
+
   auto missing = ConfigOf(WriteMoeHeader("moe_missing", "qwen3moe", {"expert_count"}, {}));
   EXPECT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("qwen3moe.expert_count"), std::string::npos)
@@ -109,11 +123,13 @@ TEST(MoeConfigTest, ReadsTheExpertsAndNamesWhatIsWrong) {
       << mixtral.status().message();
 }
 
-// A 2-layer qwen3-moe-tiny with `experts` experts, `used` per token, the 32k
-// llama-spm vocabulary, in `mix`; written once per test process.
-std::string SyntheticMoe(int experts, int used, SyntheticMix mix) {
+// A 2-layer `shape` (qwen3-moe-tiny unless said) with `experts` experts,
+// `used` per token, the 32k llama-spm vocabulary, in `mix`; written once per
+// test process.
+std::string SyntheticMoe(int experts, int used, SyntheticMix mix,
+                         const std::string& shape = "qwen3-moe-tiny") {
   SynthesizeOptions o;
-  o.shape = *FindSyntheticShape("qwen3-moe-tiny");
+  o.shape = *FindSyntheticShape(shape);
   o.shape.n_layer = 2;
   o.shape.n_expert = experts;
   o.shape.n_expert_used = used;
@@ -121,9 +137,9 @@ std::string SyntheticMoe(int experts, int used, SyntheticMix mix) {
   o.mix = mix;
   o.vocab_path = kShared + "/vocab/ggml-vocab-llama-spm.gguf";
   o.seed = 5;
-  const std::string path = ::testing::TempDir() + "/moe_" + std::to_string(experts) + "x" +
-                           std::to_string(used) + "_" + std::string(SyntheticMixName(mix)) + "_" +
-                           std::to_string(::getpid()) + ".gguf";
+  const std::string path = ::testing::TempDir() + "/" + shape + "_" + std::to_string(experts) +
+                           "x" + std::to_string(used) + "_" + std::string(SyntheticMixName(mix)) +
+                           "_" + std::to_string(::getpid()) + ".gguf";
   if (!std::filesystem::exists(path)) {
     o.output_path = path;
     ThreadPool pool(2);
@@ -210,16 +226,19 @@ TEST(MoeForwardTest, OneExpertIsTheDenseFeedForwardOfItsWeights) {
 
 // 8 experts, 2 per token: a prefill in one step (the step's tokens grouped
 // by expert) gives every position the logits it gets when the same tokens
-// come one a step.
-TEST(MoeForwardTest, TokensGroupedByExpertGetTheLogitsTheyGetAlone) {
-  auto model = Model::Load(SyntheticMoe(8, 2, SyntheticMix::kQ8_0));
+// come one a step. qwen2moe adds a shared expert on every token.
+class MoeShapeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MoeShapeTest, TokensGroupedByExpertGetTheLogitsTheyGetAlone) {
+  auto model = Model::Load(SyntheticMoe(8, 2, SyntheticMix::kQ8_0, GetParam()));
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const ModelConfig& c = (*model)->config();
   uint64_t active = (*model)->weights().output.num_bytes();
   for (const LayerWeights& l : (*model)->weights().layers) {
     active +=
         l.wq.num_bytes() + l.wk.num_bytes() + l.wv.num_bytes() + l.wo.num_bytes() +
-        l.w_gate_inp.num_bytes() +
+        l.w_gate_inp.num_bytes() + l.gate_shexp.num_bytes() + l.up_shexp.num_bytes() +
+        l.down_shexp.num_bytes() +
         2 * (l.gate_exps[0].num_bytes() + l.up_exps[0].num_bytes() + l.down_exps[0].num_bytes());
   }
   EXPECT_EQ((*model)->weights().BytesPerToken(), active)
@@ -241,6 +260,14 @@ TEST(MoeForwardTest, TokensGroupedByExpertGetTheLogitsTheyGetAlone) {
         << "position " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MoeShapeTest,
+                         ::testing::Values("qwen3-moe-tiny", "qwen2-moe-tiny"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(MoeForwardTest, ALayerSplitIsBitIdenticalAndATensorSplitIsRefusedByName) {
   auto model = Model::Load(SyntheticMoe(8, 2, SyntheticMix::kQ8_0));

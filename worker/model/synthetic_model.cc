@@ -173,6 +173,11 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
     matrix(p + "attn_q.weight", s.n_embd, q_dim, sigma);
     matrix(p + "attn_k.weight", s.n_embd, kv_dim, sigma);
     matrix(p + "attn_v.weight", s.n_embd, kv_dim, sigma);
+    if (s.arch == "qwen2moe") {  // Q/K/V biases (zero)
+      plans.push_back({p + "attn_q.bias", T::kF32, q_dim, 0, 0, 0.0f});
+      plans.push_back({p + "attn_k.bias", T::kF32, kv_dim, 0, 0, 0.0f});
+      plans.push_back({p + "attn_v.bias", T::kF32, kv_dim, 0, 0, 0.0f});
+    }
     if (s.arch == "qwen3" || s.arch == "qwen3moe") {
       plans.push_back({p + "attn_q_norm.weight", T::kF32, head_dim, 0, 0, 1.0f});
       plans.push_back({p + "attn_k_norm.weight", T::kF32, head_dim, 0, 0, 1.0f});
@@ -190,6 +195,14 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
       }
       matrix(p + "ffn_down_exps.weight", s.n_ff_exp, s.n_embd, sigma_out_proj);
       plans.back().experts = s.n_expert;
+      if (s.n_ff_shexp > 0) {
+        // The shared expert's gate is a vector: a constant one scales each
+        // token by sigmoid(0.05 · the sum of its normalised residual).
+        plans.push_back({p + "ffn_gate_inp_shexp.weight", T::kF32, s.n_embd, 0, 0, 0.05f});
+        matrix(p + "ffn_gate_shexp.weight", s.n_embd, s.n_ff_shexp, sigma);
+        matrix(p + "ffn_up_shexp.weight", s.n_embd, s.n_ff_shexp, sigma);
+        matrix(p + "ffn_down_shexp.weight", s.n_ff_shexp, s.n_embd, sigma_out_proj);
+      }
       continue;
     }
     matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff, sigma);
@@ -285,6 +298,26 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     shape.default_chat_template = "chat-templates/templates/Qwen-Qwen3-0.6B.jinja";
     return shape;
   }
+  if (name == "qwen2-moe-tiny") {
+    // Qwen2-MoE's layout (Qwen1.5-MoE, Qwen2-57B-A14B) on the tiny body.
+    SyntheticShape shape{"qwen2-moe-tiny",
+                         4,
+                         256,
+                         4,
+                         2,
+                         768,
+                         1000000.0f,
+                         false,
+                         32768,
+                         "vocab/ggml-vocab-qwen2.gguf"};
+    shape.arch = "qwen2moe";
+    shape.head_dim = 64;
+    shape.n_expert = 8;
+    shape.n_expert_used = 2;
+    shape.n_ff_exp = 256;
+    shape.n_ff_shexp = 512;
+    return shape;
+  }
   if (name == "tiny-llama3") {
     // Llama 3's 128k vocabulary on a tiny body: for checks that need a real
     // large vocabulary (token masks) and run in seconds.
@@ -310,7 +343,7 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
 
 std::vector<std::string> SyntheticShapeNames() {
   return {"llama-1b",    "llama-8b",     "tinyllama-1.1b", "tiny-qwen3",
-          "tiny-llama3", "qwen3-moe-5b", "qwen3-moe-tiny"};
+          "tiny-llama3", "qwen3-moe-5b", "qwen2-moe-tiny", "qwen3-moe-tiny"};
 }
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {
@@ -359,8 +392,9 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   const SyntheticShape& s = options.shape;
   if (s.n_layer <= 0 || s.n_embd <= 0 || s.n_head <= 0 || s.n_head_kv <= 0 || s.n_ff <= 0 ||
       (s.head_dim == 0 && s.n_embd % s.n_head != 0) || s.n_head % s.n_head_kv != 0 ||
-      (s.arch != "llama" && s.arch != "qwen3" && s.arch != "qwen3moe") ||
-      (s.arch == "qwen3moe") != (s.n_expert > 0) ||
+      (s.arch != "llama" && s.arch != "qwen3" && s.arch != "qwen3moe" && s.arch != "qwen2moe") ||
+      (s.arch == "qwen3moe" || s.arch == "qwen2moe") != (s.n_expert > 0) ||
+      (s.n_ff_shexp > 0 && s.arch != "qwen2moe") ||
       (s.n_expert > 0 &&
        (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert || s.n_ff_exp <= 0))) {
     return InvalidArgumentError("synthetic shape " + s.name + " is inconsistent");
@@ -396,6 +430,10 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
     writer.SetUint32(a + "expert_count", static_cast<uint32_t>(s.n_expert));
     writer.SetUint32(a + "expert_used_count", static_cast<uint32_t>(s.n_expert_used));
     writer.SetUint32(a + "expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+    if (s.n_ff_shexp > 0) {
+      writer.SetUint32(a + "expert_shared_feed_forward_length",
+                       static_cast<uint32_t>(s.n_ff_shexp));
+    }
   }
   for (const gguf::KeyValue& kv : vocab->metadata()) {
     if (kv.key.substr(0, 10) != "tokenizer.") continue;

@@ -41,8 +41,9 @@ struct SyntheticShape {
   int context_length = 2048;
   // Vocab GGUF used when none is given, relative to the shared directory.
   std::string default_vocab;
-  // "llama", "qwen3" (per-head q/k norms) or "qwen3moe" (qwen3 with a
-  // mixture of experts in place of each dense feed-forward)
+  // "llama", "qwen3" (per-head q/k norms), "qwen3moe" (qwen3 with a
+  // mixture of experts in place of each dense feed-forward) or "qwen2moe"
+  // (Q/K/V biases, a mixture of experts and a shared expert)
   std::string arch = "llama";
   int head_dim = 0;  // 0: n_embd / n_head
   // Chat template written into the file when none is given, relative to the
@@ -58,6 +59,7 @@ struct SyntheticShape {
   int n_expert = 0;
   int n_expert_used = 0;
   int n_ff_exp = 0;
+  int n_ff_shexp = 0;  // qwen2moe: the shared expert's width
 
   int HeadDim() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
@@ -71,7 +73,9 @@ struct SyntheticShape {
 // vocabulary), "qwen3-moe-tiny" (tiny-qwen3's body with a mixture of 8
 // experts of width 256, 2 per token, in every layer) and "qwen3-moe-5b"
 // (Qwen3-30B-A3B's layers and widths with 16 experts, 2 per token: 5.2 B
-// parameters, 1.4 B active); nullopt for other names.
+// parameters, 1.4 B active), and "qwen2-moe-tiny" (the same tiny body with
+// Qwen2-MoE's layout: Q/K/V biases, 8 experts, 2 per token, not
+// renormalised, and a shared expert of width 512); nullopt for other names.
 std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
 std::vector<std::string> SyntheticShapeNames();
 

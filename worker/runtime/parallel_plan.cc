@@ -257,7 +257,8 @@ StatusOr<PlanOptions> PlanOptions::Parse(std::string_view devices, std::string_v
 uint64_t LayerWeightBytes(const LayerWeights& l) {
   uint64_t bytes = l.wq.num_bytes() + l.wk.num_bytes() + l.wv.num_bytes() + l.wo.num_bytes() +
                    l.w_gate.num_bytes() + l.w_up.num_bytes() + l.w_down.num_bytes() +
-                   l.w_gate_inp.num_bytes();
+                   l.w_gate_inp.num_bytes() + l.gate_shexp.num_bytes() + l.up_shexp.num_bytes() +
+                   l.down_shexp.num_bytes();
   for (const auto* experts : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
     for (const WeightMatrix& m : *experts) bytes += m.num_bytes();
   }

@@ -80,6 +80,10 @@ WeightShard WeightShard::Make(const ModelWeights& w, const ModelConfig& c,
       dst.gate_exps = src.gate_exps;
       dst.up_exps = src.up_exps;
       dst.down_exps = src.down_exps;
+      dst.gate_inp_shexp = src.gate_inp_shexp;
+      dst.gate_shexp = src.gate_shexp;
+      dst.up_shexp = src.up_shexp;
+      dst.down_shexp = src.down_shexp;
       sw.layers.push_back(std::move(dst));
       continue;
     }

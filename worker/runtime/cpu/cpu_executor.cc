@@ -53,8 +53,8 @@ CpuExecutor::CpuExecutor(const Model& model, const KvLayout& layout, const Devic
       comm_(comm) {
   // The packed copy is what the kernels read: the column slices' copies go.
   for (LayerWeights& l : weights_.weights.layers) {
-    for (WeightMatrix* m :
-         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.w_gate_inp}) {
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down,
+                            &l.w_gate_inp, &l.gate_shexp, &l.up_shexp, &l.down_shexp}) {
       m->data = nullptr;
     }
     for (auto* experts : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
@@ -404,6 +404,36 @@ void CpuExecutor::MoeFeedForward(int layer) {
       for (int64_t j = 0; j < n_embd; ++j) y[j] += w * o[j];
     }
   }
+  if (config_.n_ff_shexp > 0) SharedExpert(layer, x, proj);
+}
+
+void CpuExecutor::SharedExpert(int layer, const float* x, float* proj) {
+  const int local = layer - shard_.layer_begin;
+  const PackedLayer& pl = packed_.layers[local];
+  const std::vector<float>& gate_inp = weights_.weights.layers[local].gate_inp_shexp;
+  const int64_t n = n_tokens_;
+  const int64_t n_embd = config_.n_embd;
+  const int64_t n_ff = config_.n_ff_shexp;
+  moe_.gate.resize(static_cast<size_t>(n * n_ff));
+  moe_.up.resize(static_cast<size_t>(n * n_ff));
+  moe_.out.resize(static_cast<size_t>(n * n_embd));
+  const MatMulTarget gate_up[] = {{&pl.gate_shexp, moe_.gate.data()},
+                                  {&pl.up_shexp, moe_.up.data()}};
+  MatMulShared(x, n, gate_up, pool_, &xq_);
+  ForEachRow(n, [&](int64_t t) {
+    float* g = moe_.gate.data() + t * n_ff;
+    row_ops_.swiglu(g, moe_.up.data() + t * n_ff, g, n_ff);
+  });
+  kvmesh::MatMul(pl.down_shexp, moe_.gate.data(), n, moe_.out.data(), pool_, &xq_);
+  ForEachRow(n, [&](int64_t t) {
+    const float* xt = x + t * n_embd;
+    float dot = 0.0f;
+    for (int64_t j = 0; j < n_embd; ++j) dot += xt[j] * gate_inp[j];
+    const float scale = 1.0f / (1.0f + std::exp(-dot));
+    const float* o = moe_.out.data() + t * n_embd;
+    float* y = proj + t * n_embd;
+    for (int64_t j = 0; j < n_embd; ++j) y[j] += scale * o[j];
+  });
 }
 
 void CpuExecutor::Add(Act dst, Act src) {

@@ -87,6 +87,9 @@ class CpuExecutor : public GraphBackend {
       for (int64_t r = begin; r < end; ++r) fn(r);
     });
   }
+  // proj += the layer's shared expert of x (qwen2moe), each token's row
+  // scaled by sigmoid(x · ffn_gate_inp_shexp).
+  void SharedExpert(int layer, const float* x, float* proj);
   // Calls fn(offset in the whole block's bytes, local layer, slot, is V,
   // bytes) for each run of this device's rows of one block.
   template <typename Fn>

@@ -20,6 +20,11 @@ PackedWeights PackedWeights::Pack(const ModelWeights& weights, kernels::Isa isa,
       continue;
     }
     order.emplace_back(&l.w_gate_inp, &p.w_gate_inp);
+    if (l.gate_shexp.rows > 0) {
+      order.insert(order.end(), {{&l.gate_shexp, &p.gate_shexp},
+                                 {&l.up_shexp, &p.up_shexp},
+                                 {&l.down_shexp, &p.down_shexp}});
+    }
     const size_t experts = l.gate_exps.size();
     p.gate_exps.resize(experts);
     p.up_exps.resize(experts);

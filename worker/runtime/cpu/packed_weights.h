@@ -26,6 +26,7 @@ struct PackedLayer {
   PackedMatrix w_gate, w_up, w_down;
   // Mixture of experts: the router and each expert's matrices.
   PackedMatrix w_gate_inp;
+  PackedMatrix gate_shexp, up_shexp, down_shexp;  // a shared expert, if any
   std::vector<PackedMatrix> gate_exps, up_exps, down_exps;
 };
 
