@@ -39,6 +39,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -144,11 +145,10 @@ std::unique_ptr<Registry> MakeRegistry(int workers, std::mt19937_64& rng) {
   info.set_block_size(16);
   info.set_context_length(4096);
   kvmesh::TokenizerConfigToSpec(vocab, info.mutable_tokenizer());
+  std::map<std::string, std::shared_ptr<WorkerClient>> clients;
+  for (const auto& c : registry->AllConnections()) clients[c->address()] = c;
   for (int w = 0; w < workers; ++w) {
-    std::shared_ptr<WorkerClient> client;
-    for (const auto& c : registry->AllConnections()) {
-      if (c->address() == addresses[w]) client = c;
-    }
+    const std::shared_ptr<WorkerClient>& client = clients.at(addresses[w]);
     auto* fake = static_cast<FakeWorkerClient*>(client.get());
     kvmesh::v1::LoadResponse load;
     load.set_running(static_cast<uint32_t>(rng() % 8));

@@ -187,20 +187,24 @@ std::string RewriteAsDense(const std::string& moe_path) {
   return path;
 }
 
-// Logits of every position of `tokens`, prefilled in one step.
+// Logits of every position of `tokens`, prefilled in one step on `exec`.
+std::vector<float> PrefillLogits(Executor& exec, const std::vector<int32_t>& tokens) {
+  const std::vector<int32_t> table = {0, 1, 2, 3, 4, 5, 6, 7};
+  ForwardBatch batch;
+  batch.tokens = tokens;
+  batch.sequences.push_back({0, static_cast<int32_t>(tokens.size()), 0, table, LogitsMode::kAll});
+  ForwardOutput out;
+  EXPECT_TRUE(exec.Forward(batch, &out).ok());
+  return out.logits;
+}
+
+// The same on one CPU device of 2 threads.
 std::vector<float> PrefillLogits(const Model& model, const std::vector<int32_t>& tokens) {
   const ModelConfig& c = model.config();
   const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
   auto exec = ModelExecutor::CreateOnCpu(model, layout, 8, 2);
   EXPECT_TRUE(exec.ok()) << exec.status().ToString();
-  if (!exec.ok()) return {};
-  std::vector<int32_t> table = {0, 1, 2, 3, 4, 5, 6, 7};
-  ForwardBatch batch;
-  batch.tokens = tokens;
-  batch.sequences.push_back({0, static_cast<int32_t>(tokens.size()), 0, table, LogitsMode::kAll});
-  ForwardOutput out;
-  EXPECT_TRUE((*exec)->Forward(batch, &out).ok());
-  return out.logits;
+  return exec.ok() ? PrefillLogits(**exec, tokens) : std::vector<float>();
 }
 
 const std::vector<int32_t> kTokens = {1,     450, 4996, 17354, 1701, 432,
@@ -285,15 +289,10 @@ TEST(MoeForwardTest, ALayerSplitIsBitIdenticalAndATensorSplitIsRefusedByName) {
   ASSERT_TRUE(layer.ok());
   auto split = ModelExecutor::Create(**model, layout, *layer, 8);
   ASSERT_TRUE(split.ok()) << split.status().ToString();
-  std::vector<int32_t> table = {0, 1, 2, 3, 4, 5, 6, 7};
-  ForwardBatch batch;
-  batch.tokens = kTokens;
-  batch.sequences.push_back({0, static_cast<int32_t>(kTokens.size()), 0, table, LogitsMode::kAll});
-  ForwardOutput out;
-  ASSERT_TRUE((*split)->Forward(batch, &out).ok());
+  const std::vector<float> two = PrefillLogits(**split, kTokens);
   const std::vector<float> one = PrefillLogits(**model, kTokens);
-  ASSERT_EQ(out.logits.size(), one.size());
-  EXPECT_EQ(std::memcmp(out.logits.data(), one.data(), one.size() * sizeof(float)), 0);
+  ASSERT_EQ(two.size(), one.size());
+  EXPECT_EQ(std::memcmp(two.data(), one.data(), one.size() * sizeof(float)), 0);
 }
 
 }  // namespace
