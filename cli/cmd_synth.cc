@@ -74,7 +74,8 @@ int Synth(const SynthOptions& o) {
   const std::optional<SyntheticMix> mix = ParseSyntheticMix(o.type);
   if (!mix) {
     return Fail(
-        InvalidArgumentError("unknown --type " + o.type + " (f16, q8_0, q4_0, q4_k_m, q5_k_m)"));
+        InvalidArgumentError("unknown --type " + o.type +
+                             " (f16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, q2_k, iq4_nl, iq4_xs)"));
   }
   SynthesizeOptions options;
   options.shape = *shape;
@@ -127,7 +128,8 @@ void RegisterSynthCommand(CLI::App& app, int* exit_code) {
   for (const std::string& name : SyntheticShapeNames())
     shapes += (shapes.empty() ? "" : ", ") + name;
   cmd->add_option("--shape", o->shape, "Model shape: " + shapes)->capture_default_str();
-  cmd->add_option("--type", o->type, "Type mix: f16, q8_0, q4_0, q4_k_m, q5_k_m")
+  cmd->add_option("--type", o->type,
+                  "Type mix: f16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, q2_k, iq4_nl, iq4_xs")
       ->capture_default_str();
   cmd->add_option("--vocab", o->vocab,
                   "GGUF to copy the tokenizer from (default: the shape's, from ../shared/vocab)");

@@ -43,6 +43,14 @@ T BaseType(SyntheticMix mix) {
       return T::kQ4_K;
     case SyntheticMix::kQ5_K_M:
       return T::kQ5_K;
+    case SyntheticMix::kQ3_K_M:
+      return T::kQ3_K;
+    case SyntheticMix::kQ2_K:
+      return T::kQ2_K;
+    case SyntheticMix::kIQ4_NL:
+      return T::kIQ4_NL;
+    case SyntheticMix::kIQ4_XS:
+      return T::kIQ4_XS;
   }
   return T::kF16;
 }
@@ -60,6 +68,14 @@ uint32_t FileType(SyntheticMix mix) {
       return 15;
     case SyntheticMix::kQ5_K_M:
       return 17;
+    case SyntheticMix::kQ3_K_M:
+      return 12;
+    case SyntheticMix::kQ2_K:
+      return 10;
+    case SyntheticMix::kIQ4_NL:
+      return 25;
+    case SyntheticMix::kIQ4_XS:
+      return 30;
   }
   return 0;
 }
@@ -78,6 +94,11 @@ T Fallback(T type, int64_t cols) {
       break;
     case T::kQ6_K:
       type = T::kQ8_0;
+      break;
+    case T::kQ2_K:
+    case T::kQ3_K:
+    case T::kIQ4_XS:
+      type = T::kIQ4_NL;
       break;
     default:
       return T::kF16;
@@ -330,7 +351,8 @@ std::vector<std::string> SyntheticShapeNames() {
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {
   for (SyntheticMix mix : {SyntheticMix::kF16, SyntheticMix::kQ8_0, SyntheticMix::kQ4_0,
-                           SyntheticMix::kQ4_K_M, SyntheticMix::kQ5_K_M}) {
+                           SyntheticMix::kQ4_K_M, SyntheticMix::kQ5_K_M, SyntheticMix::kQ3_K_M,
+                           SyntheticMix::kQ2_K, SyntheticMix::kIQ4_NL, SyntheticMix::kIQ4_XS}) {
     if (name == SyntheticMixName(mix)) return mix;
   }
   return std::nullopt;
@@ -348,6 +370,14 @@ std::string_view SyntheticMixName(SyntheticMix mix) {
       return "q4_k_m";
     case SyntheticMix::kQ5_K_M:
       return "q5_k_m";
+    case SyntheticMix::kQ3_K_M:
+      return "q3_k_m";
+    case SyntheticMix::kQ2_K:
+      return "q2_k";
+    case SyntheticMix::kIQ4_NL:
+      return "iq4_nl";
+    case SyntheticMix::kIQ4_XS:
+      return "iq4_xs";
   }
   return "?";
 }
@@ -362,10 +392,33 @@ TensorType TensorTypeFor(SyntheticMix mix, std::string_view name, int n_layer, b
     return T::kQ6_K;
   }
   T type = base;
-  const bool k_mix = mix == SyntheticMix::kQ4_K_M || mix == SyntheticMix::kQ5_K_M;
-  if (k_mix && (Contains(name, "attn_v.weight") || Contains(name, "ffn_down"))) {
-    const int layer = LayerOf(name);
-    if (layer >= 0 && UseMoreBits(layer, n_layer)) type = T::kQ6_K;
+  const int layer = LayerOf(name);
+  const bool attn_v = Contains(name, "attn_v.weight");
+  const bool ffn_down = Contains(name, "ffn_down");
+  switch (mix) {
+    case SyntheticMix::kQ4_K_M:
+    case SyntheticMix::kQ5_K_M:
+      if ((attn_v || ffn_down) && layer >= 0 && UseMoreBits(layer, n_layer)) type = T::kQ6_K;
+      break;
+    case SyntheticMix::kQ3_K_M:
+      // The value projections of the first two layers and the first
+      // sixteenth's down projections get Q5_K; the other value projections,
+      // the more-bits layers' down projections and every attention output Q4_K.
+      if (attn_v) type = layer < 2 ? T::kQ5_K : T::kQ4_K;
+      if (ffn_down && layer >= 0) {
+        if (layer < n_layer / 16) {
+          type = T::kQ5_K;
+        } else if (UseMoreBits(layer, n_layer)) {
+          type = T::kQ4_K;
+        }
+      }
+      if (Contains(name, "attn_output.weight")) type = T::kQ4_K;
+      break;
+    case SyntheticMix::kQ2_K:
+      if (attn_v || ffn_down || Contains(name, "attn_output.weight")) type = T::kQ3_K;
+      break;
+    default:
+      break;
   }
   return Fallback(type, cols);
 }

@@ -80,8 +80,18 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
 std::vector<std::string> SyntheticShapeNames();
 
 // The type mixes of llama.cpp's quantizer: "f16", "q8_0", "q4_0", "q4_k_m",
-// "q5_k_m".
-enum class SyntheticMix { kF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M };
+// "q5_k_m", "q3_k_m", "q2_k", "iq4_nl", "iq4_xs".
+enum class SyntheticMix {
+  kF16,
+  kQ8_0,
+  kQ4_0,
+  kQ4_K_M,
+  kQ5_K_M,
+  kQ3_K_M,
+  kQ2_K,
+  kIQ4_NL,
+  kIQ4_XS,
+};
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name);
 std::string_view SyntheticMixName(SyntheticMix mix);
 
@@ -91,7 +101,13 @@ std::string_view SyntheticMixName(SyntheticMix mix);
 // this family: the output head (or a tied token embedding) becomes Q6_K
 // unless the mix is Q8_0 or F16; with Q4_K_M / Q5_K_M, attn_v and ffn_down of
 // the layers where use_more_bits holds (the first and last eighth, and every
-// third layer between) become Q6_K; everything else gets the mix's base type.
+// third layer between) become Q6_K; with Q3_K_M, attn_v becomes Q5_K in the
+// first two layers and Q4_K after, ffn_down Q5_K in the first sixteenth of the
+// layers and Q4_K where use_more_bits holds, attn_output Q4_K; with Q2_K,
+// attn_v, ffn_down and attn_output become Q3_K; everything else gets the
+// mix's base type. A row that is no whole number of the type's blocks falls
+// back as llama.cpp does (Q2_K, Q3_K and IQ4_XS to IQ4_NL, Q4_K to Q5_0, Q5_K
+// to Q5_1, Q6_K to Q8_0, then F16).
 TensorType TensorTypeFor(SyntheticMix mix, std::string_view name, int n_layer, bool tied_embeddings,
                          int64_t cols);
 

@@ -92,6 +92,29 @@ TEST(TensorTypeForTest, KMixesFollowLlamaCpp) {
   EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_K_M, "output.weight", 16, false, 96), T::kQ8_0);
 }
 
+TEST(TensorTypeForTest, LowBitMixesFollowLlamaCpp) {
+  const SyntheticMix q3 = SyntheticMix::kQ3_K_M;
+  EXPECT_EQ(TensorTypeFor(q3, Layer(1, "attn_v"), 32, true, 2048), T::kQ5_K);
+  EXPECT_EQ(TensorTypeFor(q3, Layer(2, "attn_v"), 32, true, 2048), T::kQ4_K);
+  EXPECT_EQ(TensorTypeFor(q3, Layer(1, "ffn_down"), 32, true, 8192), T::kQ5_K);  // first 16th
+  EXPECT_EQ(TensorTypeFor(q3, Layer(6, "ffn_down"), 32, true, 8192), T::kQ4_K);  // more bits
+  EXPECT_EQ(TensorTypeFor(q3, Layer(5, "ffn_down"), 32, true, 8192), T::kQ3_K);
+  EXPECT_EQ(TensorTypeFor(q3, Layer(5, "attn_output"), 32, true, 2048), T::kQ4_K);
+  EXPECT_EQ(TensorTypeFor(q3, Layer(5, "ffn_up"), 32, true, 2048), T::kQ3_K);
+  EXPECT_EQ(TensorTypeFor(q3, "output.weight", 32, false, 2048), T::kQ6_K);
+  const SyntheticMix q2 = SyntheticMix::kQ2_K;
+  for (const char* t : {"attn_v", "ffn_down", "attn_output"}) {
+    EXPECT_EQ(TensorTypeFor(q2, Layer(5, t), 32, true, 2048), T::kQ3_K) << t;
+  }
+  EXPECT_EQ(TensorTypeFor(q2, Layer(5, "ffn_gate"), 32, true, 2048), T::kQ2_K);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kIQ4_XS, Layer(0, "attn_v"), 32, true, 2048), T::kIQ4_XS);
+  EXPECT_EQ(TensorTypeFor(SyntheticMix::kIQ4_NL, Layer(0, "attn_q"), 32, true, 2048), T::kIQ4_NL);
+  // Rows that are no whole number of super-blocks fall back to IQ4_NL.
+  for (SyntheticMix mix : {q3, q2, SyntheticMix::kIQ4_XS}) {
+    EXPECT_EQ(TensorTypeFor(mix, Layer(3, "ffn_gate"), 32, true, 96), T::kIQ4_NL);
+  }
+}
+
 TEST(TensorTypeForTest, LegacyAndFloatMixes) {
   EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_0, Layer(0, "attn_v"), 16, true, 2048), T::kQ4_0);
   EXPECT_EQ(TensorTypeFor(SyntheticMix::kQ4_0, Layer(0, "ffn_down"), 16, true, 8192), T::kQ4_0);
@@ -176,10 +199,46 @@ TEST_P(SynthesizeTest, WritesAModelThatLoadsAndRuns) {
 INSTANTIATE_TEST_SUITE_P(EveryMix, SynthesizeTest,
                          testing::Values(SyntheticMix::kF16, SyntheticMix::kQ8_0,
                                          SyntheticMix::kQ4_0, SyntheticMix::kQ4_K_M,
-                                         SyntheticMix::kQ5_K_M),
+                                         SyntheticMix::kQ5_K_M, SyntheticMix::kQ3_K_M,
+                                         SyntheticMix::kQ2_K, SyntheticMix::kIQ4_NL,
+                                         SyntheticMix::kIQ4_XS),
                          [](const testing::TestParamInfo<SyntheticMix>& info) {
                            return std::string(SyntheticMixName(info.param));
                          });
+
+// A weight of a type the kernels lack is refused with an error that names
+// the tensor and the type. IQ3_S blocks are as long as Q3_K ones, so retyping
+// one Q3_K tensor in a written file keeps every offset valid.
+TEST(SynthesizedFileTest, AWeightOfATypeWithoutKernelsIsRefusedByName) {
+  SynthesizeOptions options;
+  options.shape = TinyShape(true);
+  options.mix = SyntheticMix::kQ3_K_M;
+  options.vocab_path = kVocab;
+  options.output_path = testing::TempDir() + "/synth_iq3_s.gguf";
+  ThreadPool pool(2);
+  ASSERT_TRUE(SynthesizeModel(options, pool).ok());
+  std::string bytes = ReadAll(options.output_path);
+  // Tensor info: name (u64 length, bytes), n_dims u32, dims u64 each, type u32.
+  const std::string name = "blk.1.ffn_up.weight";
+  const size_t at = bytes.find(name);
+  ASSERT_NE(at, std::string::npos);
+  const size_t type_at = at + name.size() + 4 + 2 * 8;
+  uint32_t type;
+  std::memcpy(&type, bytes.data() + type_at, 4);
+  ASSERT_EQ(type, static_cast<uint32_t>(T::kQ3_K));
+  type = static_cast<uint32_t>(T::kIQ3_S);
+  std::memcpy(bytes.data() + type_at, &type, 4);
+  {
+    std::ofstream out(options.output_path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  auto model = Model::Load(options.output_path);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(model.status().message().find("tensor blk.1.ffn_up.weight has type IQ3_S"),
+            std::string::npos)
+      << model.status().message();
+}
 
 // tiny-qwen3: a Qwen3 (per-head q/k norms, head size 64) with the Qwen2
 // vocabulary, a long context and a chat template in the file.

@@ -21,7 +21,7 @@ namespace kvmesh::kernels {
 
 // Elements per block of the "legacy" types (Q4_0 … Q8_1).
 inline constexpr int kLegacyBlockSize = 32;
-// Elements per super-block of the K types (Q4_K … Q8_K).
+// Elements per super-block of the K types (Q2_K … Q8_K) and IQ4_XS.
 inline constexpr int kSuperBlockSize = 256;
 // Bytes of packed 6-bit (scale, min) pairs in a Q4_K / Q5_K super-block.
 inline constexpr int kPackedScaleBytes = 12;
@@ -121,6 +121,53 @@ struct BlockQ6_K {
   uint16_t d;
 };
 
+// Sixteen sub-blocks of 16: x = d * scale_j * level - dmin * min_j, level in
+// 0..3; scales[j] holds scale_j (4 bits) in its low nibble and min_j in its
+// high nibble. For half h (128 elements) and l in 0..31, bits 2q, 2q+1 of
+// qs[32h + l] are the level of element 128h + 32q + l (q = 0..3).
+struct BlockQ2_K {
+  uint8_t scales[kSuperBlockSize / 16];
+  uint8_t qs[kSuperBlockSize / 4];
+  uint16_t d;
+  uint16_t dmin;
+};
+
+// Sixteen sub-blocks of 16: x = d * (scale_j - 32) * (level - 4), level in
+// 0..7, scale_j 6 bits. The low two bits of a level sit as in Q2_K's qs; its
+// third bit is bit 4h + q of hmask[l] (element 128h + 32q + l). Scale j keeps
+// its low four bits in scales[j] (j < 8, low nibble) or scales[j - 8] (high
+// nibble), and its top two bits at bit 2 * (j / 4) of scales[8 + j % 4].
+struct BlockQ3_K {
+  uint8_t hmask[kSuperBlockSize / 8];
+  uint8_t qs[kSuperBlockSize / 4];
+  uint8_t scales[kPackedScaleBytes];
+  uint16_t d;
+};
+
+// The 16 values of the non-linear 4-bit types (IQ4_NL, IQ4_XS): a code c
+// stands for kIq4Values[c]. Integers, so dot products with 8-bit activations
+// are exact integer sums.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+// x = d * kIq4Values[code]; qs[j] holds the code of element j in its low
+// nibble and that of element j + 16 in its high nibble (as Q4_0).
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kLegacyBlockSize / 2];
+};
+
+// Eight sub-blocks of 32: x = d * (scale_j - 32) * kIq4Values[code], scale_j
+// 6 bits: its low four bits are nibble j % 2 of scales_l[j / 2], its top two
+// bits are bits 2j, 2j + 1 of scales_h. Sub-block j's codes are in
+// qs[16j .. 16j + 15], nibbles ordered as IQ4_NL's.
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kSuperBlockSize / 64];
+  uint8_t qs[kSuperBlockSize / 2];
+};
+
 // Activation block paired with the K types: x = d * qs[j], d a plain float,
 // and bsums[g] = sum of qs over elements 16g .. 16g + 15 (lets the weight's
 // per-sub-block mins be applied without touching qs).
@@ -143,6 +190,10 @@ static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ3_NL) == 14);
 static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);

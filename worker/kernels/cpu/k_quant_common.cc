@@ -87,14 +87,14 @@ SymmetricFit SolveSymmetric(const float* x, const float* weights, int n, const i
   return {sum_xl * sum_xl / sum_ll, static_cast<float>(sum_xl / sum_ll)};
 }
 
-// Levels and weighted error for one Q4_K / Q5_K sub-block given its 6-bit
+// Levels and weighted error for one sub-block of n given its quantized
 // pair, computed exactly as the kernels dequantize: d * scale * level - dmin * min.
-double QuantizeSubBlock(const float* x, const float* weights, float d, float dmin, ScaleMin pair,
-                        int max_level, uint8_t* levels) {
+double QuantizeSubBlock(const float* x, const float* weights, int n, float d, float dmin,
+                        ScaleMin pair, int max_level, uint8_t* levels) {
   const float sub_scale = d * pair.scale;
   const float sub_min = dmin * pair.min;
   double error = 0.0;
-  for (int i = 0; i < 32; ++i) {
+  for (int i = 0; i < n; ++i) {
     int l = 0;
     if (sub_scale != 0.0f) l = std::clamp(NearestInt((x[i] + sub_min) / sub_scale), 0, max_level);
     levels[i] = static_cast<uint8_t>(l);
@@ -199,51 +199,112 @@ float FitSymmetricLevels(const float* x, const float* weights, int n, int half_r
   return best.scale;
 }
 
-void QuantizeAffineSuperBlock(const float* x, int max_level, const AffineSearch& search,
-                              AffineSuperBlock* out) {
-  constexpr int kSubBlocks = kSuperBlockSize / 32;
-  float weights[kSubBlocks][32];
-  AffineFit fits[kSubBlocks];
+void QuantizeAffineGroups(const float* x, int group_size, int max_level, int max_code,
+                          const AffineSearch& search, AffineGroups* out) {
+  KVMESH_CHECK(group_size > 0 && group_size <= kMaxGroup && kSuperBlockSize % group_size == 0);
+  const int groups = kSuperBlockSize / group_size;
+  float weights[kSuperBlockSize];
+  AffineFit fits[kSuperBlockSize / 16];
   float max_scale = 0.0f;
   float max_offset = 0.0f;
-  for (int j = 0; j < kSubBlocks; ++j) {
-    MagnitudeWeights(x + 32 * j, 32, weights[j]);
-    fits[j] = FitAffineLevels(x + 32 * j, weights[j], 32, max_level, search, out->levels + 32 * j);
+  for (int j = 0; j < groups; ++j) {
+    const int at = group_size * j;
+    MagnitudeWeights(x + at, group_size, weights + at);
+    fits[j] =
+        FitAffineLevels(x + at, weights + at, group_size, max_level, search, out->levels + at);
     max_scale = std::max(max_scale, fits[j].scale);
     max_offset = std::max(max_offset, fits[j].offset);
   }
 
-  out->d = FloatToHalf(max_scale / 63.0f);
-  out->dmin = FloatToHalf(max_offset / 63.0f);
+  const float codes = static_cast<float>(max_code);
+  out->d = FloatToHalf(max_scale / codes);
+  out->dmin = FloatToHalf(max_offset / codes);
   const float d = HalfToFloat(out->d);
   const float dmin = HalfToFloat(out->dmin);
-  const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
-  const float inv_offset = max_offset > 0.0f ? 63.0f / max_offset : 0.0f;
-  std::memset(out->scales, 0, sizeof(out->scales));
+  const float inv_scale = max_scale > 0.0f ? codes / max_scale : 0.0f;
+  const float inv_offset = max_offset > 0.0f ? codes / max_offset : 0.0f;
 
-  uint8_t trial[32];
-  for (int j = 0; j < kSubBlocks; ++j) {
-    // The 6-bit rounding of scale and offset interact; trying the neighbours
-    // of the rounded pair against the real dequantization recovers most of
-    // what the rounding loses.
-    const int rounded_scale = std::min(63, NearestInt(inv_scale * fits[j].scale));
-    const int rounded_min = std::min(63, NearestInt(inv_offset * fits[j].offset));
+  uint8_t trial[kMaxGroup];
+  for (int j = 0; j < groups; ++j) {
+    // The rounding of scale and offset to max_code steps interact; trying
+    // the neighbours of the rounded pair against the real dequantization
+    // recovers most of what the rounding loses.
+    const int at = group_size * j;
+    const int rounded_scale = std::min(max_code, NearestInt(inv_scale * fits[j].scale));
+    const int rounded_min = std::min(max_code, NearestInt(inv_offset * fits[j].offset));
     double best_error = -1.0;
-    ScaleMin best_pair{};
-    for (int s = std::max(0, rounded_scale - 1); s <= std::min(63, rounded_scale + 1); ++s) {
-      for (int m = std::max(0, rounded_min - 1); m <= std::min(63, rounded_min + 1); ++m) {
+    for (int s = std::max(0, rounded_scale - 1); s <= std::min(max_code, rounded_scale + 1); ++s) {
+      for (int m = std::max(0, rounded_min - 1); m <= std::min(max_code, rounded_min + 1); ++m) {
         const ScaleMin pair{static_cast<uint8_t>(s), static_cast<uint8_t>(m)};
         const double error =
-            QuantizeSubBlock(x + 32 * j, weights[j], d, dmin, pair, max_level, trial);
+            QuantizeSubBlock(x + at, weights + at, group_size, d, dmin, pair, max_level, trial);
         if (best_error < 0.0 || error < best_error) {
           best_error = error;
-          best_pair = pair;
-          std::copy(trial, trial + 32, out->levels + 32 * j);
+          out->pairs[j] = pair;
+          std::copy(trial, trial + group_size, out->levels + at);
         }
       }
     }
-    SetScaleMinK4(out->scales, j, best_pair);
   }
+}
+
+void QuantizeAffineSuperBlock(const float* x, int max_level, const AffineSearch& search,
+                              AffineSuperBlock* out) {
+  AffineGroups groups;
+  QuantizeAffineGroups(x, 32, max_level, 63, search, &groups);
+  out->d = groups.d;
+  out->dmin = groups.dmin;
+  std::memset(out->scales, 0, sizeof(out->scales));
+  for (int j = 0; j < kSuperBlockSize / 32; ++j) SetScaleMinK4(out->scales, j, groups.pairs[j]);
+  std::copy(groups.levels, groups.levels + kSuperBlockSize, out->levels);
+}
+
+int NearestIq4Code(float v) {
+  // kIq4Values is increasing: the code is where v falls between midpoints.
+  int code = 0;
+  while (code < 15 && v > 0.5f * (kIq4Values[code] + kIq4Values[code + 1])) ++code;
+  return code;
+}
+
+float FitIq4Group(const float* x, const float* weights, int n, uint8_t* codes) {
+  KVMESH_CHECK(n > 0 && n <= kMaxGroup);
+  float amax = 0.0f;
+  float max = 0.0f;  // signed value of largest magnitude (first one wins)
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      max = x[i];
+    }
+  }
+  std::fill(codes, codes + n, static_cast<uint8_t>(NearestIq4Code(0.0f)));
+  if (amax < kZeroGroupMagnitude) return 0.0f;
+
+  // Candidate inverse scales put the largest value at or near the table's
+  // wide negative end (-127); each one's levels get their least-squares scale.
+  double best_gain = -1.0;
+  float best_scale = 0.0f;
+  uint8_t trial[kMaxGroup];
+  auto try_inverse = [&](float inv_scale) {
+    double sum_xv = 0, sum_vv = 0;
+    for (int i = 0; i < n; ++i) {
+      trial[i] = static_cast<uint8_t>(NearestIq4Code(inv_scale * x[i]));
+      const double v = kIq4Values[trial[i]];
+      sum_xv += static_cast<double>(weights[i]) * x[i] * v;
+      sum_vv += static_cast<double>(weights[i]) * v * v;
+    }
+    if (sum_vv <= 0.0) return false;
+    const double gain = sum_xv * sum_xv / sum_vv;
+    if (!(gain > best_gain)) return false;
+    best_gain = gain;
+    best_scale = static_cast<float>(sum_xv / sum_vv);
+    std::copy(trial, trial + n, codes);
+    return true;
+  };
+  for (int k = -10; k <= 10; ++k) try_inverse(-(127.0f + 1.5f * k) / max);
+  for (int round = 0; round < kMaxPolishRounds && best_scale != 0.0f; ++round) {
+    if (!try_inverse(1.0f / best_scale)) break;
+  }
+  return best_scale;
 }
 
 }  // namespace kvmesh::kernels

@@ -1,4 +1,4 @@
-// Helpers shared by the K-quant kernels (Q4_K, Q5_K, Q6_K, Q8_K): rounding,
+// Helpers shared by the K-quant kernels (Q2_K … Q8_K) and the IQ4 types: rounding,
 // the 12-byte packing of 6-bit (scale, min) pairs, and the scale searches the
 // weight quantizers use.
 //
@@ -129,6 +129,29 @@ AffineFit FitAffineLevels(const float* x, const float* weights, int n, int max_l
 // 0 (with all levels 0) for a group of zeros.
 float FitSymmetricLevels(const float* x, const float* weights, int n, int half_range,
                          int8_t* levels);
+
+// Quantizes one 256-element super-block as groups of `group_size` with an
+// unsigned (scale, min) pair each, both quantized to 0..max_code against f16
+// super-scales d and dmin (Q2_K: groups of 16, levels 0..3, 4-bit pairs).
+// Each group is fitted, then the pair near the rounded one (and the levels)
+// that give the least error as the kernels dequantize it is kept.
+struct AffineGroups {
+  uint16_t d = 0;
+  uint16_t dmin = 0;
+  ScaleMin pairs[kSuperBlockSize / 16] = {};
+  uint8_t levels[kSuperBlockSize] = {};
+};
+void QuantizeAffineGroups(const float* x, int group_size, int max_level, int max_code,
+                          const AffineSearch& search, AffineGroups* out);
+
+// The code (0..15) of the IQ4 value nearest to v (block_types.h, kIq4Values).
+int NearestIq4Code(float v);
+
+// x_i ~= scale * kIq4Values[code_i]: the scale and codes of least weighted
+// squared error found by trying inverse scales that put the value of largest
+// magnitude near -127, then polishing as FitSymmetricLevels does. Returns 0
+// (every code standing for the value nearest 0) for a group of zeros.
+float FitIq4Group(const float* x, const float* weights, int n, uint8_t* codes);
 
 // Quantizes one 256-element super-block for Q4_K (max_level 15) or Q5_K
 // (max_level 31): fits each 32-element sub-block, quantizes the eight scales

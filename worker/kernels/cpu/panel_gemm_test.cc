@@ -25,8 +25,9 @@ namespace {
 
 using T = TensorType;
 
-const T kWeightTypes[] = {T::kF32,  T::kF16,  T::kBF16, T::kQ4_0, T::kQ4_1, T::kQ5_0,
-                          T::kQ5_1, T::kQ8_0, T::kQ4_K, T::kQ5_K, T::kQ6_K};
+const T kWeightTypes[] = {T::kF32,  T::kF16,  T::kBF16, T::kQ4_0,   T::kQ4_1,
+                          T::kQ5_0, T::kQ5_1, T::kQ8_0, T::kQ4_K,   T::kQ5_K,
+                          T::kQ6_K, T::kQ2_K, T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS};
 
 bool IsFloat(T type) { return type == T::kF32 || type == T::kF16 || type == T::kBF16; }
 
@@ -92,7 +93,7 @@ struct Problem {
 
 int64_t ColsFor(T type) {
   if (IsFloat(type)) return 67;  // odd, and no multiple of any lane count
-  return type == T::kQ4_K || type == T::kQ5_K || type == T::kQ6_K ? 512 : 96;
+  return GetReferenceTypeTraits(type)->block_size == kSuperBlockSize ? 512 : 96;
 }
 
 std::string TypeName(const testing::TestParamInfo<T>& info) { return TensorTypeName(info.param); }
@@ -354,7 +355,68 @@ TEST_F(PanelGemmAmxTest, MatchesTheScalarKernelAtTheExtremes) {
 }
 #endif
 
+// The low-bit and table types' kernels decode packed scales, split bits and
+// look values up: with random bytes every scale, min, level and code value
+// occurs, and +-1 activations drive the integer sums to their largest
+// magnitudes; each tier must still give the scalar kernel's bits. The f16
+// super-scales stay ordinary numbers.
+class RandomBytesGemmTest : public PanelGemmTest {};
+
+TEST_P(RandomBytesGemmTest, MatchesTheScalarKernel) {
+  const auto [type, isa] = GetParam();
+  struct HalfFields {
+    T type;
+    size_t first, count;  // byte offset of the f16 fields in a block, and how many
+  };
+  const HalfFields fields[] = {
+      {T::kQ2_K, 80, 2}, {T::kQ3_K, 108, 1}, {T::kIQ4_NL, 0, 1}, {T::kIQ4_XS, 0, 1}};
+  const HalfFields* f = nullptr;
+  for (const HalfFields& h : fields) {
+    if (h.type == type) f = &h;
+  }
+  ASSERT_NE(f, nullptr) << TensorTypeName(type);
+  Problem p(type, 40, ColsFor(type), 13, 7);
+  const TypeTraits& traits = *GetReferenceTypeTraits(type);
+  const size_t row_bytes = RowSizeBytes(traits, p.cols);
+  TestRandom rng(8);
+  for (size_t i = 0; i < p.w_rows.size(); ++i) p.w_rows[i] = static_cast<uint8_t>(rng.NextBits());
+  for (size_t b = 0; b < p.w_rows.size() / traits.bytes_per_block; ++b) {
+    for (size_t k = 0; k < f->count; ++k) {
+      const uint16_t half =
+          static_cast<uint16_t>(0x3000 + (rng.NextBits() & 0x3FF));  // 0.125..0.25
+      std::memcpy(p.w_rows.data() + b * traits.bytes_per_block + f->first + 2 * k, &half, 2);
+    }
+  }
+  PackPanels(type, p.w_rows.data(), row_bytes, p.rows, p.cols, 0, NumPanels(p.rows),
+             p.panels.data());
+  const TypeTraits& x_traits = *GetReferenceTypeTraits(traits.vec_dot_type);
+  std::vector<uint8_t> blocks(RowSizeBytes(x_traits, p.cols) + 8);
+  for (int64_t t = 0; t < p.num_tokens; ++t) {
+    std::vector<float> x(p.cols);
+    for (int64_t i = 0; i < p.cols; ++i) {
+      x[i] = t % 3 == 0 ? 1.0f : t % 3 == 1 ? -1.0f : (i % 2 == 0 ? 1.0f : -1.0f);
+    }
+    x_traits.from_float(x.data(), blocks.data(), p.cols);
+    BlocksToPlanar(p.layout, blocks.data(), p.planar.data() + t * p.layout.row_bytes);
+  }
+  const std::vector<float> want = p.RunAll(GetPanelGemm(type, Isa::kScalar));
+  const std::vector<float> got = p.RunAll(GetPanelGemm(type, isa));
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&want[i], &got[i], 4), 0) << i << ": " << got[i] << " vs " << want[i];
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryTier, PanelGemmTest, testing::ValuesIn(AllCases()), CaseName);
+
+std::vector<Case> LowBitCases() {
+  std::vector<Case> cases;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    for (T type : {T::kQ2_K, T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS}) cases.push_back({type, isa});
+  }
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(LowBitTypes, RandomBytesGemmTest, testing::ValuesIn(LowBitCases()),
+                         CaseName);
 
 }  // namespace
 }  // namespace kvmesh::kernels

@@ -105,6 +105,65 @@ void UnpackQ8_0(const uint8_t* in, int r, BlockQ8_0* b) {
   }
 }
 
+// The `bytes` bytes at src as consecutive 4-byte lanes of row r: bytes
+// 4v..4v+3 go to vector v.
+void PackLanes(const uint8_t* src, int bytes, int r, uint8_t* vectors) {
+  for (int v = 0; v < bytes / 4; ++v) std::memcpy(Lane(vectors, v, r), src + 4 * v, 4);
+}
+void UnpackLanes(const uint8_t* vectors, int bytes, int r, uint8_t* dst) {
+  for (int v = 0; v < bytes / 4; ++v) std::memcpy(dst + 4 * v, Lane(vectors, v, r), 4);
+}
+
+// Q2_K, Q3_K and IQ4_XS keep their GGUF bytes, each array as lanes
+// (panel_layout.h); only the f16 scales gather into arrays of 16.
+constexpr int kQ2KScales = 64;
+constexpr int kQ2KQs = 320;
+constexpr int kQ3KScales = 32;
+constexpr int kQ3KQs = 224;
+constexpr int kQ3KHmask = 1248;
+constexpr int kIq4XsScalesH = 32;
+constexpr int kIq4XsScalesL = 64;
+constexpr int kIq4XsQs = 128;
+
+void PackQ2_K(const BlockQ2_K& b, int r, uint8_t* out) {
+  PackHalves(b.d, r, out);
+  PackHalves(b.dmin, r, out + 32);
+  PackLanes(b.scales, sizeof b.scales, r, out + kQ2KScales);
+  PackLanes(b.qs, sizeof b.qs, r, out + kQ2KQs);
+}
+void UnpackQ2_K(const uint8_t* in, int r, BlockQ2_K* b) {
+  b->d = UnpackHalves(in, r);
+  b->dmin = UnpackHalves(in + 32, r);
+  UnpackLanes(in + kQ2KScales, sizeof b->scales, r, b->scales);
+  UnpackLanes(in + kQ2KQs, sizeof b->qs, r, b->qs);
+}
+
+void PackQ3_K(const BlockQ3_K& b, int r, uint8_t* out) {
+  PackHalves(b.d, r, out);
+  PackLanes(b.scales, sizeof b.scales, r, out + kQ3KScales);
+  PackLanes(b.qs, sizeof b.qs, r, out + kQ3KQs);
+  PackLanes(b.hmask, sizeof b.hmask, r, out + kQ3KHmask);
+}
+void UnpackQ3_K(const uint8_t* in, int r, BlockQ3_K* b) {
+  b->d = UnpackHalves(in, r);
+  UnpackLanes(in + kQ3KScales, sizeof b->scales, r, b->scales);
+  UnpackLanes(in + kQ3KQs, sizeof b->qs, r, b->qs);
+  UnpackLanes(in + kQ3KHmask, sizeof b->hmask, r, b->hmask);
+}
+
+void PackIQ4_XS(const BlockIQ4_XS& b, int r, uint8_t* out) {
+  PackHalves(b.d, r, out);
+  PackHalves(b.scales_h, r, out + kIq4XsScalesH);
+  PackLanes(b.scales_l, sizeof b.scales_l, r, out + kIq4XsScalesL);
+  PackLanes(b.qs, sizeof b.qs, r, out + kIq4XsQs);
+}
+void UnpackIQ4_XS(const uint8_t* in, int r, BlockIQ4_XS* b) {
+  b->d = UnpackHalves(in, r);
+  b->scales_h = UnpackHalves(in + kIq4XsScalesH, r);
+  UnpackLanes(in + kIq4XsScalesL, sizeof b->scales_l, r, b->scales_l);
+  UnpackLanes(in + kIq4XsQs, sizeof b->qs, r, b->qs);
+}
+
 // Q4_K / Q5_K share d, dmin, scales and the nibble vectors.
 constexpr int kKScales = 64;  // offset of the scale words
 constexpr int kKMasks = 256;  // offset of Q5_K's masks
@@ -270,6 +329,14 @@ BlockInfo QuantBlockInfo(T type) {
       return {kSuperBlockSize, sizeof(BlockQ5_K)};
     case T::kQ6_K:
       return {kSuperBlockSize, sizeof(BlockQ6_K)};
+    case T::kQ2_K:
+      return {kSuperBlockSize, sizeof(BlockQ2_K)};
+    case T::kQ3_K:
+      return {kSuperBlockSize, sizeof(BlockQ3_K)};
+    case T::kIQ4_NL:
+      return {kLegacyBlockSize, sizeof(BlockIQ4_NL)};
+    case T::kIQ4_XS:
+      return {kSuperBlockSize, sizeof(BlockIQ4_XS)};
     default:
       return {0, 0};
   }
@@ -296,6 +363,15 @@ void PackQuantBlock(T type, const uint8_t* src, int r, uint8_t* out) {
       return PackQ5_K(*reinterpret_cast<const BlockQ5_K*>(src), r, out);
     case T::kQ6_K:
       return PackQ6_K(*reinterpret_cast<const BlockQ6_K*>(src), r, out);
+    case T::kQ2_K:
+      return PackQ2_K(*reinterpret_cast<const BlockQ2_K*>(src), r, out);
+    case T::kQ3_K:
+      return PackQ3_K(*reinterpret_cast<const BlockQ3_K*>(src), r, out);
+    case T::kIQ4_NL:
+      return PackLegacy<BlockIQ4_NL, false, false>(*reinterpret_cast<const BlockIQ4_NL*>(src), r,
+                                                   out);
+    case T::kIQ4_XS:
+      return PackIQ4_XS(*reinterpret_cast<const BlockIQ4_XS*>(src), r, out);
     default:
       KVMESH_CHECK(false);
   }
@@ -319,6 +395,14 @@ void UnpackQuantBlock(T type, const uint8_t* in, int r, uint8_t* dst) {
       return UnpackQ5_K(in, r, reinterpret_cast<BlockQ5_K*>(dst));
     case T::kQ6_K:
       return UnpackQ6_K(in, r, reinterpret_cast<BlockQ6_K*>(dst));
+    case T::kQ2_K:
+      return UnpackQ2_K(in, r, reinterpret_cast<BlockQ2_K*>(dst));
+    case T::kQ3_K:
+      return UnpackQ3_K(in, r, reinterpret_cast<BlockQ3_K*>(dst));
+    case T::kIQ4_NL:
+      return UnpackLegacy<BlockIQ4_NL, false, false>(in, r, reinterpret_cast<BlockIQ4_NL*>(dst));
+    case T::kIQ4_XS:
+      return UnpackIQ4_XS(in, r, reinterpret_cast<BlockIQ4_XS*>(dst));
     default:
       KVMESH_CHECK(false);
   }
@@ -407,7 +491,8 @@ PlanarLayout GetPlanarLayout(TensorType vec_dot_type, int64_t cols) {
       l.scales = RoundUp64(static_cast<size_t>(cols));
       l.aux = RoundUp64(l.scales + 4 * super_blocks);
       l.aux2 = RoundUp64(l.aux + 2 * static_cast<size_t>(cols / 32));
-      end = l.aux2 + 4 * static_cast<size_t>(cols / 8);
+      l.aux3 = RoundUp64(l.aux2 + 4 * static_cast<size_t>(cols / 8));
+      end = l.aux3 + 2 * static_cast<size_t>(cols / 16);
       break;
     }
     default:
@@ -463,9 +548,11 @@ void BlocksToPlanar(const PlanarLayout& l, const void* blocks, uint8_t* planar) 
       const BlockQ8_K* b = static_cast<const BlockQ8_K*>(blocks);
       int16_t* bsum32 = reinterpret_cast<int16_t*>(planar + l.aux);
       int32_t* neg32_sum8 = reinterpret_cast<int32_t*>(planar + l.aux2);
+      int16_t* bsum16 = reinterpret_cast<int16_t*>(planar + l.aux3);
       for (int64_t i = 0; i < n / kSuperBlockSize; ++i) {
         std::memcpy(levels + kSuperBlockSize * i, b[i].qs, kSuperBlockSize);
         scales[i] = b[i].d;
+        std::memcpy(bsum16 + 16 * i, b[i].bsums, sizeof b[i].bsums);
         for (int j = 0; j < 8; ++j) {
           bsum32[8 * i + j] = static_cast<int16_t>(b[i].bsums[2 * j] + b[i].bsums[2 * j + 1]);
         }

@@ -34,6 +34,18 @@
 //         32 vectors of low nibbles (vector k: group k low, group k+32 high;
 //         group G = elements 4G..4G+3) | 16 vectors of top bits (vector m:
 //         bits 2s, 2s+1 of each byte = top two bits of group m + 16s)
+//   Q2_K  d[16] f16 | dmin[16] f16 | 4 vectors: the scales bytes as lanes
+//         (bytes 4w..4w+3 of row r's 16 at 64w + 4r) | 16 vectors: the qs
+//         bytes as lanes. Vector v = 8h + c then holds group 32h + 8q + c
+//         (elements 4G..4G+3) at bits 2q, 2q+1 of each byte.
+//   Q3_K  d[16] f16 | 3 vectors: the 12 scale bytes as lanes | 16 vectors:
+//         the qs bytes as lanes (the low two bits of each level, as Q2_K) |
+//         8 vectors: the hmask bytes as lanes (vector c holds the third bit
+//         of group 32h + 8q + c at bit 4h + q)
+//   IQ4_NL  as Q4_0 (codes instead of levels)
+//   IQ4_XS  d[16] f16 | scales_h[16] u16 | 1 vector: scales_l as lanes |
+//         32 vectors: the qs bytes as lanes (vector 4j + c: group c of
+//         sub-block j in its low nibbles, group c + 4 in its high nibbles)
 //   F32   one 64-byte vector per element k: 16 floats
 //   F16   one 32-byte vector per element k: 16 halves
 //   BF16  one 64-byte vector per element pair (2p, 2p+1): lane r holds the
@@ -48,7 +60,8 @@
 //         of Q4_0, Q5_0 and Q8_0 as the panels store them)
 //   Q8_1  levels[K] int8 | d[K/32] float | s[K/32] float
 //   Q8_K  levels[K] int8 | d[K/256] float | bsum32[K/32] int16 (sum of each
-//         32 levels) | neg32_sum8[K/8] int32 (-32 * sum of each 8 levels)
+//         32 levels) | neg32_sum8[K/8] int32 (-32 * sum of each 8 levels) |
+//         bsum16[K/16] int16 (sum of each 16 levels, the block's bsums)
 //   F32   values[K] float
 //   F16   values[K] float (each exactly an f16)
 //   BF16  values[K rounded up to even] bf16
@@ -94,6 +107,7 @@ struct PlanarLayout {
   size_t aux = 0;         // the -8 sums (Q8_0), s (Q8_1), bsum32 (Q8_K)
   size_t aux_stride = 0;  // Q8_0: bytes from one -offset * sum array to the next
   size_t aux2 = 0;        // neg32_sum8 (Q8_K)
+  size_t aux3 = 0;        // bsum16 (Q8_K)
   size_t row_bytes = 0;
 };
 

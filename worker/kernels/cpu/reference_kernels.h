@@ -63,6 +63,16 @@ float VecDotQ8_0Q8_0(int64_t n, const void* w, const void* x);
 void DequantizeRowQ8_1(const void* src, float* dst, int64_t n);
 void QuantizeRowQ8_1(const float* src, void* dst, int64_t n);
 
+// q2_k.cc (vec_dot against Q8_K)
+void DequantizeRowQ2_K(const void* src, float* dst, int64_t n);
+void QuantizeRowQ2_K(const float* src, void* dst, int64_t n);
+float VecDotQ2_KQ8_K(int64_t n, const void* w, const void* x);
+
+// q3_k.cc (vec_dot against Q8_K)
+void DequantizeRowQ3_K(const void* src, float* dst, int64_t n);
+void QuantizeRowQ3_K(const float* src, void* dst, int64_t n);
+float VecDotQ3_KQ8_K(int64_t n, const void* w, const void* x);
+
 // q4_k.cc (vec_dot against Q8_K)
 void DequantizeRowQ4_K(const void* src, float* dst, int64_t n);
 void QuantizeRowQ4_K(const float* src, void* dst, int64_t n);
@@ -77,6 +87,16 @@ float VecDotQ5_KQ8_K(int64_t n, const void* w, const void* x);
 void DequantizeRowQ6_K(const void* src, float* dst, int64_t n);
 void QuantizeRowQ6_K(const float* src, void* dst, int64_t n);
 float VecDotQ6_KQ8_K(int64_t n, const void* w, const void* x);
+
+// iq4_nl.cc (vec_dot against Q8_0)
+void DequantizeRowIQ4_NL(const void* src, float* dst, int64_t n);
+void QuantizeRowIQ4_NL(const float* src, void* dst, int64_t n);
+float VecDotIQ4_NLQ8_0(int64_t n, const void* w, const void* x);
+
+// iq4_xs.cc (vec_dot against Q8_K)
+void DequantizeRowIQ4_XS(const void* src, float* dst, int64_t n);
+void QuantizeRowIQ4_XS(const float* src, void* dst, int64_t n);
+float VecDotIQ4_XSQ8_K(int64_t n, const void* w, const void* x);
 
 // q8_k.cc (activations only)
 void DequantizeRowQ8_K(const void* src, float* dst, int64_t n);

@@ -17,12 +17,14 @@ namespace {
 
 using T = TensorType;
 
-const T kSupported[] = {T::kF32,  T::kF16,  T::kBF16, T::kQ8_0, T::kQ4_0, T::kQ3_NL, T::kQ4_1,
-                        T::kQ5_0, T::kQ5_1, T::kQ8_1, T::kQ4_K, T::kQ5_K, T::kQ6_K,  T::kQ8_K};
+const T kSupported[] = {T::kF32,  T::kF16,  T::kBF16, T::kQ8_0, T::kQ4_0,   T::kQ3_NL,
+                        T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ8_1, T::kQ4_K,   T::kQ5_K,
+                        T::kQ6_K, T::kQ8_K, T::kQ2_K, T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS};
 
 // Types that appear as weights (have a vec_dot).
-const T kWeightTypes[] = {T::kF32,  T::kF16,  T::kBF16, T::kQ8_0, T::kQ4_0, T::kQ4_1,
-                          T::kQ5_0, T::kQ5_1, T::kQ4_K, T::kQ5_K, T::kQ6_K};
+const T kWeightTypes[] = {T::kF32,  T::kF16,  T::kBF16, T::kQ8_0,   T::kQ4_0,
+                          T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ4_K,   T::kQ5_K,
+                          T::kQ6_K, T::kQ2_K, T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS};
 
 std::string TypeName(const testing::TestParamInfo<T>& info) { return TensorTypeName(info.param); }
 
@@ -79,14 +81,19 @@ TEST(TypeTraitsTest, BlockStructsMatchTheFileFormatTable) {
   EXPECT_EQ(sizeof(BlockQ4_K), bytes(T::kQ4_K));
   EXPECT_EQ(sizeof(BlockQ5_K), bytes(T::kQ5_K));
   EXPECT_EQ(sizeof(BlockQ6_K), bytes(T::kQ6_K));
+  EXPECT_EQ(sizeof(BlockQ2_K), bytes(T::kQ2_K));
+  EXPECT_EQ(sizeof(BlockQ3_K), bytes(T::kQ3_K));
+  EXPECT_EQ(sizeof(BlockIQ4_NL), bytes(T::kIQ4_NL));
+  EXPECT_EQ(sizeof(BlockIQ4_XS), bytes(T::kIQ4_XS));
   EXPECT_EQ(sizeof(BlockQ8_K), bytes(T::kQ8_K));
 }
 
 TEST(TypeTraitsTest, VecDotPairingsAreLlamaCpps) {
   const std::pair<T, T> pairs[] = {
-      {T::kF32, T::kF32},   {T::kF16, T::kF16},   {T::kBF16, T::kBF16}, {T::kQ4_0, T::kQ8_0},
-      {T::kQ5_0, T::kQ8_0}, {T::kQ8_0, T::kQ8_0}, {T::kQ4_1, T::kQ8_1}, {T::kQ5_1, T::kQ8_1},
-      {T::kQ4_K, T::kQ8_K}, {T::kQ5_K, T::kQ8_K}, {T::kQ6_K, T::kQ8_K}, {T::kQ3_NL, T::kQ8_0},
+      {T::kF32, T::kF32},   {T::kF16, T::kF16},   {T::kBF16, T::kBF16},   {T::kQ4_0, T::kQ8_0},
+      {T::kQ5_0, T::kQ8_0}, {T::kQ8_0, T::kQ8_0}, {T::kQ4_1, T::kQ8_1},   {T::kQ5_1, T::kQ8_1},
+      {T::kQ4_K, T::kQ8_K}, {T::kQ5_K, T::kQ8_K}, {T::kQ6_K, T::kQ8_K},   {T::kQ3_NL, T::kQ8_0},
+      {T::kQ2_K, T::kQ8_K}, {T::kQ3_K, T::kQ8_K}, {T::kIQ4_NL, T::kQ8_0}, {T::kIQ4_XS, T::kQ8_K},
   };
   for (const auto& [weight, activation] : pairs) {
     SCOPED_TRACE(TensorTypeName(weight));
@@ -110,7 +117,7 @@ TEST(TypeTraitsTest, ActivationOnlyTypesHaveConvertersButNoVecDot) {
 }
 
 TEST(TypeTraitsTest, TypesWithoutKernelsAreRejected) {
-  for (T type : {T::kIQ2_XXS, T::kIQ4_NL, T::kIQ4_XS, T::kQ2_K, T::kQ3_K, T::kI8, T::kI32, T::kF64,
+  for (T type : {T::kIQ2_XXS, T::kIQ2_XS, T::kIQ3_XXS, T::kIQ3_S, T::kI8, T::kI32, T::kF64,
                  T::kTQ1_0, T::kMXFP4}) {
     EXPECT_EQ(GetReferenceTypeTraits(type), nullptr) << TensorTypeName(type);
   }
@@ -183,7 +190,9 @@ INSTANTIATE_TEST_SUITE_P(
                     ErrorBound{T::kQ4_0, 0.0827}, ErrorBound{T::kQ4_1, 0.0780},
                     ErrorBound{T::kQ5_0, 0.0404}, ErrorBound{T::kQ5_1, 0.0373},
                     ErrorBound{T::kQ4_K, 0.0684}, ErrorBound{T::kQ5_K, 0.0344},
-                    ErrorBound{T::kQ6_K, 0.01656}, ErrorBound{T::kQ3_NL, 0.157}),
+                    ErrorBound{T::kQ6_K, 0.01656}, ErrorBound{T::kQ3_NL, 0.157},
+                    ErrorBound{T::kQ2_K, 0.2668}, ErrorBound{T::kQ3_K, 0.1437},
+                    ErrorBound{T::kIQ4_NL, 0.0733}, ErrorBound{T::kIQ4_XS, 0.0739}),
     [](const testing::TestParamInfo<ErrorBound>& info) { return TensorTypeName(info.param.type); });
 
 class EveryTypeTest : public testing::TestWithParam<T> {};

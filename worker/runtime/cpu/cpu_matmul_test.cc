@@ -93,7 +93,7 @@ std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
     for (T type : {T::kF32, T::kF16, T::kBF16, T::kQ4_0, T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ8_0,
-                   T::kQ4_K, T::kQ5_K, T::kQ6_K}) {
+                   T::kQ4_K, T::kQ5_K, T::kQ6_K, T::kQ2_K, T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS}) {
       cases.push_back({type, isa});
     }
   }

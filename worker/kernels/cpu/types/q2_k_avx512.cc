@@ -1,0 +1,127 @@
+// Q2_K on the AVX-512 tier: panel GEMM equal to the scalar reference bit for
+// bit (see panel_gemm.h).
+//
+// Per sub-block of 16 the exact sum of level * x (at most 16 * 3 * 127 < 2^15)
+// is formed with vpdpbusd, so vpdpwssd can multiply it by the 4-bit scale and
+// accumulate in one step. The mins are applied per super-block with vpdpwssd
+// on (min, min) pairs times the planar row's bsum16 pairs.
+#include "worker/kernels/cpu/kernel_records.h"
+#include "worker/kernels/cpu/simd/avx512_kquant.h"
+
+namespace kvmesh::kernels::avx512 {
+namespace {
+
+constexpr size_t kBlockBytes = 16 * 84;
+constexpr int kScaleWords = 64;
+constexpr int kLevels = 320;
+
+// Group g (0..3) of sub-block j as levels (0..3) (panel_layout.h).
+inline __m512i Group(const uint8_t* pb, int j, int g) {
+  const __m512i v = _mm512_loadu_si512(pb + kLevels + 64 * (8 * (j / 8) + 4 * (j % 2) + g));
+  return _mm512_and_si512(_mm512_srli_epi16(v, 2 * ((j % 8) / 2)), _mm512_set1_epi8(3));
+}
+
+// Byte k of the scale word holding sub-block j: scale in the low nibble, min
+// in the high one.
+inline __m512i ScaleByte(const uint8_t* pb, int j) {
+  return _mm512_srli_epi32(_mm512_loadu_si512(pb + kScaleWords + 64 * (j / 4)), 8 * (j % 4));
+}
+
+struct Q2KTile {
+  const uint8_t* panel;
+  int64_t super_blocks;
+  const uint8_t* x;
+  size_t x_stride;
+  PlanarLayout layout;
+  float* y;
+  int64_t y_stride;
+
+  template <int kTokens>
+  void Run(int64_t t0) const {
+    const uint8_t* rows[kTokens];
+    for (int t = 0; t < kTokens; ++t) rows[t] = x + (t0 + t) * x_stride;
+    const __m512i nibble = _mm512_set1_epi32(0x0F);
+    __m512 acc[kTokens];
+    for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < super_blocks; ++sb) {
+      const uint8_t* pb = panel + sb * kBlockBytes;
+      if (kTokens == 1 || t0 == 0) PrefetchAhead(pb, kBlockBytes);
+      __m512i scaled[kTokens];
+      for (int t = 0; t < kTokens; ++t) scaled[t] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) {
+        const __m512i scale = _mm512_and_si512(ScaleByte(pb, j), nibble);
+        __m512i w[4];
+        for (int g = 0; g < 4; ++g) w[g] = Group(pb, j, g);
+        __m512i part[kTokens];
+#pragma GCC unroll 8
+        for (int t = 0; t < kTokens; ++t) part[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; ++g) {
+#pragma GCC unroll 8
+          for (int t = 0; t < kTokens; ++t) {
+            const int8_t* lv =
+                reinterpret_cast<const int8_t*>(rows[t] + layout.levels) + 256 * sb + 16 * j;
+            part[t] = _mm512_dpbusd_epi32(part[t], w[g], Broadcast4(lv + 4 * g));
+          }
+        }
+#pragma GCC unroll 8
+        for (int t = 0; t < kTokens; ++t) {
+          scaled[t] = _mm512_dpwssd_epi32(scaled[t], part[t], scale);
+        }
+      }
+      // (min 2k, min 2k+1) int16 pairs of each row.
+      __m512i mins[8];
+      for (int k = 0; k < 8; ++k) {
+        const __m512i first = _mm512_and_si512(_mm512_srli_epi32(ScaleByte(pb, 2 * k), 4), nibble);
+        const __m512i second =
+            _mm512_and_si512(_mm512_srli_epi32(ScaleByte(pb, 2 * k + 1), 4), nibble);
+        mins[k] = _mm512_or_si512(first, _mm512_slli_epi32(second, 16));
+      }
+      const __m512 dw = LoadHalves16(pb);
+      const __m512 dminw = LoadHalves16(pb + 32);
+      for (int t = 0; t < kTokens; ++t) {
+        const int16_t* bsum16 = reinterpret_cast<const int16_t*>(rows[t] + layout.aux3) + 16 * sb;
+        __m512i min_sum = _mm512_setzero_si512();
+        for (int k = 0; k < 8; ++k) {
+          min_sum =
+              _mm512_dpwssd_epi32(min_sum, mins[k], _mm512_set1_epi32(LoadI32(bsum16 + 2 * k)));
+        }
+        const __m512 dx =
+            _mm512_set1_ps(reinterpret_cast<const float*>(rows[t] + layout.scales)[sb]);
+        const __m512 d = _mm512_mul_ps(dw, dx);
+        const __m512 dmin = _mm512_mul_ps(dminw, dx);
+        const __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled[t])),
+                                          _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(min_sum)));
+        acc[t] = _mm512_add_ps(acc[t], term);
+      }
+    }
+    for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(y + (t0 + t) * y_stride, acc[t]);
+  }
+};
+
+void GemmQ2_K(const PanelGemmArgs& a) {
+  const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
+  const int64_t super_blocks = a.cols / 256;
+  for (int64_t p = 0; p < a.num_panels; ++p) {
+    const Q2KTile tile{a.panels + p * super_blocks * kBlockBytes,
+                       super_blocks,
+                       a.x,
+                       a.x_stride,
+                       layout,
+                       a.y + p * kPanelRows,
+                       a.y_stride};
+    ForEachTokenTile(a.num_tokens, tile);
+  }
+}
+
+}  // namespace
+}  // namespace kvmesh::kernels::avx512
+
+namespace kvmesh::kernels {
+
+constinit const TierRecord<TensorType::kQ2_K, Tier::kAvx512> kQ2_KAvx512 = {
+    .gemm = avx512::GemmQ2_K,
+};
+
+}  // namespace kvmesh::kernels
