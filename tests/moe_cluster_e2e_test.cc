@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "common/thread_pool.h"
 #include "kvmesh/v1/inference.grpc.pb.h"
@@ -60,6 +61,10 @@ std::vector<int32_t> GreedyInProcess(const Model& model, const std::vector<int32
 
 TEST(MoeClusterTest, ARouterServesAMixtureOfExpertsAsTheEngineComputesIt) {
   const std::string path = SyntheticMoe();
+  struct RemoveWhenDone {  // 22 MB, named by process
+    std::string path;
+    ~RemoveWhenDone() { std::filesystem::remove(path); }
+  } cleanup{path};
   auto model = Model::Load(path);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 432, 29892, 338};

@@ -123,6 +123,18 @@ TEST(MoeConfigTest, ReadsTheExpertsAndNamesWhatIsWrong) {
       << mixtral.status().message();
 }
 
+// The model files the tests write (tens of MB each, named by process) go
+// when the test program ends.
+void RemoveAtExit(const std::string& path) {
+  static struct Files {
+    std::vector<std::string> paths;
+    ~Files() {
+      for (const std::string& p : paths) std::filesystem::remove(p);
+    }
+  } files;
+  files.paths.push_back(path);
+}
+
 // A 2-layer `shape` (qwen3-moe-tiny unless said) with `experts` experts,
 // `used` per token, the 32k llama-spm vocabulary, in `mix`; written once per
 // test process.
@@ -145,6 +157,7 @@ std::string SyntheticMoe(int experts, int used, SyntheticMix mix,
     ThreadPool pool(2);
     auto report = SynthesizeModel(o, pool);
     EXPECT_TRUE(report.ok()) << report.status().ToString();
+    RemoveAtExit(path);
   }
   return path;
 }
@@ -184,6 +197,7 @@ std::string RewriteAsDense(const std::string& moe_path) {
   }
   const std::string path = moe_path + ".dense.gguf";
   EXPECT_TRUE(w.WriteFile(path).ok());
+  RemoveAtExit(path);
   return path;
 }
 
