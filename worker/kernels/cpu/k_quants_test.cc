@@ -1,4 +1,5 @@
 // Q4_K, Q5_K, Q6_K, Q8_K: hand-built super-blocks decode to known values,
+// Q2_K, Q3_K, IQ4_NL and IQ4_XS blocks decode as ggml decodes them,
 // the Q8_K quantizer follows ggml's sign and rounding conventions, hand dot
 // products come out exactly, and the weight quantizers beat the legacy types
 // of the same width.
@@ -219,6 +220,108 @@ TEST(KQuantQualityTest, ConstantRowsAreNearlyExact) {
       EXPECT_LT(RelativeRmsError(type, x), 1e-3) << TensorTypeName(type) << " " << value;
     }
   }
+}
+
+// Q2_K, Q3_K, IQ4_NL, IQ4_XS: a block of pseudo-random bytes (every field
+// but the f16 scales) decodes to the values ggml's own decoder gives for the
+// same bytes (recorded from a native llama.cpp build's libggml-base; the
+// full check is bench/ggml_format_check.sh). This pins every bit position of
+// the formats, which a quantize-then-decode test cannot.
+struct GoldenValue {
+  int element;
+  float value;
+};
+
+std::vector<uint8_t> PseudoRandomBlock(int bytes, int half_at, int halves) {
+  std::vector<uint8_t> block(static_cast<size_t>(bytes));
+  uint32_t state = 12345;
+  for (uint8_t& b : block) {
+    state = state * 1664525u + 1013904223u;
+    b = static_cast<uint8_t>(state >> 24);
+  }
+  const uint16_t scales[2] = {0x3000, 0x2C00};  // 0.125, 0.0625
+  std::memcpy(block.data() + half_at, scales, 2 * static_cast<size_t>(halves));
+  return block;
+}
+
+void ExpectGolden(TensorType type, int bytes, int half_at, int halves, int64_t n,
+                  const std::vector<GoldenValue>& golden) {
+  const std::vector<uint8_t> block = PseudoRandomBlock(bytes, half_at, halves);
+  const std::vector<float> y = Decode(type, block.data(), n);
+  for (const GoldenValue& g : golden) {
+    EXPECT_EQ(y[g.element], g.value) << TensorTypeName(type) << " element " << g.element;
+  }
+}
+
+TEST(LowBitTypesTest, DecodeAsGgmlDoes) {
+  ExpectGolden(TensorType::kQ2_K, 84, 80, 2, 256,
+               {{0, 0.625f},
+                {1, 0.625f},
+                {5, 0.625f},
+                {15, 0.625f},
+                {16, 1.0f},
+                {17, 1.0f},
+                {31, 0.0f},
+                {32, 0.875f},
+                {47, -0.5f},
+                {63, -0.375f},
+                {64, 1.125f},
+                {100, 4.8125f},
+                {127, 4.0f},
+                {128, 0.4375f},
+                {150, 1.25f},
+                {191, 4.5625f},
+                {200, 1.6875f},
+                {224, -0.3125f},
+                {255, 0.1875f}});
+  ExpectGolden(TensorType::kQ3_K, 110, 108, 1, 256,
+               {{0, 1.5f},
+                {1, -1.5f},
+                {5, -0.75f},
+                {15, 0.0f},
+                {16, 2.875f},
+                {17, 2.875f},
+                {31, 0.0f},
+                {32, -10.125f},
+                {47, -10.125f},
+                {63, 12.0f},
+                {64, -0.75f},
+                {100, -0.0f},
+                {127, -10.0f},
+                {128, 3.5f},
+                {150, -7.0f},
+                {191, -8.25f},
+                {200, -6.75f},
+                {224, 4.5f},
+                {255, -3.0f}});
+  ExpectGolden(TensorType::kIQ4_NL, 18, 0, 1, 32,
+               {{0, 4.75f},
+                {1, -10.375f},
+                {5, 6.625f},
+                {15, -4.375f},
+                {16, 0.125f},
+                {17, 3.125f},
+                {31, 14.125f}});
+  ExpectGolden(TensorType::kIQ4_XS, 136, 0, 1, 256,
+               {{0, 3.0f},
+                {1, 3.0f},
+                {5, -249.0f},
+                {15, 339.0f},
+                {16, 39.0f},
+                {17, 159.0f},
+                {31, -30.0f},
+                {32, 22.75f},
+                {47, -145.25f},
+                {63, -61.25f},
+                {64, 122.5f},
+                {100, -6.125f},
+                {127, -2.75f},
+                {128, 197.75f},
+                {150, 120.75f},
+                {191, 68.75f},
+                {200, -33.0f},
+                {224, 25.0f},
+                {255, 53.0f}});
 }
 
 }  // namespace
