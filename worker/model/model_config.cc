@@ -17,6 +17,8 @@ std::string_view ModelArchName(ModelArch arch) {
       return "qwen3moe";
     case ModelArch::kQwen2Moe:
       return "qwen2moe";
+    case ModelArch::kPhi3:
+      return "phi3";
   }
   return "?";
 }
@@ -157,10 +159,16 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
     c.rope.style = RopeStyle::kHalves;
     c.has_qk_norm = true;
     c.norm_topk_prob = true;
+  } else if (arch == "phi3") {
+    // Phi-3's attention window (phi3.attention.sliding_window) is not
+    // applied, as llama.cpp does not apply it: every position sees the
+    // whole context.
+    c.arch = ModelArch::kPhi3;
+    c.rope.style = RopeStyle::kHalves;
   } else {
     return UnimplementedError(file.name() + ": architecture \"" + std::string(arch) +
                               "\" is not supported (supported: llama, qwen2, qwen3, qwen3moe, "
-                              "qwen2moe)");
+                              "qwen2moe, phi3)");
   }
   if (auto n = file.GetString("general.name"); n.ok()) {
     c.name = std::string(*n);

@@ -21,7 +21,7 @@
 
 namespace kvmesh {
 
-enum class ModelArch { kLlama, kQwen2, kQwen3, kQwen3Moe, kQwen2Moe };
+enum class ModelArch { kLlama, kQwen2, kQwen3, kQwen3Moe, kQwen2Moe, kPhi3 };
 enum class RopeStyle {
   kAdjacentPairs,  // rotates (x[2i], x[2i+1]); ggml's "normal" mode
   kHalves,         // rotates (x[i], x[i + n_rot/2]); ggml's "neox" mode

@@ -60,6 +60,17 @@ class Loader {
     return m;
   }
 
+  // Rows [first, first + rows) of the 2-D tensor `name` [cols, total_rows]
+  // (a fused tensor's part), as a view named `part`.
+  StatusOr<WeightMatrix> Rows(const std::string& name, int64_t cols, int64_t total_rows,
+                              int64_t first, int64_t rows, const std::string& part) const {
+    ASSIGN_OR_RETURN(WeightMatrix m, Matrix(name, cols, total_rows));
+    m.name = name + "[" + part + "]";
+    m.data = m.Row(first);
+    m.rows = rows;
+    return m;
+  }
+
   // The `experts` matrices of a 3-D tensor [cols, rows, experts], each a view.
   StatusOr<std::vector<WeightMatrix>> Experts(const std::string& name, int64_t cols, int64_t rows,
                                               int64_t experts) const {
@@ -128,6 +139,13 @@ StatusOr<ModelWeights> ModelWeights::Load(const gguf::GgufFile& file, const Mode
     w.tied_output = true;
   }
   ASSIGN_OR_RETURN(w.rope_freq_factors, load.Vector("rope_freqs.weight", c.rope.n_rot / 2, false));
+  for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+    if (file.FindTensor(name) != nullptr) {  // Phi-3's 128k variants (LongRoPE)
+      return UnimplementedError(file.name() + ": tensor " + name +
+                                " (per-frequency rope factors chosen by context length, "
+                                "LongRoPE) is not supported");
+    }
+  }
 
   // Every layer has tensors of its own: a block count past the file's
   // tensor count is a malformed header, not a reason to allocate that much.
@@ -142,9 +160,19 @@ StatusOr<ModelWeights> ModelWeights::Load(const gguf::GgufFile& file, const Mode
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
     ASSIGN_OR_RETURN(l.attn_norm, load.Vector(p + "attn_norm.weight", c.n_embd, true));
-    ASSIGN_OR_RETURN(l.wq, load.Matrix(p + "attn_q.weight", c.n_embd, c.n_embd_q()));
-    ASSIGN_OR_RETURN(l.wk, load.Matrix(p + "attn_k.weight", c.n_embd, c.n_embd_k()));
-    ASSIGN_OR_RETURN(l.wv, load.Matrix(p + "attn_v.weight", c.n_embd, c.n_embd_v()));
+    ASSIGN_OR_RETURN(const gguf::TensorInfo* qkv, load.Find(p + "attn_qkv.weight", false));
+    if (qkv != nullptr) {  // Q, K and V fused (phi3): views of its rows
+      const std::string name = p + "attn_qkv.weight";
+      const int64_t total = c.n_embd_q() + c.n_embd_k() + c.n_embd_v();
+      ASSIGN_OR_RETURN(l.wq, load.Rows(name, c.n_embd, total, 0, c.n_embd_q(), "q"));
+      ASSIGN_OR_RETURN(l.wk, load.Rows(name, c.n_embd, total, c.n_embd_q(), c.n_embd_k(), "k"));
+      ASSIGN_OR_RETURN(l.wv, load.Rows(name, c.n_embd, total, c.n_embd_q() + c.n_embd_k(),
+                                       c.n_embd_v(), "v"));
+    } else {
+      ASSIGN_OR_RETURN(l.wq, load.Matrix(p + "attn_q.weight", c.n_embd, c.n_embd_q()));
+      ASSIGN_OR_RETURN(l.wk, load.Matrix(p + "attn_k.weight", c.n_embd, c.n_embd_k()));
+      ASSIGN_OR_RETURN(l.wv, load.Matrix(p + "attn_v.weight", c.n_embd, c.n_embd_v()));
+    }
     ASSIGN_OR_RETURN(l.wo, load.Matrix(p + "attn_output.weight", c.n_embd_q(), c.n_embd));
     if (c.has_qkv_bias) {
       ASSIGN_OR_RETURN(l.bq, load.Vector(p + "attn_q.bias", c.n_embd_q(), true));
@@ -176,8 +204,15 @@ StatusOr<ModelWeights> ModelWeights::Load(const gguf::GgufFile& file, const Mode
       }
       continue;
     }
-    ASSIGN_OR_RETURN(l.w_gate, load.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));
-    ASSIGN_OR_RETURN(l.w_up, load.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff));
+    if (c.arch == ModelArch::kPhi3) {
+      // Gate and up fused in ffn_up: the gate's n_ff rows, then up's.
+      const std::string name = p + "ffn_up.weight";
+      ASSIGN_OR_RETURN(l.w_gate, load.Rows(name, c.n_embd, 2 * c.n_ff, 0, c.n_ff, "gate"));
+      ASSIGN_OR_RETURN(l.w_up, load.Rows(name, c.n_embd, 2 * c.n_ff, c.n_ff, c.n_ff, "up"));
+    } else {
+      ASSIGN_OR_RETURN(l.w_gate, load.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));
+      ASSIGN_OR_RETURN(l.w_up, load.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff));
+    }
     ASSIGN_OR_RETURN(l.w_down, load.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));
   }
   return w;

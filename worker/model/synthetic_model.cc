@@ -191,9 +191,13 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
   for (int i = 0; i < s.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     plans.push_back({p + "attn_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
-    matrix(p + "attn_q.weight", s.n_embd, q_dim, sigma);
-    matrix(p + "attn_k.weight", s.n_embd, kv_dim, sigma);
-    matrix(p + "attn_v.weight", s.n_embd, kv_dim, sigma);
+    if (s.arch == "phi3") {  // Q, K and V fused, in that order
+      matrix(p + "attn_qkv.weight", s.n_embd, q_dim + 2 * kv_dim, sigma);
+    } else {
+      matrix(p + "attn_q.weight", s.n_embd, q_dim, sigma);
+      matrix(p + "attn_k.weight", s.n_embd, kv_dim, sigma);
+      matrix(p + "attn_v.weight", s.n_embd, kv_dim, sigma);
+    }
     if (s.arch == "qwen2moe") {  // Q/K/V biases (zero)
       plans.push_back({p + "attn_q.bias", T::kF32, q_dim, 0, 0, 0.0f});
       plans.push_back({p + "attn_k.bias", T::kF32, kv_dim, 0, 0, 0.0f});
@@ -226,8 +230,12 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
       }
       continue;
     }
-    matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff, sigma);
-    matrix(p + "ffn_up.weight", s.n_embd, s.n_ff, sigma);
+    if (s.arch == "phi3") {  // gate and up fused: the gate's rows, then up's
+      matrix(p + "ffn_up.weight", s.n_embd, 2 * s.n_ff, sigma);
+    } else {
+      matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff, sigma);
+      matrix(p + "ffn_up.weight", s.n_embd, s.n_ff, sigma);
+    }
     matrix(p + "ffn_down.weight", s.n_ff, s.n_embd, sigma_out_proj);
   }
   plans.push_back({"output_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
@@ -321,6 +329,14 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     shape.n_ff_shexp = 512;
     return shape;
   }
+  if (name == "tiny-phi3") {
+    // Phi-3's layout (Q, K and V fused; gate and up fused; rotation of
+    // halves; no GQA) on a tiny body with the llama vocabulary it uses.
+    SyntheticShape shape{"tiny-phi3", 4,        256,   4,    4,
+                         768,         10000.0f, false, 4096, "vocab/ggml-vocab-llama-spm.gguf"};
+    shape.arch = "phi3";
+    return shape;
+  }
   if (name == "tiny-llama3") {
     // Llama 3's 128k vocabulary on a tiny body: for checks that need a real
     // large vocabulary (token masks) and run in seconds.
@@ -345,8 +361,8 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
 }
 
 std::vector<std::string> SyntheticShapeNames() {
-  return {"llama-1b",    "llama-8b",     "tinyllama-1.1b", "tiny-qwen3",
-          "tiny-llama3", "qwen3-moe-5b", "qwen2-moe-tiny", "qwen3-moe-tiny"};
+  return {"llama-1b",    "llama-8b",     "tinyllama-1.1b", "tiny-qwen3",    "tiny-llama3",
+          "qwen3-moe-5b", "qwen2-moe-tiny", "qwen3-moe-tiny", "tiny-phi3"};
 }
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {
@@ -395,10 +411,12 @@ TensorType TensorTypeFor(SyntheticMix mix, std::string_view name, int n_layer, b
   const int layer = LayerOf(name);
   const bool attn_v = Contains(name, "attn_v.weight");
   const bool ffn_down = Contains(name, "ffn_down");
+  const bool attn_qkv = Contains(name, "attn_qkv.weight");  // fused Q, K, V (phi3)
   switch (mix) {
     case SyntheticMix::kQ4_K_M:
     case SyntheticMix::kQ5_K_M:
       if ((attn_v || ffn_down) && layer >= 0 && UseMoreBits(layer, n_layer)) type = T::kQ6_K;
+      if (attn_qkv) type = mix == SyntheticMix::kQ4_K_M ? T::kQ5_K : T::kQ6_K;
       break;
     case SyntheticMix::kQ3_K_M:
       // The value projections of the first two layers and the first
@@ -412,7 +430,7 @@ TensorType TensorTypeFor(SyntheticMix mix, std::string_view name, int n_layer, b
           type = T::kQ4_K;
         }
       }
-      if (Contains(name, "attn_output.weight")) type = T::kQ4_K;
+      if (Contains(name, "attn_output.weight") || attn_qkv) type = T::kQ4_K;
       break;
     case SyntheticMix::kQ2_K:
       if (attn_v || ffn_down || Contains(name, "attn_output.weight")) type = T::kQ3_K;
@@ -427,7 +445,8 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   const SyntheticShape& s = options.shape;
   if (s.n_layer <= 0 || s.n_embd <= 0 || s.n_head <= 0 || s.n_head_kv <= 0 || s.n_ff <= 0 ||
       (s.head_dim == 0 && s.n_embd % s.n_head != 0) || s.n_head % s.n_head_kv != 0 ||
-      (s.arch != "llama" && s.arch != "qwen3" && s.arch != "qwen3moe" && s.arch != "qwen2moe") ||
+      (s.arch != "llama" && s.arch != "qwen3" && s.arch != "qwen3moe" && s.arch != "qwen2moe" &&
+       s.arch != "phi3") ||
       (s.arch == "qwen3moe" || s.arch == "qwen2moe") != (s.n_expert > 0) ||
       (s.n_ff_shexp > 0 && s.arch != "qwen2moe") ||
       (s.n_expert > 0 &&
@@ -460,7 +479,8 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   }
   writer.SetUint32(a + "rope.dimension_count", static_cast<uint32_t>(s.HeadDim()));
   writer.SetFloat32(a + "rope.freq_base", s.rope_freq_base);
-  writer.SetFloat32(a + "attention.layer_norm_rms_epsilon", s.arch == "llama" ? 1e-5f : 1e-6f);
+  writer.SetFloat32(a + "attention.layer_norm_rms_epsilon",
+                    s.arch == "llama" || s.arch == "phi3" ? 1e-5f : 1e-6f);
   if (s.n_expert > 0) {
     writer.SetUint32(a + "expert_count", static_cast<uint32_t>(s.n_expert));
     writer.SetUint32(a + "expert_used_count", static_cast<uint32_t>(s.n_expert_used));

@@ -42,8 +42,9 @@ struct SyntheticShape {
   // Vocab GGUF used when none is given, relative to the shared directory.
   std::string default_vocab;
   // "llama", "qwen3" (per-head q/k norms), "qwen3moe" (qwen3 with a
-  // mixture of experts in place of each dense feed-forward) or "qwen2moe"
-  // (Q/K/V biases, a mixture of experts and a shared expert)
+  // mixture of experts in place of each dense feed-forward), "qwen2moe"
+  // (Q/K/V biases, a mixture of experts and a shared expert) or "phi3"
+  // (attn_qkv and a gate/up ffn_up fused)
   std::string arch = "llama";
   int head_dim = 0;  // 0: n_embd / n_head
   // Chat template written into the file when none is given, relative to the
@@ -75,7 +76,9 @@ struct SyntheticShape {
 // (Qwen3-30B-A3B's layers and widths with 16 experts, 2 per token: 5.2 B
 // parameters, 1.4 B active), and "qwen2-moe-tiny" (the same tiny body with
 // Qwen2-MoE's layout: Q/K/V biases, 8 experts, 2 per token, not
-// renormalised, and a shared expert of width 512); nullopt for other names.
+// renormalised, and a shared expert of width 512), and "tiny-phi3" (Phi-3's
+// layout: Q, K and V fused in attn_qkv, gate and up fused in ffn_up, no
+// GQA); nullopt for other names.
 std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
 std::vector<std::string> SyntheticShapeNames();
 
@@ -104,7 +107,8 @@ std::string_view SyntheticMixName(SyntheticMix mix);
 // third layer between) become Q6_K; with Q3_K_M, attn_v becomes Q5_K in the
 // first two layers and Q4_K after, ffn_down Q5_K in the first sixteenth of the
 // layers and Q4_K where use_more_bits holds, attn_output Q4_K; with Q2_K,
-// attn_v, ffn_down and attn_output become Q3_K; everything else gets the
+// attn_v, ffn_down and attn_output become Q3_K; a fused attn_qkv becomes
+// Q5_K in Q4_K_M, Q6_K in Q5_K_M and Q4_K in Q3_K_M; everything else gets the
 // mix's base type. A row that is no whole number of the type's blocks falls
 // back as llama.cpp does (Q2_K, Q3_K and IQ4_XS to IQ4_NL, Q4_K to Q5_0, Q5_K
 // to Q5_1, Q6_K to Q8_0, then F16).

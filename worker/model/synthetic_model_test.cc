@@ -44,7 +44,10 @@ TEST(SyntheticShapeTest, NamedShapesAreTheRealModels) {
   EXPECT_FALSE(tiny->tied_embeddings);
   EXPECT_EQ(tiny->default_vocab, "vocab/ggml-vocab-llama-spm.gguf");
   EXPECT_FALSE(FindSyntheticShape("llama-7b").has_value());
-  EXPECT_EQ(SyntheticShapeNames().back(), "qwen3-moe-tiny");
+  EXPECT_EQ(SyntheticShapeNames().back(), "tiny-phi3");
+  for (const std::string& name : SyntheticShapeNames()) {
+    EXPECT_TRUE(FindSyntheticShape(name).has_value()) << name;
+  }
   // Qwen3-MoE's layout: 8 experts, 2 per token.
   const auto moe = FindSyntheticShape("qwen3-moe-tiny");
   ASSERT_TRUE(moe.has_value());
@@ -205,6 +208,39 @@ INSTANTIATE_TEST_SUITE_P(EveryMix, SynthesizeTest,
                          [](const testing::TestParamInfo<SyntheticMix>& info) {
                            return std::string(SyntheticMixName(info.param));
                          });
+
+// Phi-3 fuses Q, K and V in one tensor and the gate and up in another: the
+// engine's matrices are views of their rows, in that order.
+TEST(SynthesizedFileTest, Phi3FusedTensorsAreReadAsViewsOfTheirRows) {
+  SynthesizeOptions options;
+  options.shape = *FindSyntheticShape("tiny-phi3");
+  options.shape.n_layer = 2;
+  options.mix = SyntheticMix::kQ8_0;
+  options.vocab_path = kVocab;
+  options.output_path = testing::TempDir() + "/synth_tiny_phi3.gguf";
+  ThreadPool pool(2);
+  ASSERT_TRUE(SynthesizeModel(options, pool).ok());
+  auto model = Model::Load(options.output_path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ((*model)->config().arch, ModelArch::kPhi3);
+  EXPECT_EQ((*model)->config().rope.style, RopeStyle::kHalves);
+  const gguf::GgufFile& file = (*model)->file();
+  const gguf::TensorInfo* qkv = file.FindTensor("blk.1.attn_qkv.weight");
+  const gguf::TensorInfo* up = file.FindTensor("blk.1.ffn_up.weight");
+  ASSERT_NE(qkv, nullptr);
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(file.FindTensor("blk.1.ffn_gate.weight"), nullptr);
+  const LayerWeights& l = (*model)->weights().layers[1];
+  EXPECT_EQ(l.wq.data, qkv->data);
+  EXPECT_EQ(l.wk.data, l.wq.data + l.wq.num_bytes());
+  EXPECT_EQ(l.wv.data, l.wk.data + l.wk.num_bytes());
+  EXPECT_EQ(l.wv.data + l.wv.num_bytes(), qkv->data + qkv->num_bytes);
+  EXPECT_EQ(l.wq.rows, 256);
+  EXPECT_EQ(l.wk.rows, 256);
+  EXPECT_EQ(l.w_gate.data, up->data);
+  EXPECT_EQ(l.w_up.data, up->data + up->num_bytes / 2);
+  EXPECT_EQ(l.w_up.rows, 768);
+}
 
 // A weight of a type the kernels lack is refused with an error that names
 // the tensor and the type. IQ3_S blocks are as long as Q3_K ones, so retyping
