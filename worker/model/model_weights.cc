@@ -166,8 +166,8 @@ StatusOr<ModelWeights> ModelWeights::Load(const gguf::GgufFile& file, const Mode
       const int64_t total = c.n_embd_q() + c.n_embd_k() + c.n_embd_v();
       ASSIGN_OR_RETURN(l.wq, load.Rows(name, c.n_embd, total, 0, c.n_embd_q(), "q"));
       ASSIGN_OR_RETURN(l.wk, load.Rows(name, c.n_embd, total, c.n_embd_q(), c.n_embd_k(), "k"));
-      ASSIGN_OR_RETURN(l.wv, load.Rows(name, c.n_embd, total, c.n_embd_q() + c.n_embd_k(),
-                                       c.n_embd_v(), "v"));
+      ASSIGN_OR_RETURN(
+          l.wv, load.Rows(name, c.n_embd, total, c.n_embd_q() + c.n_embd_k(), c.n_embd_v(), "v"));
     } else {
       ASSIGN_OR_RETURN(l.wq, load.Matrix(p + "attn_q.weight", c.n_embd, c.n_embd_q()));
       ASSIGN_OR_RETURN(l.wk, load.Matrix(p + "attn_k.weight", c.n_embd, c.n_embd_k()));

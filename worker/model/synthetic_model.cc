@@ -335,6 +335,10 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     SyntheticShape shape{"tiny-phi3", 4,        256,   4,    4,
                          768,         10000.0f, false, 4096, "vocab/ggml-vocab-llama-spm.gguf"};
     shape.arch = "phi3";
+    shape.added_tokens = {"<|endoftext|>",    "<|assistant|>",    "<|placeholder1|>",
+                          "<|placeholder2|>", "<|placeholder3|>", "<|placeholder4|>",
+                          "<|system|>",       "<|end|>",          "<|placeholder5|>",
+                          "<|placeholder6|>", "<|user|>"};
     return shape;
   }
   if (name == "tiny-llama3") {
@@ -361,7 +365,7 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
 }
 
 std::vector<std::string> SyntheticShapeNames() {
-  return {"llama-1b",    "llama-8b",     "tinyllama-1.1b", "tiny-qwen3",    "tiny-llama3",
+  return {"llama-1b",     "llama-8b",       "tinyllama-1.1b", "tiny-qwen3", "tiny-llama3",
           "qwen3-moe-5b", "qwen2-moe-tiny", "qwen3-moe-tiny", "tiny-phi3"};
 }
 
@@ -456,7 +460,7 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> vocab, gguf::GgufFile::Open(options.vocab_path));
   ASSIGN_OR_RETURN(const gguf::Array* tokens,
                    vocab->GetArray("tokenizer.ggml.tokens", gguf::ValueType::kString));
-  const int64_t n_vocab = static_cast<int64_t>(tokens->elements.size());
+  const int64_t n_vocab = static_cast<int64_t>(tokens->elements.size() + s.added_tokens.size());
   if (n_vocab == 0) return InvalidArgumentError(options.vocab_path + ": the vocabulary is empty");
 
   gguf::GgufWriter writer;
@@ -493,6 +497,23 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   for (const gguf::KeyValue& kv : vocab->metadata()) {
     if (kv.key.substr(0, 10) != "tokenizer.") continue;
     if (!options.chat_template.empty() && kv.key == "tokenizer.chat_template") continue;
+    const gguf::Array* array = kv.value.AsArray();
+    if (!s.added_tokens.empty() && array != nullptr &&
+        (kv.key == "tokenizer.ggml.tokens" || kv.key == "tokenizer.ggml.scores" ||
+         kv.key == "tokenizer.ggml.token_type")) {
+      gguf::Array extended = *array;
+      for (std::string_view token : s.added_tokens) {
+        if (kv.key == "tokenizer.ggml.tokens") {
+          extended.elements.push_back(gguf::Value::String(token));
+        } else if (kv.key == "tokenizer.ggml.scores") {
+          extended.elements.push_back(gguf::Value::Float(gguf::ValueType::kFloat32, 0.0));
+        } else {
+          extended.elements.push_back(gguf::Value::Signed(gguf::ValueType::kInt32, 3));  // control
+        }
+      }
+      writer.SetValue(std::string(kv.key), gguf::Value::MakeArray(std::move(extended)));
+      continue;
+    }
     writer.SetValue(std::string(kv.key), kv.value);
   }
 

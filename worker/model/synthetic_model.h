@@ -61,6 +61,9 @@ struct SyntheticShape {
   int n_expert_used = 0;
   int n_ff_exp = 0;
   int n_ff_shexp = 0;  // qwen2moe: the shared expert's width
+  // Control tokens appended to the vocab's (Phi-3's chat tokens: its files
+  // have them, and llama.cpp looks them up by text in a phi3 file).
+  std::vector<std::string_view> added_tokens = {};
 
   int HeadDim() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
