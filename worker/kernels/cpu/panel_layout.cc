@@ -115,7 +115,8 @@ void UnpackLanes(const uint8_t* vectors, int bytes, int r, uint8_t* dst) {
 }
 
 // Q2_K, Q3_K and IQ4_XS keep their GGUF bytes, each array as lanes
-// (panel_layout.h); only the f16 scales gather into arrays of 16.
+// (panel_layout.h); only the 2-byte fields (f16 scales, IQ4_XS's scales_h)
+// gather into arrays of 16.
 constexpr int kQ2KScales = 64;
 constexpr int kQ2KQs = 320;
 constexpr int kQ3KScales = 32;

@@ -212,6 +212,21 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, EveryTypeTest, testing::ValuesIn(kSupported),
 
 class WeightTypeTest : public testing::TestWithParam<T> {};
 
+// A group of zeros inside a row of other values (a pruned or padded stretch)
+// decodes to exact zeros, whatever scale the rest of its super-block gets.
+TEST_P(WeightTypeTest, AZeroStretchInARowDecodesToZeros) {
+  const TypeTraits& traits = *GetReferenceTypeTraits(GetParam());
+  const int64_t n = 2 * kSuperBlockSize;
+  TestRandom rng(4);
+  std::vector<float> x = MakeTestRow(rng, n);
+  std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
+  std::vector<uint64_t> q(RowSizeBytes(traits, n) / 8 + 1);
+  traits.from_float(x.data(), q.data(), n);
+  std::vector<float> y(n, 1.0f);
+  traits.to_float(q.data(), y.data(), n);
+  for (int64_t i = 32; i < 64; ++i) ASSERT_EQ(y[i], 0.0f) << i;
+}
+
 TEST_P(WeightTypeTest, ReferenceVecDotMatchesDequantizedDotProduct) {
   const TypeTraits& traits = *GetReferenceTypeTraits(GetParam());
   const ParityReport report = CheckVecDotParity(traits, traits.vec_dot);

@@ -1,4 +1,4 @@
-// Helpers shared by the AVX2 K-quant files (q4_k/q5_k/q6_k_avx2.cc); same
+// Helpers shared by the AVX2 K-quant files (q2_k … q6_k, iq4_xs _avx2.cc); same
 // rules as avx2_util.h.
 #pragma once
 

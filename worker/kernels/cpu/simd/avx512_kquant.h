@@ -1,4 +1,4 @@
-// Helpers shared by the AVX-512 K-quant files (q4_k/q5_k/q6_k_avx512.cc);
+// Helpers shared by the AVX-512 K-quant files (q2_k … q6_k, iq4_xs _avx512.cc);
 // same rules as avx512_util.h.
 #pragma once
 

@@ -9,19 +9,24 @@
 namespace kvmesh::kernels::avx512 {
 namespace {
 
-// kIq4Values[c] + 128 in byte c of every 128-bit lane.
-inline __m512i Iq4Table() {
-  alignas(64) uint8_t table[64];
-  for (int i = 0; i < 64; ++i) table[i] = static_cast<uint8_t>(kIq4Values[i % 16] + 128);
-  return _mm512_load_si512(table);
+// kIq4Values[c] + 128 in byte c of every 128-bit lane, built at compile
+// time: the kernel loads it once per block.
+struct Iq4Bytes {
+  alignas(64) uint8_t bytes[64];
+};
+constexpr Iq4Bytes MakeIq4Bytes() {
+  Iq4Bytes t{};
+  for (int i = 0; i < 64; ++i) t.bytes[i] = static_cast<uint8_t>(kIq4Values[i % 16] + 128);
+  return t;
 }
+constexpr Iq4Bytes kIq4Bytes = MakeIq4Bytes();
 
 struct IQ4_NL {
   static constexpr size_t kBlockBytes = 16 * 18;
   static constexpr bool kAffine = false;
   static constexpr int kCorrectionArray = 2;  // values are taken + 128: -128 * sum(x)
   static void Unpack(const uint8_t* pb, __m512i w[8]) {
-    const __m512i table = Iq4Table();
+    const __m512i table = _mm512_load_si512(kIq4Bytes.bytes);
     UnpackNibbles(pb + 32, w);
     for (int g = 0; g < 8; ++g) w[g] = _mm512_shuffle_epi8(table, w[g]);
   }

@@ -63,6 +63,10 @@ void QuantizeBlock(const float* x, BlockIQ4_XS* block) {
     const float d = HalfToFloat(block->d);
     uint8_t trial[kSubBlockSize];
     for (int j = 0; j < kSubBlocks; ++j) {
+      // A sub-block of zeros keeps scale 0 (and decodes to zeros): every
+      // candidate would tie at zero error, and a nonzero scale times the
+      // code nearest 0 (value 1) is not 0.
+      if (scales[j] == 0.0f) continue;
       const int rounded = std::clamp(NearestInt(inv_scale * scales[j]), -32, 31);
       double best_error = -1.0;
       for (int s = std::max(-32, rounded - 1); s <= std::min(31, rounded + 1); ++s) {

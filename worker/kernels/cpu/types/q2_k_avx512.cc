@@ -21,8 +21,9 @@ inline __m512i Group(const uint8_t* pb, int j, int g) {
   return _mm512_and_si512(_mm512_srli_epi16(v, 2 * ((j % 8) / 2)), _mm512_set1_epi8(3));
 }
 
-// Byte k of the scale word holding sub-block j: scale in the low nibble, min
-// in the high one.
+// The scale word holding sub-block j, shifted so that its byte j % 4 (scale
+// in the low nibble, min in the high one) is the low byte of each lane; the
+// bytes above are not masked.
 inline __m512i ScaleByte(const uint8_t* pb, int j) {
   return _mm512_srli_epi32(_mm512_loadu_si512(pb + kScaleWords + 64 * (j / 4)), 8 * (j % 4));
 }
