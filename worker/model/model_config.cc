@@ -84,19 +84,24 @@ class KeyReader {
   std::string arch_;
 };
 
-// The mixture-of-experts keys. An arch without experts in kvmesh (a llama
-// file with experts is Mixtral) and expert features kvmesh does not compute
-// (shared experts, other gating functions) are errors naming the key.
+// The mixture-of-experts keys. A llama file with experts is Mixtral: its
+// experts are as wide as feed_forward_length says (no expert width key), and
+// their weights are renormalised over the top k. An arch without experts in
+// kvmesh and expert features kvmesh does not compute (shared experts, other
+// gating functions) are errors naming the key.
 Status ReadExperts(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* c) {
-  if (c->arch != ModelArch::kQwen3Moe && c->arch != ModelArch::kQwen2Moe) {
+  const bool mixtral =
+      c->arch == ModelArch::kLlama && file.Find(r.Key("expert_count")) != nullptr;
+  if (c->arch != ModelArch::kQwen3Moe && c->arch != ModelArch::kQwen2Moe && !mixtral) {
     if (file.Find(r.Key("expert_count")) != nullptr) {
       return UnimplementedError(file.name() + ": metadata key \"" + r.Key("expert_count") +
                                 "\": " + c->arch_name +
                                 " with experts is not supported (mixture-of-experts "
-                                "architectures: qwen3moe, qwen2moe)");
+                                "architectures: qwen3moe, qwen2moe, llama (Mixtral))");
     }
     return Status::Ok();
   }
+  if (mixtral) c->norm_topk_prob = true;
   const bool shared = c->arch == ModelArch::kQwen2Moe;
   for (const char* unsupported : {"expert_shared_count", "expert_gating_func",
                                   "expert_weights_scale", "expert_group_count"}) {
@@ -107,7 +112,12 @@ Status ReadExperts(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* 
   }
   ASSIGN_OR_RETURN(c->n_expert, r.PositiveInt("expert_count"));
   ASSIGN_OR_RETURN(c->n_expert_used, r.PositiveInt("expert_used_count"));
-  ASSIGN_OR_RETURN(c->n_ff_exp, r.PositiveInt("expert_feed_forward_length"));
+  if (mixtral) {
+    ASSIGN_OR_RETURN(const int n_ff, r.PositiveInt("feed_forward_length"));
+    ASSIGN_OR_RETURN(c->n_ff_exp, r.OptionalPositiveInt("expert_feed_forward_length", n_ff));
+  } else {
+    ASSIGN_OR_RETURN(c->n_ff_exp, r.PositiveInt("expert_feed_forward_length"));
+  }
   if (shared) {
     ASSIGN_OR_RETURN(c->n_ff_shexp, r.PositiveInt("expert_shared_feed_forward_length"));
   } else if (file.Find(r.Key("expert_shared_feed_forward_length")) != nullptr) {

@@ -1,4 +1,4 @@
-// Mixture-of-experts models (qwen3moe, qwen2moe): the router's choice of experts, the
+// Mixture-of-experts models (qwen3moe, qwen2moe, Mixtral): the router's choice of experts, the
 // configuration's checks, and the forward pass. Agreement with llama.cpp on
 // the synthetic qwen3-moe-tiny is measured by bench/synthetic_agreement.sh
 // (docs/benchmarks.md); here:
@@ -116,11 +116,23 @@ TEST(MoeConfigTest, ReadsTheExpertsAndNamesWhatIsWrong) {
             std::string::npos)
       << shared.status().message();
 
-  // Mixtral is a llama file with experts: refused by name, not run as dense.
-  auto mixtral = ConfigOf(WriteMoeHeader("moe_llama", "llama", {}, {}));
-  EXPECT_EQ(mixtral.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(mixtral.status().message().find("llama.expert_count"), std::string::npos)
-      << mixtral.status().message();
+  // Mixtral is a llama file with experts; its experts are as wide as
+  // feed_forward_length says unless an expert width is given, and their
+  // weights are renormalised over the top k.
+  auto mixtral = ConfigOf(WriteMoeHeader("moe_llama", "llama", {"expert_feed_forward_length"}, {}));
+  ASSERT_TRUE(mixtral.ok()) << mixtral.status().ToString();
+  EXPECT_EQ(mixtral->arch, ModelArch::kLlama);
+  EXPECT_TRUE(mixtral->is_moe());
+  EXPECT_EQ(mixtral->n_ff_exp, 96);
+  EXPECT_TRUE(mixtral->norm_topk_prob);
+  auto mixtral_width = ConfigOf(WriteMoeHeader("moe_llama_width", "llama", {}, {}));
+  ASSERT_TRUE(mixtral_width.ok()) << mixtral_width.status().ToString();
+  EXPECT_EQ(mixtral_width->n_ff_exp, 32);
+  // Other dense archs with experts are refused by name, not run as dense.
+  auto phi3 = ConfigOf(WriteMoeHeader("moe_phi3", "phi3", {}, {}));
+  EXPECT_EQ(phi3.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(phi3.status().message().find("phi3.expert_count"), std::string::npos)
+      << phi3.status().message();
 }
 
 // The model files the tests write (tens of MB each, named by process) go
@@ -280,7 +292,7 @@ TEST_P(MoeShapeTest, TokensGroupedByExpertGetTheLogitsTheyGetAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, MoeShapeTest,
-                         ::testing::Values("qwen3-moe-tiny", "qwen2-moe-tiny"),
+                         ::testing::Values("qwen3-moe-tiny", "qwen2-moe-tiny", "mixtral-tiny"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -329,6 +329,16 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     shape.n_ff_shexp = 512;
     return shape;
   }
+  if (name == "mixtral-tiny") {
+    // Mixtral's layout (a llama file with experts: 8 experts, 2 per token,
+    // renormalised, no shared expert) on a tiny body with the llama vocabulary.
+    SyntheticShape shape{"mixtral-tiny", 4,          256,   4,    2,
+                         768,            1000000.0f, false, 32768, "vocab/ggml-vocab-llama-spm.gguf"};
+    shape.n_expert = 8;
+    shape.n_expert_used = 2;
+    shape.n_ff_exp = 256;
+    return shape;
+  }
   if (name == "tiny-phi3") {
     // Phi-3's layout (Q, K and V fused; gate and up fused; rotation of
     // halves; no GQA) on a tiny body with the llama vocabulary it uses.
@@ -366,7 +376,7 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
 
 std::vector<std::string> SyntheticShapeNames() {
   return {"llama-1b",     "llama-8b",       "tinyllama-1.1b", "tiny-qwen3", "tiny-llama3",
-          "qwen3-moe-5b", "qwen2-moe-tiny", "qwen3-moe-tiny", "tiny-phi3"};
+          "qwen3-moe-5b", "qwen2-moe-tiny", "qwen3-moe-tiny", "mixtral-tiny", "tiny-phi3"};
 }
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {
@@ -451,7 +461,8 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
       (s.head_dim == 0 && s.n_embd % s.n_head != 0) || s.n_head % s.n_head_kv != 0 ||
       (s.arch != "llama" && s.arch != "qwen3" && s.arch != "qwen3moe" && s.arch != "qwen2moe" &&
        s.arch != "phi3") ||
-      (s.arch == "qwen3moe" || s.arch == "qwen2moe") != (s.n_expert > 0) ||
+      ((s.arch == "qwen3moe" || s.arch == "qwen2moe") && s.n_expert == 0) ||
+      (s.n_expert > 0 && s.arch != "qwen3moe" && s.arch != "qwen2moe" && s.arch != "llama") ||
       (s.n_ff_shexp > 0 && s.arch != "qwen2moe") ||
       (s.n_expert > 0 &&
        (s.n_expert_used <= 0 || s.n_expert_used > s.n_expert || s.n_ff_exp <= 0))) {
@@ -474,7 +485,9 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   writer.SetUint32(a + "context_length", static_cast<uint32_t>(s.context_length));
   writer.SetUint32(a + "embedding_length", static_cast<uint32_t>(s.n_embd));
   writer.SetUint32(a + "block_count", static_cast<uint32_t>(s.n_layer));
-  writer.SetUint32(a + "feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  // Mixtral's files give the experts' width as feed_forward_length.
+  const bool mixtral = s.arch == "llama" && s.n_expert > 0;
+  writer.SetUint32(a + "feed_forward_length", static_cast<uint32_t>(mixtral ? s.n_ff_exp : s.n_ff));
   writer.SetUint32(a + "attention.head_count", static_cast<uint32_t>(s.n_head));
   writer.SetUint32(a + "attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
   if (s.head_dim > 0) {
@@ -488,7 +501,9 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   if (s.n_expert > 0) {
     writer.SetUint32(a + "expert_count", static_cast<uint32_t>(s.n_expert));
     writer.SetUint32(a + "expert_used_count", static_cast<uint32_t>(s.n_expert_used));
-    writer.SetUint32(a + "expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+    if (!mixtral) {
+      writer.SetUint32(a + "expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+    }
     if (s.n_ff_shexp > 0) {
       writer.SetUint32(a + "expert_shared_feed_forward_length",
                        static_cast<uint32_t>(s.n_ff_shexp));

@@ -15,18 +15,12 @@ constexpr size_t kBlockBytes = 16 * 84;
 constexpr int kScaleWords = 64;
 constexpr int kLevels = 320;
 
-// Group g (0..3) of sub-block j as levels (0..3) (panel_layout.h).
-inline __m512i Group(const uint8_t* pb, int j, int g) {
-  const __m512i v = _mm512_loadu_si512(pb + kLevels + 64 * (8 * (j / 8) + 4 * (j % 2) + g));
-  return _mm512_and_si512(_mm512_srli_epi16(v, 2 * ((j % 8) / 2)), _mm512_set1_epi8(3));
-}
-
-// The scale word holding sub-block j, shifted so that its byte j % 4 (scale
-// in the low nibble, min in the high one) is the low byte of each lane; the
-// bytes above are not masked.
-inline __m512i ScaleByte(const uint8_t* pb, int j) {
-  return _mm512_srli_epi32(_mm512_loadu_si512(pb + kScaleWords + 64 * (j / 4)), 8 * (j % 4));
-}
+// The level vectors of a panel-block (panel_layout.h): vector 8h + 4c + g
+// holds group g of sub-block 8h + 2q + c in bits 2q, 2q + 1 of each byte
+// (h, c in 0..1, q in 0..3). Each vector is loaded once per super-block and
+// its four planes are masked in place: a plane q level is then level * 4^q
+// (at most 192, still a byte), and the exact sum over a sub-block comes out
+// 4^q times too large, which one arithmetic shift of the int32 sum undoes.
 
 struct Q2KTile {
   const uint8_t* panel;
@@ -47,36 +41,51 @@ struct Q2KTile {
     for (int64_t sb = 0; sb < super_blocks; ++sb) {
       const uint8_t* pb = panel + sb * kBlockBytes;
       if (kTokens == 1 || t0 == 0) PrefetchAhead(pb, kBlockBytes);
+      __m512i words[4];  // the scale bytes of sub-blocks 4w .. 4w + 3, as lanes
+      for (int w = 0; w < 4; ++w) words[w] = _mm512_loadu_si512(pb + kScaleWords + 64 * w);
       __m512i scaled[kTokens];
       for (int t = 0; t < kTokens; ++t) scaled[t] = _mm512_setzero_si512();
-#pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) {
-        const __m512i scale = _mm512_and_si512(ScaleByte(pb, j), nibble);
-        __m512i w[4];
-        for (int g = 0; g < 4; ++g) w[g] = Group(pb, j, g);
-        __m512i part[kTokens];
-#pragma GCC unroll 8
-        for (int t = 0; t < kTokens; ++t) part[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
+      for (int hc = 0; hc < 4; ++hc) {  // h = hc / 2, c = hc % 2
+        __m512i v[4];
         for (int g = 0; g < 4; ++g) {
+          v[g] = _mm512_loadu_si512(pb + kLevels + 64 * (8 * (hc / 2) + 4 * (hc % 2) + g));
+        }
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q) {
+          const int j = 8 * (hc / 2) + 2 * q + hc % 2;
+          const __m512i scale =
+              _mm512_and_si512(_mm512_srli_epi32(words[j / 4], 8 * (j % 4)), nibble);
+          const __m512i plane = _mm512_set1_epi8(static_cast<char>(3 << (2 * q)));
+          __m512i w[4];
+          for (int g = 0; g < 4; ++g) w[g] = _mm512_and_si512(v[g], plane);
+          __m512i part[kTokens];
+#pragma GCC unroll 8
+          for (int t = 0; t < kTokens; ++t) part[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+          for (int g = 0; g < 4; ++g) {
+#pragma GCC unroll 8
+            for (int t = 0; t < kTokens; ++t) {
+              const int8_t* lv =
+                  reinterpret_cast<const int8_t*>(rows[t] + layout.levels) + 256 * sb + 16 * j;
+              part[t] = _mm512_dpbusd_epi32(part[t], w[g], Broadcast4(lv + 4 * g));
+            }
+          }
 #pragma GCC unroll 8
           for (int t = 0; t < kTokens; ++t) {
-            const int8_t* lv =
-                reinterpret_cast<const int8_t*>(rows[t] + layout.levels) + 256 * sb + 16 * j;
-            part[t] = _mm512_dpbusd_epi32(part[t], w[g], Broadcast4(lv + 4 * g));
+            const __m512i sum = q == 0 ? part[t] : _mm512_srai_epi32(part[t], 2 * q);
+            scaled[t] = _mm512_dpwssd_epi32(scaled[t], sum, scale);
           }
-        }
-#pragma GCC unroll 8
-        for (int t = 0; t < kTokens; ++t) {
-          scaled[t] = _mm512_dpwssd_epi32(scaled[t], part[t], scale);
         }
       }
       // (min 2k, min 2k+1) int16 pairs of each row.
       __m512i mins[8];
       for (int k = 0; k < 8; ++k) {
-        const __m512i first = _mm512_and_si512(_mm512_srli_epi32(ScaleByte(pb, 2 * k), 4), nibble);
+        const int j = 2 * k;
+        const __m512i first =
+            _mm512_and_si512(_mm512_srli_epi32(words[j / 4], 8 * (j % 4) + 4), nibble);
         const __m512i second =
-            _mm512_and_si512(_mm512_srli_epi32(ScaleByte(pb, 2 * k + 1), 4), nibble);
+            _mm512_and_si512(_mm512_srli_epi32(words[j / 4], 8 * (j % 4 + 1) + 4), nibble);
         mins[k] = _mm512_or_si512(first, _mm512_slli_epi32(second, 16));
       }
       const __m512 dw = LoadHalves16(pb);
