@@ -90,8 +90,7 @@ class KeyReader {
 // kvmesh and expert features kvmesh does not compute (shared experts, other
 // gating functions) are errors naming the key.
 Status ReadExperts(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* c) {
-  const bool mixtral =
-      c->arch == ModelArch::kLlama && file.Find(r.Key("expert_count")) != nullptr;
+  const bool mixtral = c->arch == ModelArch::kLlama && file.Find(r.Key("expert_count")) != nullptr;
   if (c->arch != ModelArch::kQwen3Moe && c->arch != ModelArch::kQwen2Moe && !mixtral) {
     if (file.Find(r.Key("expert_count")) != nullptr) {
       return UnimplementedError(file.name() + ": metadata key \"" + r.Key("expert_count") +

@@ -332,8 +332,16 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
   if (name == "mixtral-tiny") {
     // Mixtral's layout (a llama file with experts: 8 experts, 2 per token,
     // renormalised, no shared expert) on a tiny body with the llama vocabulary.
-    SyntheticShape shape{"mixtral-tiny", 4,          256,   4,    2,
-                         768,            1000000.0f, false, 32768, "vocab/ggml-vocab-llama-spm.gguf"};
+    SyntheticShape shape{"mixtral-tiny",
+                         4,
+                         256,
+                         4,
+                         2,
+                         768,
+                         1000000.0f,
+                         false,
+                         32768,
+                         "vocab/ggml-vocab-llama-spm.gguf"};
     shape.n_expert = 8;
     shape.n_expert_used = 2;
     shape.n_ff_exp = 256;
@@ -375,7 +383,7 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
 }
 
 std::vector<std::string> SyntheticShapeNames() {
-  return {"llama-1b",     "llama-8b",       "tinyllama-1.1b", "tiny-qwen3", "tiny-llama3",
+  return {"llama-1b",     "llama-8b",       "tinyllama-1.1b", "tiny-qwen3",   "tiny-llama3",
           "qwen3-moe-5b", "qwen2-moe-tiny", "qwen3-moe-tiny", "mixtral-tiny", "tiny-phi3"};
 }
 
