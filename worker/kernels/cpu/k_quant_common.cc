@@ -259,6 +259,63 @@ void QuantizeAffineSuperBlock(const float* x, int max_level, const AffineSearch&
   std::copy(groups.levels, groups.levels + kSuperBlockSize, out->levels);
 }
 
+namespace {
+
+// Levels (stored + half_range) and weighted error of a group of 16 under the
+// step d * scale, computed as the kernels dequantize.
+double QuantizeSymmetricGroup(const float* x, const float* weights, float d, int scale,
+                              int half_range, uint8_t* levels) {
+  const float step = d * static_cast<float>(scale);
+  double error = 0.0;
+  for (int i = 0; i < 16; ++i) {
+    int l = 0;
+    if (step != 0.0f) l = std::clamp(NearestInt(x[i] / step), -half_range, half_range - 1);
+    levels[i] = static_cast<uint8_t>(l + half_range);
+    const double diff = static_cast<double>(step * static_cast<float>(l)) - x[i];
+    error += weights[i] * diff * diff;
+  }
+  return error;
+}
+
+}  // namespace
+
+void QuantizeSymmetricSuperBlock(const float* x, int half_range, int scale_range,
+                                 SymmetricSuperBlock* out) {
+  constexpr int kGroups = kSuperBlockSize / 16;
+  float weights[kGroups][16];
+  float scales[kGroups];
+  int8_t signed_levels[16];
+  float max_scale = 0.0f;  // signed scale of largest magnitude
+  for (int j = 0; j < kGroups; ++j) {
+    MagnitudeWeights(x + 16 * j, 16, weights[j]);
+    scales[j] = FitSymmetricLevels(x + 16 * j, weights[j], 16, half_range, signed_levels);
+    if (std::fabs(scales[j]) > std::fabs(max_scale)) max_scale = scales[j];
+  }
+  *out = SymmetricSuperBlock{};
+  if (max_scale == 0.0f) return;  // all zeros: d = 0 and every level encodes 0
+
+  const float inv_scale = -static_cast<float>(scale_range) / max_scale;
+  out->d = FloatToHalf(1.0f / inv_scale);
+  const float d = HalfToFloat(out->d);
+  uint8_t trial[16];
+  for (int j = 0; j < kGroups; ++j) {
+    // Try the neighbours of the rounded scale against the real
+    // dequantization; rounding alone can cost a step.
+    const int rounded =
+        std::clamp(NearestInt(inv_scale * scales[j]), -scale_range, scale_range - 1);
+    double best_error = -1.0;
+    for (int s = std::max(-scale_range, rounded - 1); s <= std::min(scale_range - 1, rounded + 1);
+         ++s) {
+      const double error = QuantizeSymmetricGroup(x + 16 * j, weights[j], d, s, half_range, trial);
+      if (best_error < 0.0 || error < best_error) {
+        best_error = error;
+        out->scales[j] = s;
+        std::copy(trial, trial + 16, out->levels + 16 * j);
+      }
+    }
+  }
+}
+
 int NearestIq4Code(float v) {
   // kIq4Values is increasing: the code is where v falls between midpoints.
   int code = 0;

@@ -144,6 +144,22 @@ struct AffineGroups {
 void QuantizeAffineGroups(const float* x, int group_size, int max_level, int max_code,
                           const AffineSearch& search, AffineGroups* out);
 
+// Quantizes one 256-element super-block as sixteen groups of 16 with
+// symmetric levels -half_range .. half_range - 1 (stored + half_range) and a
+// signed integer scale each, -scale_range .. scale_range - 1, under one f16
+// super-scale d (Q6_K: half_range 32, int8 scales; Q3_K: 4 and 6-bit
+// scales). Each group is fitted; the largest scale maps to -scale_range, the
+// wide end; then each group keeps the scale near its rounded one (and the
+// levels) that give the least error as the kernels dequantize it. A block of
+// zeros gets d = 0, scales 0 and levels 0.
+struct SymmetricSuperBlock {
+  uint16_t d = 0;
+  int scales[kSuperBlockSize / 16] = {};
+  uint8_t levels[kSuperBlockSize] = {};
+};
+void QuantizeSymmetricSuperBlock(const float* x, int half_range, int scale_range,
+                                 SymmetricSuperBlock* out);
+
 // The code (0..15) of the IQ4 value nearest to v (block_types.h, kIq4Values).
 int NearestIq4Code(float v);
 

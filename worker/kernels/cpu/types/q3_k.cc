@@ -1,8 +1,6 @@
 // Q3_K: 256-element super-blocks of sixteen 16-element sub-blocks, each with
 // a signed 6-bit scale under one f16 super-scale: x = d*(scale_j - 32)*(level
 // - 4), level in 0..7. Dot products pair with Q8_K.
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "common/half.h"
@@ -48,59 +46,13 @@ void SetScale(BlockQ3_K* block, int j, int scale) {
   top = static_cast<uint8_t>((top & ~(3 << shift)) | (code >> 4) << shift);
 }
 
-// Levels (0..7) and weighted error of sub-block x under the scale
-// d * sub_scale, computed as the kernels dequantize.
-double QuantizeSubBlock(const float* x, const float* weights, float d, int sub_scale,
-                        uint8_t* levels) {
-  const float step = d * static_cast<float>(sub_scale);
-  double error = 0.0;
-  for (int i = 0; i < kSubBlockSize; ++i) {
-    int l = 0;
-    if (step != 0.0f) l = std::clamp(NearestInt(x[i] / step), -kHalfRange, kHalfRange - 1);
-    levels[i] = static_cast<uint8_t>(l + kHalfRange);
-    const double diff = static_cast<double>(step * static_cast<float>(l)) - x[i];
-    error += weights[i] * diff * diff;
-  }
-  return error;
-}
-
 void QuantizeBlock(const float* x, BlockQ3_K* block) {
-  float weights[kSubBlocks][kSubBlockSize];
-  float scales[kSubBlocks];
-  int8_t signed_levels[kSubBlockSize];
-  float max_scale = 0.0f;  // signed scale of largest magnitude
-  for (int j = 0; j < kSubBlocks; ++j) {
-    const float* sub = x + kSubBlockSize * j;
-    MagnitudeWeights(sub, kSubBlockSize, weights[j]);
-    scales[j] = FitSymmetricLevels(sub, weights[j], kSubBlockSize, kHalfRange, signed_levels);
-    if (std::fabs(scales[j]) > std::fabs(max_scale)) max_scale = scales[j];
-  }
-
+  SymmetricSuperBlock fit;
+  QuantizeSymmetricSuperBlock(x, kHalfRange, /*scale_range=*/32, &fit);
   std::memset(block, 0, sizeof(*block));
-  for (int j = 0; j < kSubBlocks; ++j) SetScale(block, j, 0);
-  uint8_t levels[kSuperBlockSize];
-  std::fill(levels, levels + kSuperBlockSize, static_cast<uint8_t>(kHalfRange));
-  if (max_scale != 0.0f) {
-    // Map the largest sub-scale to -32, the wide end of the 6-bit range.
-    const float inv_scale = -32.0f / max_scale;
-    block->d = FloatToHalf(1.0f / inv_scale);
-    const float d = HalfToFloat(block->d);
-    uint8_t trial[kSubBlockSize];
-    for (int j = 0; j < kSubBlocks; ++j) {
-      // Try the neighbours of the rounded scale against the real
-      // dequantization; rounding alone can cost a step.
-      const int rounded = std::clamp(NearestInt(inv_scale * scales[j]), -32, 31);
-      double best_error = -1.0;
-      for (int s = std::max(-32, rounded - 1); s <= std::min(31, rounded + 1); ++s) {
-        const double error = QuantizeSubBlock(x + kSubBlockSize * j, weights[j], d, s, trial);
-        if (best_error < 0.0 || error < best_error) {
-          best_error = error;
-          SetScale(block, j, s);
-          std::copy(trial, trial + kSubBlockSize, levels + kSubBlockSize * j);
-        }
-      }
-    }
-  }
+  block->d = fit.d;
+  for (int j = 0; j < kSubBlocks; ++j) SetScale(block, j, fit.scales[j]);
+  const uint8_t* levels = fit.levels;
   for (int e = 0; e < kSuperBlockSize; ++e) {
     const int half = e / 128;
     const int quarter = (e % 128) / 32;

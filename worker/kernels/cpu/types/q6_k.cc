@@ -1,8 +1,6 @@
 // Q6_K: 256-element super-blocks of sixteen 16-element sub-blocks, each with
 // a signed 8-bit scale under one f16 super-scale: x = d*scale_j*(level - 32),
 // level in 0..63. Dot products pair with Q8_K.
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "common/half.h"
@@ -32,58 +30,13 @@ int Level(const BlockQ6_K& block, int e) {
   return low | high << 4;
 }
 
-// Levels (0..63) and weighted error of sub-block x under the scale
-// d * sub_scale, computed as the kernels dequantize.
-double QuantizeSubBlock(const float* x, const float* weights, float d, int sub_scale,
-                        uint8_t* levels) {
-  const float step = d * static_cast<float>(sub_scale);
-  double error = 0.0;
-  for (int i = 0; i < kSubBlockSize; ++i) {
-    int l = 0;
-    if (step != 0.0f) l = std::clamp(NearestInt(x[i] / step), -kHalfRange, kHalfRange - 1);
-    levels[i] = static_cast<uint8_t>(l + kHalfRange);
-    const double diff = static_cast<double>(step * static_cast<float>(l)) - x[i];
-    error += weights[i] * diff * diff;
-  }
-  return error;
-}
-
 void QuantizeBlock(const float* x, BlockQ6_K* block) {
-  float weights[kSubBlocks][kSubBlockSize];
-  float scales[kSubBlocks];
-  int8_t signed_levels[kSubBlockSize];
-  float max_scale = 0.0f;  // signed scale of largest magnitude
-  for (int j = 0; j < kSubBlocks; ++j) {
-    const float* sub = x + kSubBlockSize * j;
-    MagnitudeWeights(sub, kSubBlockSize, weights[j]);
-    scales[j] = FitSymmetricLevels(sub, weights[j], kSubBlockSize, kHalfRange, signed_levels);
-    if (std::fabs(scales[j]) > std::fabs(max_scale)) max_scale = scales[j];
-  }
-
+  SymmetricSuperBlock fit;
+  QuantizeSymmetricSuperBlock(x, kHalfRange, /*scale_range=*/128, &fit);
   std::memset(block, 0, sizeof(*block));
-  if (max_scale == 0.0f) return;  // all zeros: d = 0 and every level encodes 0
-
-  // Map the largest sub-scale to -128, the wide end of int8.
-  const float inv_scale = -128.0f / max_scale;
-  block->d = FloatToHalf(1.0f / inv_scale);
-  const float d = HalfToFloat(block->d);
-  uint8_t levels[kSuperBlockSize];
-  uint8_t trial[kSubBlockSize];
-  for (int j = 0; j < kSubBlocks; ++j) {
-    // Try the neighbours of the rounded 8-bit scale against the real
-    // dequantization; rounding alone can cost a step.
-    const int rounded = std::clamp(NearestInt(inv_scale * scales[j]), -128, 127);
-    double best_error = -1.0;
-    for (int s = std::max(-128, rounded - 1); s <= std::min(127, rounded + 1); ++s) {
-      const double error = QuantizeSubBlock(x + kSubBlockSize * j, weights[j], d, s, trial);
-      if (best_error < 0.0 || error < best_error) {
-        best_error = error;
-        block->scales[j] = static_cast<int8_t>(s);
-        std::copy(trial, trial + kSubBlockSize, levels + kSubBlockSize * j);
-      }
-    }
-  }
-
+  block->d = fit.d;
+  for (int j = 0; j < kSubBlocks; ++j) block->scales[j] = static_cast<int8_t>(fit.scales[j]);
+  const uint8_t* levels = fit.levels;
   for (int half = 0; half < 2; ++half) {
     const uint8_t* hl = levels + 128 * half;
     for (int l = 0; l < 32; ++l) {
