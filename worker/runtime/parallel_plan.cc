@@ -110,7 +110,9 @@ Status PlanLayers(const ModelConfig& c, const ModelWeights& w, const PlanOptions
     s.q_head_begin = 0;
     s.q_head_end = c.n_head;
     s.ff_begin = 0;
-    s.ff_end = c.n_ff;
+    s.ff_end = c.is_moe() ? c.n_ff_exp : c.n_ff;
+    s.shexp_begin = 0;
+    s.shexp_end = c.n_ff_shexp;
     s.embeds = d == 0;
     if (d == n - 1) {
       s.vocab_begin = 0;
@@ -129,13 +131,24 @@ int BlockSize(const WeightMatrix& m) {
   return info ? static_cast<int>(info->block_size) : 1;
 }
 
+// The even cut of `width` feed-forward columns into n parts at whole blocks
+// of the down projections (`down`: one per layer), or an error naming `what`.
+StatusOr<std::vector<int>> FeedForwardCut(int width, int n,
+                                          const std::vector<const WeightMatrix*>& down,
+                                          const std::string& what) {
+  int unit = 1;
+  for (const WeightMatrix* m : down) unit = std::max(unit, BlockSize(*m));
+  if (width % unit != 0 || width / unit < n) {
+    return InvalidArgumentError(SplitError(n, what + "'s " + std::to_string(width) +
+                                                  " columns hold " + std::to_string(width / unit) +
+                                                  " blocks of " + std::to_string(unit) +
+                                                  ", fewer than the devices; use --split layer"));
+  }
+  return EvenBoundaries(width, n, unit);
+}
+
 Status PlanTensor(const ModelConfig& c, const ModelWeights& w, ParallelPlan* plan) {
   const int n = plan->num_devices();
-  if (c.is_moe()) {
-    return UnimplementedError(
-        SplitError(n, "the model is a mixture of experts (" + std::to_string(c.n_expert) +
-                          " experts), which a tensor split does not shard yet; use --split layer"));
-  }
   if (c.n_head_kv % n != 0) {
     return InvalidArgumentError(
         SplitError(n, "the model's " + std::to_string(c.n_head_kv) + " KV heads do not divide by " +
@@ -145,7 +158,6 @@ Status PlanTensor(const ModelConfig& c, const ModelWeights& w, ParallelPlan* pla
   }
   const int group = c.n_head / c.n_head_kv;
   // The row-parallel matrices are cut between columns: at whole blocks.
-  int ff_unit = 1;
   for (const LayerWeights& l : w.layers) {
     const int q_cols_per_device = c.n_embd_q() / n;
     if (q_cols_per_device % BlockSize(l.wo) != 0) {
@@ -154,16 +166,25 @@ Status PlanTensor(const ModelConfig& c, const ModelWeights& w, ParallelPlan* pla
                  std::to_string(BlockSize(l.wo)) + ") cannot be cut at column " +
                  std::to_string(q_cols_per_device) + "; use fewer devices or --split layer"));
     }
-    ff_unit = std::max(ff_unit, BlockSize(l.w_down));
   }
-  if (c.n_ff % ff_unit != 0 || c.n_ff / ff_unit < n) {
-    return InvalidArgumentError(
-        SplitError(n, "the FFN's " + std::to_string(c.n_ff) + " columns hold " +
-                          std::to_string(c.n_ff / ff_unit) + " blocks of " +
-                          std::to_string(ff_unit) + ", fewer than the devices; use --split layer"));
+  // A mixture of experts is cut inside every expert (each device holds the
+  // same columns of each, and the router whole): a token's experts then run
+  // on every device, each on its share, and the all-reduce after the layer
+  // sums the shares as it sums a dense FFN's.
+  std::vector<const WeightMatrix*> down, down_shexp;
+  for (const LayerWeights& l : w.layers) {
+    if (!c.is_moe()) down.push_back(&l.w_down);
+    for (const WeightMatrix& m : l.down_exps) down.push_back(&m);
+    if (c.n_ff_shexp > 0) down_shexp.push_back(&l.down_shexp);
+  }
+  ASSIGN_OR_RETURN(const std::vector<int> ff,
+                   FeedForwardCut(c.is_moe() ? c.n_ff_exp : c.n_ff, n, down,
+                                  c.is_moe() ? "each expert" : "the FFN"));
+  std::vector<int> shexp(n + 1, 0);
+  if (c.n_ff_shexp > 0) {
+    ASSIGN_OR_RETURN(shexp, FeedForwardCut(c.n_ff_shexp, n, down_shexp, "the shared expert"));
   }
   const std::vector<int> kv = EvenBoundaries(c.n_head_kv, n, 1);
-  const std::vector<int> ff = EvenBoundaries(c.n_ff, n, ff_unit);
   // Vocabulary slices start on 16-row panels.
   const int vocab_unit = c.n_vocab >= 16 * n ? 16 : 1;
   std::vector<int> vocab = EvenBoundaries(c.n_vocab / vocab_unit * vocab_unit, n, vocab_unit);
@@ -178,6 +199,8 @@ Status PlanTensor(const ModelConfig& c, const ModelWeights& w, ParallelPlan* pla
     s.q_head_end = kv[d + 1] * group;
     s.ff_begin = ff[d];
     s.ff_end = ff[d + 1];
+    s.shexp_begin = shexp[d];
+    s.shexp_end = shexp[d + 1];
     s.vocab_begin = vocab[d];
     s.vocab_end = vocab[d + 1];
     s.embeds = true;
@@ -187,6 +210,17 @@ Status PlanTensor(const ModelConfig& c, const ModelWeights& w, ParallelPlan* pla
           Share(l.wk.num_bytes() + l.wv.num_bytes(), s.kv_head_begin, s.kv_head_end, c.n_head_kv) +
           Share(l.w_gate.num_bytes() + l.w_up.num_bytes() + l.w_down.num_bytes(), s.ff_begin,
                 s.ff_end, c.n_ff);
+      for (size_t e = 0; e < l.gate_exps.size(); ++e) {
+        s.weight_bytes += Share(
+            l.gate_exps[e].num_bytes() + l.up_exps[e].num_bytes() + l.down_exps[e].num_bytes(),
+            s.ff_begin, s.ff_end, c.n_ff_exp);
+      }
+      s.weight_bytes += l.w_gate_inp.num_bytes();
+      if (c.n_ff_shexp > 0) {
+        s.weight_bytes +=
+            Share(l.gate_shexp.num_bytes() + l.up_shexp.num_bytes() + l.down_shexp.num_bytes(),
+                  s.shexp_begin, s.shexp_end, c.n_ff_shexp);
+      }
     }
     s.weight_bytes += w.token_embd.num_bytes();
     s.weight_bytes += Share(w.output.num_bytes(), s.vocab_begin, s.vocab_end, c.n_vocab);

@@ -47,7 +47,11 @@ struct DeviceShard {
   int layer_begin = 0, layer_end = 0;
   int kv_head_begin = 0, kv_head_end = 0;
   int q_head_begin = 0, q_head_end = 0;
+  // Feed-forward columns held here: of the dense FFN, or in a mixture of
+  // experts of every expert (each device holds the same slice of each), and
+  // of the shared expert (shexp_*; empty without one).
   int ff_begin = 0, ff_end = 0;
+  int shexp_begin = 0, shexp_end = 0;
   int vocab_begin = 0, vocab_end = 0;  // output rows computed here; empty: none
   bool embeds = false;                 // looks the step's tokens up
   uint64_t weight_bytes = 0;           // matrices held, in their GGUF types

@@ -74,16 +74,23 @@ WeightShard WeightShard::Make(const ModelWeights& w, const ModelConfig& c,
     dst.bv = SliceVector(src.bv, v0, v1);
     out.storage.emplace_back();
     dst.wo = SliceColumns(src.wo, q0, q1, &out.storage.back());
-    if (c.is_moe()) {  // whole experts on every device (no tensor split of experts yet)
-      KVMESH_CHECK(shard.ff_begin == 0 && shard.ff_end == c.n_ff);
+    if (c.is_moe()) {  // the router whole; the same columns of every expert
       dst.w_gate_inp = src.w_gate_inp;
-      dst.gate_exps = src.gate_exps;
-      dst.up_exps = src.up_exps;
-      dst.down_exps = src.down_exps;
+      for (size_t e = 0; e < src.gate_exps.size(); ++e) {
+        dst.gate_exps.push_back(SliceRows(src.gate_exps[e], shard.ff_begin, shard.ff_end));
+        dst.up_exps.push_back(SliceRows(src.up_exps[e], shard.ff_begin, shard.ff_end));
+        out.storage.emplace_back();
+        dst.down_exps.push_back(
+            SliceColumns(src.down_exps[e], shard.ff_begin, shard.ff_end, &out.storage.back()));
+      }
       dst.gate_inp_shexp = src.gate_inp_shexp;
-      dst.gate_shexp = src.gate_shexp;
-      dst.up_shexp = src.up_shexp;
-      dst.down_shexp = src.down_shexp;
+      if (c.n_ff_shexp > 0) {
+        dst.gate_shexp = SliceRows(src.gate_shexp, shard.shexp_begin, shard.shexp_end);
+        dst.up_shexp = SliceRows(src.up_shexp, shard.shexp_begin, shard.shexp_end);
+        out.storage.emplace_back();
+        dst.down_shexp =
+            SliceColumns(src.down_shexp, shard.shexp_begin, shard.shexp_end, &out.storage.back());
+      }
       sw.layers.push_back(std::move(dst));
       continue;
     }

@@ -355,7 +355,7 @@ void CpuExecutor::MoeFeedForward(int layer) {
   const int n_expert = config_.n_expert;
   const int k_used = config_.n_expert_used;
   const int64_t n_embd = config_.n_embd;
-  const int64_t n_ff = config_.n_ff_exp;
+  const int64_t n_ff = pl.gate_exps[0].rows();  // this device's share of each expert
   const float* x = Buf(Act::kNormed).data.data();
   float* proj = Buf(Act::kProjection).data.data();
   std::fill(proj, proj + n * n_embd, 0.0f);
@@ -413,7 +413,7 @@ void CpuExecutor::SharedExpert(int layer, const float* x, float* proj) {
   const std::vector<float>& gate_inp = weights_.weights.layers[local].gate_inp_shexp;
   const int64_t n = n_tokens_;
   const int64_t n_embd = config_.n_embd;
-  const int64_t n_ff = config_.n_ff_shexp;
+  const int64_t n_ff = pl.gate_shexp.rows();  // this device's share
   moe_.gate.resize(static_cast<size_t>(n * n_ff));
   moe_.up.resize(static_cast<size_t>(n * n_ff));
   moe_.out.resize(static_cast<size_t>(n * n_embd));
