@@ -1,13 +1,18 @@
-// A mixture-of-experts model served end to end: a worker process loads a
-// synthetic qwen3moe (8 experts, 2 per token) and a router in front of it
-// answers a greedy request with the tokens the same model gives in process
-// (prefill, then one token a step on the executor).
+// Mixture-of-experts models served end to end: a worker process loads a
+// synthetic model (8 experts, 2 per token: qwen3moe and Mixtral on one
+// device, qwen2moe with its shared expert cut over 2 devices by a tensor
+// split) and a router in front of it answers a greedy request with the
+// tokens the same model gives in process on the same plan (prefill, then one
+// token a step on the executor).
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <ostream>
+#include <string>
+#include <vector>
 
 #include "common/thread_pool.h"
 #include "kvmesh/v1/inference.grpc.pb.h"
@@ -21,26 +26,40 @@ namespace {
 
 const std::string kShared = KVMESH_SHARED_DIR;
 
-std::string SyntheticMoe() {
+// A served mixture of experts: a synthetic shape, and how the worker holds it.
+struct Case {
+  std::string shape;
+  std::string split;  // "": one device; "tensor": every expert cut over 2
+};
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.shape << (c.split.empty() ? " on one device" : " split " + c.split);
+}
+
+std::string SyntheticMoe(const std::string& shape) {
   SynthesizeOptions o;
-  o.shape = *FindSyntheticShape("qwen3-moe-tiny");
+  o.shape = *FindSyntheticShape(shape);
   o.shape.n_layer = 2;
   o.shape.default_chat_template.clear();
   o.mix = SyntheticMix::kQ8_0;
   o.vocab_path = kShared + "/vocab/ggml-vocab-llama-spm.gguf";
-  o.output_path = ::testing::TempDir() + "/moe_e2e_" + std::to_string(::getpid()) + ".gguf";
+  o.output_path =
+      ::testing::TempDir() + "/moe_e2e_" + shape + "_" + std::to_string(::getpid()) + ".gguf";
   ThreadPool pool(2);
   auto report = SynthesizeModel(o, pool);
   EXPECT_TRUE(report.ok()) << report.status().ToString();
   return o.output_path;
 }
 
-// Greedy tokens after `prompt`, computed on an executor in this process.
-std::vector<int32_t> GreedyInProcess(const Model& model, const std::vector<int32_t>& prompt,
-                                     int n) {
+// Greedy tokens after `prompt`, computed in this process on the plan the
+// worker uses.
+std::vector<int32_t> GreedyInProcess(const Model& model, const std::string& split,
+                                     const std::vector<int32_t>& prompt, int n) {
   const ModelConfig& c = model.config();
   const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
-  auto exec = ModelExecutor::CreateOnCpu(model, layout, 8, 2);
+  auto options =
+      PlanOptions::Parse(split.empty() ? "" : "cpu:0,cpu:1", split, "", split.empty() ? 2 : 1);
+  EXPECT_TRUE(options.ok()) << options.status().ToString();
+  auto exec = ModelExecutor::Create(model, layout, *options, 8);
   EXPECT_TRUE(exec.ok()) << exec.status().ToString();
   std::vector<int32_t> table = {0, 1, 2, 3, 4, 5, 6, 7};
   std::vector<int32_t> out;
@@ -59,19 +78,25 @@ std::vector<int32_t> GreedyInProcess(const Model& model, const std::vector<int32
   return out;
 }
 
-TEST(MoeClusterTest, ARouterServesAMixtureOfExpertsAsTheEngineComputesIt) {
-  const std::string path = SyntheticMoe();
-  struct RemoveWhenDone {  // 22 MB, named by process
+class MoeClusterTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(MoeClusterTest, ARouterServesAMixtureOfExpertsAsTheEngineComputesIt) {
+  const Case c = GetParam();
+  const std::string path = SyntheticMoe(c.shape);
+  struct RemoveWhenDone {  // tens of MB, named by process
     std::string path;
     ~RemoveWhenDone() { std::filesystem::remove(path); }
   } cleanup{path};
   auto model = Model::Load(path);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 432, 29892, 338};
-  const std::vector<int32_t> want = GreedyInProcess(**model, prompt, 8);
+  const std::vector<int32_t> want = GreedyInProcess(**model, c.split, prompt, 8);
 
-  testing::ProcessHandle worker =
-      testing::StartWorker(KVMESH_WORKER_BINARY, {"--model", path}, 0, "moe_w0");
+  std::vector<std::string> args = {"--model", path};
+  if (!c.split.empty()) {
+    args.insert(args.end(), {"--devices", "cpu:0,cpu:1", "--split", c.split, "--threads", "1"});
+  }
+  testing::ProcessHandle worker = testing::StartWorker(KVMESH_WORKER_BINARY, args, 0, "moe_w0");
   ASSERT_TRUE(worker.ok());
   testing::ProcessHandle router =
       testing::StartRouter(KVMESH_ROUTER_BINARY, {worker.grpc}, {}, "moe_router");
@@ -94,6 +119,17 @@ TEST(MoeClusterTest, ARouterServesAMixtureOfExpertsAsTheEngineComputesIt) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(got, want);
 }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MoeClusterTest,
+                         ::testing::Values(Case{"qwen3-moe-tiny", ""}, Case{"mixtral-tiny", ""},
+                                           Case{"qwen2-moe-tiny", "tensor"}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           std::string name =
+                               info.param.shape + "_" +
+                               (info.param.split.empty() ? "one_device" : info.param.split);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace kvmesh
