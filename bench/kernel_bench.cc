@@ -10,7 +10,9 @@
 //                       [--types q4_0,q8_0,...] [--seconds 1]
 //
 // With --model FILE: the decode weight stream alone - every matrix of the
-// model once per "token", one token at a time, on --threads threads - in
+// model once per "token" (of a mixture of experts: the router and as many
+// experts per layer as a token uses, drawn afresh per token), one token at a
+// time, on --threads threads - in
 // wall-clock GB/s, to compare with kvmesh_bandwidth_probe and with the
 // tokens/s of `kvmesh bench` (what the rest of a decode step costs).
 #include <time.h>
@@ -131,13 +133,40 @@ int RunModel(const Args& args) {
   }
   ThreadPool pool(args.threads);
   const PackedWeights packed = PackedWeights::Pack((*model)->weights(), args.isa, pool);
-  std::vector<const PackedMatrix*> matrices;
-  for (const PackedLayer& l : packed.layers) {
-    for (const PackedMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      matrices.push_back(m);
+  // The matrices one token reads, in the order a forward pass reads them. A
+  // mixture of experts reads its router and the experts the token picks:
+  // n_expert_used of them per layer, drawn afresh for every token as routing
+  // would scatter them (a fixed pseudo-random sequence).
+  const ModelConfig& config = (*model)->config();
+  uint64_t draw = 0x9e3779b97f4a7c15ull;
+  auto token_matrices = [&] {
+    std::vector<const PackedMatrix*> out;
+    for (const PackedLayer& l : packed.layers) {
+      for (const PackedMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo}) out.push_back(m);
+      if (l.gate_exps.empty()) {
+        for (const PackedMatrix* m : {&l.w_gate, &l.w_up, &l.w_down}) out.push_back(m);
+        continue;
+      }
+      out.push_back(&l.w_gate_inp);
+      std::vector<int> chosen;
+      while (static_cast<int>(chosen.size()) < config.n_expert_used) {
+        draw = draw * 6364136223846793005ull + 1442695040888963407ull;
+        const int e = static_cast<int>((draw >> 33) % l.gate_exps.size());
+        if (std::find(chosen.begin(), chosen.end(), e) == chosen.end()) chosen.push_back(e);
+      }
+      for (int e : chosen) {
+        for (const PackedMatrix* m : {&l.gate_exps[e], &l.up_exps[e], &l.down_exps[e]}) {
+          out.push_back(m);
+        }
+      }
+      if (config.n_ff_shexp > 0) {
+        for (const PackedMatrix* m : {&l.gate_shexp, &l.up_shexp, &l.down_shexp}) out.push_back(m);
+      }
     }
-  }
-  matrices.push_back(&packed.output);
+    out.push_back(&packed.output);
+    return out;
+  };
+  std::vector<const PackedMatrix*> matrices = token_matrices();
   uint64_t bytes = 0;
   int64_t widest = 0;
   for (const PackedMatrix* m : matrices) {
@@ -147,6 +176,7 @@ int RunModel(const Args& args) {
   std::vector<float> x(widest, 0.5f), y(widest);
   QuantizedRows xq;
   auto token = [&] {
+    matrices = token_matrices();
     for (const PackedMatrix* m : matrices) {
       QuantizeRows(x.data(), 1, m->cols(), m->vec_dot_type(), pool, &xq);
       MatMulQuantized(*m, xq, y.data(), pool);
@@ -167,8 +197,10 @@ int RunModel(const Args& args) {
       "(median of 7; %.1f tokens/s if nothing else took time)\n",
       args.model.c_str(), bytes / 1048576.0, args.threads, rates[3], rates[3] * 1e9 / bytes);
   // The same per weight type, matrices of one type back to back.
-  for (TensorType type : {TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0, TensorType::kQ4_0,
-                          TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
+  for (TensorType type :
+       {TensorType::kF16, TensorType::kF32, TensorType::kBF16, TensorType::kQ8_0, TensorType::kQ4_0,
+        TensorType::kIQ4_NL, TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
+        TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_XS}) {
     uint64_t type_bytes = 0;
     for (const PackedMatrix* m : matrices) {
       if (m->type() == type) type_bytes += m->panel_bytes() * m->num_panels();
