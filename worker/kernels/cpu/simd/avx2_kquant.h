@@ -14,6 +14,7 @@ struct Q8KRows {
   const int8_t* levels[kTokens];
   const float* d[kTokens];
   const int16_t* bsum32[kTokens];
+  const int16_t* bsum16[kTokens];
 
   Q8KRows(const uint8_t* x, size_t stride, const PlanarLayout& l, int64_t t0) {
     for (int t = 0; t < kTokens; ++t) {
@@ -21,9 +22,35 @@ struct Q8KRows {
       levels[t] = reinterpret_cast<const int8_t*>(row + l.levels);
       d[t] = reinterpret_cast<const float*>(row + l.scales);
       bsum32[t] = reinterpret_cast<const int16_t*>(row + l.aux);
+      bsum16[t] = reinterpret_cast<const int16_t*>(row + l.aux3);
     }
   }
 };
+
+// One panel's share of a K-type GEMM (as avx512_kquant.h's); the tiles of the
+// newer K types derive from it.
+struct SuperBlockPanel {
+  const uint8_t* panel;
+  int64_t super_blocks;
+  const uint8_t* x;
+  size_t x_stride;
+  PlanarLayout layout;
+  float* y;
+  int64_t y_stride;
+};
+
+// Runs Tile over every panel of `a`, per half and token tile
+// (ForEachHalfAndTokenTile).
+template <typename Tile>
+inline void SuperBlockGemm(const PanelGemmArgs& a, size_t block_bytes) {
+  const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
+  const int64_t super_blocks = a.cols / 256;
+  for (int64_t p = 0; p < a.num_panels; ++p) {
+    const Tile tile{{a.panels + p * super_blocks * static_cast<int64_t>(block_bytes), super_blocks,
+                     a.x, a.x_stride, layout, a.y + p * kPanelRows, a.y_stride}};
+    ForEachHalfAndTokenTile(a.num_tokens, tile);
+  }
+}
 
 // Byte-shuffle control putting byte `first` of each 32-bit lane in bytes 0
 // and (if `second` >= 0) byte `second` in byte 2, zero elsewhere; or with

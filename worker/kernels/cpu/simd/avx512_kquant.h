@@ -16,10 +16,14 @@ namespace kvmesh::kernels::avx512 {
 template <int kTokens>
 struct Q8KRows {
   const uint8_t* row[kTokens];
-  size_t levels_at, d_at, bsum32_at, neg32_sum8_at;
+  size_t levels_at, d_at, bsum32_at, neg32_sum8_at, bsum16_at;
 
   Q8KRows(const uint8_t* x, size_t stride, const PlanarLayout& l, int64_t t0)
-      : levels_at(l.levels), d_at(l.scales), bsum32_at(l.aux), neg32_sum8_at(l.aux2) {
+      : levels_at(l.levels),
+        d_at(l.scales),
+        bsum32_at(l.aux),
+        neg32_sum8_at(l.aux2),
+        bsum16_at(l.aux3) {
     for (int t = 0; t < kTokens; ++t) row[t] = x + (t0 + t) * stride;
   }
   const int8_t* levels(int t) const { return reinterpret_cast<const int8_t*>(row[t] + levels_at); }
@@ -30,7 +34,37 @@ struct Q8KRows {
   const int32_t* neg32_sum8(int t) const {
     return reinterpret_cast<const int32_t*>(row[t] + neg32_sum8_at);
   }
+  const int16_t* bsum16(int t) const {
+    return reinterpret_cast<const int16_t*>(row[t] + bsum16_at);
+  }
 };
+
+// One panel's share of a K-type GEMM: its panel-blocks, the planar Q8_K
+// activations and where its 16 outputs per token go. The tiles of the newer
+// K types derive from it.
+struct SuperBlockPanel {
+  const uint8_t* panel;
+  int64_t super_blocks;
+  const uint8_t* x;
+  size_t x_stride;
+  PlanarLayout layout;
+  float* y;
+  int64_t y_stride;
+};
+
+// Runs Tile (a SuperBlockPanel followed by `extra`) over every panel of `a`,
+// in token tiles (ForEachTokenTile).
+template <typename Tile, typename... Extra>
+inline void SuperBlockGemm(const PanelGemmArgs& a, size_t block_bytes, const Extra&... extra) {
+  const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
+  const int64_t super_blocks = a.cols / 256;
+  for (int64_t p = 0; p < a.num_panels; ++p) {
+    const Tile tile{{a.panels + p * super_blocks * static_cast<int64_t>(block_bytes), super_blocks,
+                     a.x, a.x_stride, layout, a.y + p * kPanelRows, a.y_stride},
+                    extra...};
+    ForEachTokenTile(a.num_tokens, tile);
+  }
+}
 
 // Byte-shuffle control that moves byte k of every 32-bit lane into that
 // lane's low byte (and, with `second` >= 0, byte `second` into its third

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "worker/kernels/cpu/block_types.h"
 #include "worker/kernels/cpu/panel_gemm.h"
 #include "worker/kernels/cpu/panel_layout.h"
 
@@ -196,6 +197,19 @@ inline void LegacyGemm(const PanelGemmArgs& a, TensorType vec_dot_type) {
     ForEachTokenTile(a.num_tokens, tile);
   }
 }
+
+// The IQ4 types' values + 128 (unsigned, for vpdpbusd) in byte c of every
+// 128-bit lane, built at compile time: a kernel loads it with one load and
+// turns codes into values with one byte shuffle.
+struct Iq4Bytes {
+  alignas(64) uint8_t bytes[64];
+};
+constexpr Iq4Bytes MakeIq4Bytes() {
+  Iq4Bytes t{};
+  for (int i = 0; i < 64; ++i) t.bytes[i] = static_cast<uint8_t>(kIq4Values[i % 16] + 128);
+  return t;
+}
+inline constexpr Iq4Bytes kIq4Bytes = MakeIq4Bytes();
 
 // Nibble vectors -> 8 group vectors: vector c gives groups c (low) and c + 4.
 inline void UnpackNibbles(const uint8_t* nibbles, __m512i w[8]) {

@@ -9,18 +9,6 @@
 namespace kvmesh::kernels::avx512 {
 namespace {
 
-// kIq4Values[c] + 128 in byte c of every 128-bit lane, built at compile
-// time: the kernel loads it once per block.
-struct Iq4Bytes {
-  alignas(64) uint8_t bytes[64];
-};
-constexpr Iq4Bytes MakeIq4Bytes() {
-  Iq4Bytes t{};
-  for (int i = 0; i < 64; ++i) t.bytes[i] = static_cast<uint8_t>(kIq4Values[i % 16] + 128);
-  return t;
-}
-constexpr Iq4Bytes kIq4Bytes = MakeIq4Bytes();
-
 struct IQ4_NL {
   static constexpr size_t kBlockBytes = 16 * 18;
   static constexpr bool kAffine = false;

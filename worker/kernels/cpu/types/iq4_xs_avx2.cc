@@ -17,15 +17,7 @@ constexpr int kScalesH = 32;
 constexpr int kScalesL = 64;
 constexpr int kCodes = 128;
 
-struct IQ4XSTile {
-  const uint8_t* panel;
-  int64_t super_blocks;
-  const uint8_t* x;
-  size_t x_stride;
-  PlanarLayout layout;
-  float* y;
-  int64_t y_stride;
-
+struct IQ4XSTile : SuperBlockPanel {
   template <int kTokens>
   void Run(int half, int64_t t0) const {
     const Q8KRows<kTokens> rows(x, x_stride, layout, t0);
@@ -78,20 +70,7 @@ struct IQ4XSTile {
   }
 };
 
-void GemmIQ4_XS(const PanelGemmArgs& a) {
-  const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
-  const int64_t super_blocks = a.cols / 256;
-  for (int64_t p = 0; p < a.num_panels; ++p) {
-    const IQ4XSTile tile{a.panels + p * super_blocks * kBlockBytes,
-                         super_blocks,
-                         a.x,
-                         a.x_stride,
-                         layout,
-                         a.y + p * kPanelRows,
-                         a.y_stride};
-    ForEachHalfAndTokenTile(a.num_tokens, tile);
-  }
-}
+void GemmIQ4_XS(const PanelGemmArgs& a) { SuperBlockGemm<IQ4XSTile>(a, kBlockBytes); }
 
 }  // namespace
 }  // namespace kvmesh::kernels::avx2

@@ -17,20 +17,12 @@ constexpr int kScalesH = 32;
 constexpr int kScalesL = 64;
 constexpr int kCodes = 128;
 
-struct IQ4XSTile {
-  const uint8_t* panel;
-  int64_t super_blocks;
-  const uint8_t* x;
-  size_t x_stride;
-  PlanarLayout layout;
+struct IQ4XSTile : SuperBlockPanel {
   __m512i table;  // kIq4Values[c] + 128 in byte c of every 128-bit lane
-  float* y;
-  int64_t y_stride;
 
   template <int kTokens>
   void Run(int64_t t0) const {
-    const uint8_t* rows[kTokens];
-    for (int t = 0; t < kTokens; ++t) rows[t] = x + (t0 + t) * x_stride;
+    const Q8KRows<kTokens> rows(x, x_stride, layout, t0);
     const __m512i nibble = _mm512_set1_epi8(0x0F);
     __m512 acc[kTokens];
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
@@ -59,15 +51,13 @@ struct IQ4XSTile {
         __m512i part[kTokens];
 #pragma GCC unroll 8
         for (int t = 0; t < kTokens; ++t) {
-          const int16_t* bsum32 = reinterpret_cast<const int16_t*>(rows[t] + layout.aux);
-          part[t] = _mm512_set1_epi32(-128 * bsum32[8 * sb + j]);
+          part[t] = _mm512_set1_epi32(-128 * rows.bsum32(t)[8 * sb + j]);
         }
 #pragma GCC unroll 8
         for (int g = 0; g < 8; ++g) {
 #pragma GCC unroll 8
           for (int t = 0; t < kTokens; ++t) {
-            const int8_t* lv =
-                reinterpret_cast<const int8_t*>(rows[t] + layout.levels) + 256 * sb + 32 * j;
+            const int8_t* lv = rows.levels(t) + 256 * sb + 32 * j;
             part[t] = _mm512_dpbusd_epi32(part[t], w[g], Broadcast4(lv + 4 * g));
           }
         }
@@ -78,7 +68,7 @@ struct IQ4XSTile {
       }
       const __m512 dw = LoadHalves16(pb);
       for (int t = 0; t < kTokens; ++t) {
-        const float dx = reinterpret_cast<const float*>(rows[t] + layout.scales)[sb];
+        const float dx = rows.d(t)[sb];
         const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(dx));
         acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled[t])));
       }
@@ -88,22 +78,7 @@ struct IQ4XSTile {
 };
 
 void GemmIQ4_XS(const PanelGemmArgs& a) {
-  const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
-  const int64_t super_blocks = a.cols / 256;
-  alignas(64) uint8_t table[64];
-  for (int i = 0; i < 64; ++i) table[i] = static_cast<uint8_t>(kIq4Values[i % 16] + 128);
-  const __m512i lookup = _mm512_load_si512(table);
-  for (int64_t p = 0; p < a.num_panels; ++p) {
-    const IQ4XSTile tile{a.panels + p * super_blocks * kBlockBytes,
-                         super_blocks,
-                         a.x,
-                         a.x_stride,
-                         layout,
-                         lookup,
-                         a.y + p * kPanelRows,
-                         a.y_stride};
-    ForEachTokenTile(a.num_tokens, tile);
-  }
+  SuperBlockGemm<IQ4XSTile>(a, kBlockBytes, _mm512_load_si512(kIq4Bytes.bytes));
 }
 
 }  // namespace

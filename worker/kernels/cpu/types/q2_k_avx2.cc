@@ -26,22 +26,10 @@ inline __m256i Group(const uint8_t* pb, int half, int j, int g) {
   return _mm256_and_si256(_mm256_srli_epi16(v, 2 * ((j % 8) / 2)), _mm256_set1_epi8(3));
 }
 
-struct Q2KTile {
-  const uint8_t* panel;
-  int64_t super_blocks;
-  const uint8_t* x;
-  size_t x_stride;
-  PlanarLayout layout;
-  float* y;
-  int64_t y_stride;
-
+struct Q2KTile : SuperBlockPanel {
   template <int kTokens>
   void Run(int half, int64_t t0) const {
     const Q8KRows<kTokens> rows(x, x_stride, layout, t0);
-    const int16_t* bsum16[kTokens];
-    for (int t = 0; t < kTokens; ++t) {
-      bsum16[t] = reinterpret_cast<const int16_t*>(x + (t0 + t) * x_stride + layout.aux3);
-    }
     const __m256i nibble = _mm256_set1_epi32(0x0F);
     __m256 acc[kTokens];
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
@@ -75,7 +63,7 @@ struct Q2KTile {
       const __m256 dw = LoadHalves8(pb + 16 * half);
       const __m256 dminw = LoadHalves8(pb + 32 + 16 * half);
       for (int t = 0; t < kTokens; ++t) {
-        const int16_t* bs = bsum16[t] + 16 * sb;
+        const int16_t* bs = rows.bsum16[t] + 16 * sb;
         __m256i min_sum = _mm256_madd_epi16(mins[0], _mm256_set1_epi32(LoadI32(bs)));
         for (int k = 1; k < 8; ++k) {
           min_sum = _mm256_add_epi32(
@@ -93,20 +81,7 @@ struct Q2KTile {
   }
 };
 
-void GemmQ2_K(const PanelGemmArgs& a) {
-  const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
-  const int64_t super_blocks = a.cols / 256;
-  for (int64_t p = 0; p < a.num_panels; ++p) {
-    const Q2KTile tile{a.panels + p * super_blocks * kBlockBytes,
-                       super_blocks,
-                       a.x,
-                       a.x_stride,
-                       layout,
-                       a.y + p * kPanelRows,
-                       a.y_stride};
-    ForEachHalfAndTokenTile(a.num_tokens, tile);
-  }
-}
+void GemmQ2_K(const PanelGemmArgs& a) { SuperBlockGemm<Q2KTile>(a, kBlockBytes); }
 
 }  // namespace
 }  // namespace kvmesh::kernels::avx2

@@ -22,19 +22,10 @@ constexpr int kLevels = 320;
 // (at most 192, still a byte), and the exact sum over a sub-block comes out
 // 4^q times too large, which one arithmetic shift of the int32 sum undoes.
 
-struct Q2KTile {
-  const uint8_t* panel;
-  int64_t super_blocks;
-  const uint8_t* x;
-  size_t x_stride;
-  PlanarLayout layout;
-  float* y;
-  int64_t y_stride;
-
+struct Q2KTile : SuperBlockPanel {
   template <int kTokens>
   void Run(int64_t t0) const {
-    const uint8_t* rows[kTokens];
-    for (int t = 0; t < kTokens; ++t) rows[t] = x + (t0 + t) * x_stride;
+    const Q8KRows<kTokens> rows(x, x_stride, layout, t0);
     const __m512i nibble = _mm512_set1_epi32(0x0F);
     __m512 acc[kTokens];
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
@@ -66,8 +57,7 @@ struct Q2KTile {
           for (int g = 0; g < 4; ++g) {
 #pragma GCC unroll 8
             for (int t = 0; t < kTokens; ++t) {
-              const int8_t* lv =
-                  reinterpret_cast<const int8_t*>(rows[t] + layout.levels) + 256 * sb + 16 * j;
+              const int8_t* lv = rows.levels(t) + 256 * sb + 16 * j;
               part[t] = _mm512_dpbusd_epi32(part[t], w[g], Broadcast4(lv + 4 * g));
             }
           }
@@ -91,14 +81,13 @@ struct Q2KTile {
       const __m512 dw = LoadHalves16(pb);
       const __m512 dminw = LoadHalves16(pb + 32);
       for (int t = 0; t < kTokens; ++t) {
-        const int16_t* bsum16 = reinterpret_cast<const int16_t*>(rows[t] + layout.aux3) + 16 * sb;
+        const int16_t* bsum16 = rows.bsum16(t) + 16 * sb;
         __m512i min_sum = _mm512_setzero_si512();
         for (int k = 0; k < 8; ++k) {
           min_sum =
               _mm512_dpwssd_epi32(min_sum, mins[k], _mm512_set1_epi32(LoadI32(bsum16 + 2 * k)));
         }
-        const __m512 dx =
-            _mm512_set1_ps(reinterpret_cast<const float*>(rows[t] + layout.scales)[sb]);
+        const __m512 dx = _mm512_set1_ps(rows.d(t)[sb]);
         const __m512 d = _mm512_mul_ps(dw, dx);
         const __m512 dmin = _mm512_mul_ps(dminw, dx);
         const __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled[t])),
@@ -110,20 +99,7 @@ struct Q2KTile {
   }
 };
 
-void GemmQ2_K(const PanelGemmArgs& a) {
-  const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
-  const int64_t super_blocks = a.cols / 256;
-  for (int64_t p = 0; p < a.num_panels; ++p) {
-    const Q2KTile tile{a.panels + p * super_blocks * kBlockBytes,
-                       super_blocks,
-                       a.x,
-                       a.x_stride,
-                       layout,
-                       a.y + p * kPanelRows,
-                       a.y_stride};
-    ForEachTokenTile(a.num_tokens, tile);
-  }
-}
+void GemmQ2_K(const PanelGemmArgs& a) { SuperBlockGemm<Q2KTile>(a, kBlockBytes); }
 
 }  // namespace
 }  // namespace kvmesh::kernels::avx512

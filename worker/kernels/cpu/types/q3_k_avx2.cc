@@ -43,15 +43,7 @@ inline __m256i Group(const uint8_t* pb, int half, int j, int g) {
   return _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(4));
 }
 
-struct Q3KTile {
-  const uint8_t* panel;
-  int64_t super_blocks;
-  const uint8_t* x;
-  size_t x_stride;
-  PlanarLayout layout;
-  float* y;
-  int64_t y_stride;
-
+struct Q3KTile : SuperBlockPanel {
   template <int kTokens>
   void Run(int half, int64_t t0) const {
     const Q8KRows<kTokens> rows(x, x_stride, layout, t0);
@@ -90,20 +82,7 @@ struct Q3KTile {
   }
 };
 
-void GemmQ3_K(const PanelGemmArgs& a) {
-  const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
-  const int64_t super_blocks = a.cols / 256;
-  for (int64_t p = 0; p < a.num_panels; ++p) {
-    const Q3KTile tile{a.panels + p * super_blocks * kBlockBytes,
-                       super_blocks,
-                       a.x,
-                       a.x_stride,
-                       layout,
-                       a.y + p * kPanelRows,
-                       a.y_stride};
-    ForEachHalfAndTokenTile(a.num_tokens, tile);
-  }
-}
+void GemmQ3_K(const PanelGemmArgs& a) { SuperBlockGemm<Q3KTile>(a, kBlockBytes); }
 
 }  // namespace
 }  // namespace kvmesh::kernels::avx2

@@ -49,19 +49,10 @@ inline __m512i Group(const uint8_t* pb, int j, int g) {
   return _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(4), 0xF8);  // low | (high & 4)
 }
 
-struct Q3KTile {
-  const uint8_t* panel;
-  int64_t super_blocks;
-  const uint8_t* x;
-  size_t x_stride;
-  PlanarLayout layout;
-  float* y;
-  int64_t y_stride;
-
+struct Q3KTile : SuperBlockPanel {
   template <int kTokens>
   void Run(int64_t t0) const {
-    const uint8_t* rows[kTokens];
-    for (int t = 0; t < kTokens; ++t) rows[t] = x + (t0 + t) * x_stride;
+    const Q8KRows<kTokens> rows(x, x_stride, layout, t0);
     __m512 acc[kTokens];
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < super_blocks; ++sb) {
@@ -78,15 +69,13 @@ struct Q3KTile {
         __m512i part[kTokens];
 #pragma GCC unroll 8
         for (int t = 0; t < kTokens; ++t) {
-          const int16_t* bsum16 = reinterpret_cast<const int16_t*>(rows[t] + layout.aux3);
-          part[t] = _mm512_set1_epi32(-4 * bsum16[16 * sb + j]);
+          part[t] = _mm512_set1_epi32(-4 * rows.bsum16(t)[16 * sb + j]);
         }
 #pragma GCC unroll 4
         for (int g = 0; g < 4; ++g) {
 #pragma GCC unroll 8
           for (int t = 0; t < kTokens; ++t) {
-            const int8_t* lv =
-                reinterpret_cast<const int8_t*>(rows[t] + layout.levels) + 256 * sb + 16 * j;
+            const int8_t* lv = rows.levels(t) + 256 * sb + 16 * j;
             part[t] = _mm512_dpbusd_epi32(part[t], w[g], Broadcast4(lv + 4 * g));
           }
         }
@@ -97,7 +86,7 @@ struct Q3KTile {
       }
       const __m512 dw = LoadHalves16(pb);
       for (int t = 0; t < kTokens; ++t) {
-        const float dx = reinterpret_cast<const float*>(rows[t] + layout.scales)[sb];
+        const float dx = rows.d(t)[sb];
         const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(dx));
         acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(scaled[t])));
       }
@@ -106,20 +95,7 @@ struct Q3KTile {
   }
 };
 
-void GemmQ3_K(const PanelGemmArgs& a) {
-  const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
-  const int64_t super_blocks = a.cols / 256;
-  for (int64_t p = 0; p < a.num_panels; ++p) {
-    const Q3KTile tile{a.panels + p * super_blocks * kBlockBytes,
-                       super_blocks,
-                       a.x,
-                       a.x_stride,
-                       layout,
-                       a.y + p * kPanelRows,
-                       a.y_stride};
-    ForEachTokenTile(a.num_tokens, tile);
-  }
-}
+void GemmQ3_K(const PanelGemmArgs& a) { SuperBlockGemm<Q3KTile>(a, kBlockBytes); }
 
 }  // namespace
 }  // namespace kvmesh::kernels::avx512
