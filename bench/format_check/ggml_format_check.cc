@@ -3,7 +3,8 @@
 //   - the bytes kvmesh's quantizer writes, decoded by ggml and by kvmesh,
 //     must give the same floats bit for bit;
 //   - the bytes ggml's quantizer writes, decoded by both, likewise;
-//   - each quantizer's relative RMS error is printed (no importance matrix).
+//   - each quantizer's relative RMS error is printed (no importance matrix,
+//     or a uniform one where ggml requires one).
 // Built and run by bench/ggml_format_check.sh. Exit status 1 when any value
 // differs.
 #include <cmath>
@@ -35,6 +36,9 @@ const Pair kPairs[] = {
     {GGML_TYPE_Q6_K, kvmesh::TensorType::kQ6_K},
     {GGML_TYPE_IQ4_NL, kvmesh::TensorType::kIQ4_NL},
     {GGML_TYPE_IQ4_XS, kvmesh::TensorType::kIQ4_XS},
+    {GGML_TYPE_IQ3_S, kvmesh::TensorType::kIQ3_S},
+    {GGML_TYPE_IQ3_XXS, kvmesh::TensorType::kIQ3_XXS},
+    {GGML_TYPE_IQ2_XS, kvmesh::TensorType::kIQ2_XS},
 };
 
 int Differing(const std::vector<float>& a, const std::vector<float>& b) {
@@ -77,7 +81,11 @@ int main() {
     }
     std::vector<uint8_t> ours(bytes), theirs(bytes);
     traits.from_float(x.data(), ours.data(), kN);
-    ggml_quantize_chunk(p.ggml, x.data(), theirs.data(), 0, 1, kN, nullptr);
+    // ggml refuses some I-quants without an importance matrix; uniform
+    // importance stands for none.
+    const std::vector<float> uniform(kN, 1.0f);
+    ggml_quantize_chunk(p.ggml, x.data(), theirs.data(), 0, 1, kN,
+                        ggml_quantize_requires_imatrix(p.ggml) ? uniform.data() : nullptr);
     const auto* ggml_traits = ggml_get_type_traits(p.ggml);
     std::vector<float> ours_by_us(kN), ours_by_ggml(kN), theirs_by_us(kN), theirs_by_ggml(kN);
     traits.to_float(ours.data(), ours_by_us.data(), kN);

@@ -168,6 +168,40 @@ struct BlockIQ4_XS {
   uint8_t qs[kSuperBlockSize / 2];
 };
 
+// The grid types (iq_grids.h): a group of 4 or 8 magnitudes is one point of
+// a codebook, and each value has a sign.
+//
+// IQ3_S: eight sub-blocks of 32, x = d * (1 + 2 * scale_j) * point value *
+// sign, scale_j the nibble j % 2 of scales[j / 2]. Group g (elements
+// 4g..4g+3) names point qs[g] + 256 * (bit g % 8 of qh[g / 8]) of the 512;
+// bit e % 8 of signs[e / 8] is element e's sign.
+struct BlockIQ3_S {
+  uint16_t d;
+  uint8_t qs[kSuperBlockSize / 4];
+  uint8_t qh[kSuperBlockSize / 32];
+  uint8_t signs[kSuperBlockSize / 8];
+  uint8_t scales[kSuperBlockSize / 64];
+};
+
+// IQ3_XXS: eight sub-blocks of 32, x = d * (0.5 + scale_j) * 0.5 * point
+// value * sign. qs[g] (g < 64) names group g's point of the 256; then, per
+// sub-block j, a little-endian 32-bit word at qs[64 + 4j]: bits 7l..7l+6 are
+// the sign code of its elements 8l..8l+7 (GridSigns), bits 28..31 scale_j.
+struct BlockIQ3_XXS {
+  uint16_t d;
+  uint8_t qs[3 * kSuperBlockSize / 8];
+};
+
+// IQ2_XS: sixteen runs of 16 with a scale each, x = d * (0.5 + scale) * 0.25
+// * point value * sign. qs[g] describes elements 8g..8g+7: bits 0..8 name
+// the point of the 512, bits 9..15 are the sign code. Run r's scale is the
+// nibble r % 2 of scales[r / 2].
+struct BlockIQ2_XS {
+  uint16_t d;
+  uint16_t qs[kSuperBlockSize / 8];
+  uint8_t scales[kSuperBlockSize / 32];
+};
+
 // Activation block paired with the K types: x = d * qs[j], d a plain float,
 // and bsums[g] = sum of qs over elements 16g .. 16g + 15 (lets the weight's
 // per-sub-block mins be applied without touching qs).
@@ -194,6 +228,9 @@ static_assert(sizeof(BlockQ2_K) == 84);
 static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockIQ3_S) == 110);
+static_assert(sizeof(BlockIQ3_XXS) == 98);
+static_assert(sizeof(BlockIQ2_XS) == 74);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);

@@ -165,6 +165,50 @@ void UnpackIQ4_XS(const uint8_t* in, int r, BlockIQ4_XS* b) {
   UnpackLanes(in + kIq4XsQs, sizeof b->qs, r, b->qs);
 }
 
+// The grid types keep their GGUF bytes as lanes too, after d[16].
+constexpr int kIq3sQs = 32;
+constexpr int kIq3sQh = 32 + 16 * 64;
+constexpr int kIq3sSigns = kIq3sQh + 2 * 64;
+constexpr int kIq3sScales = kIq3sSigns + 8 * 64;
+constexpr int kIq3xxsQs = 32;
+constexpr int kIq2xsQs = 32;
+constexpr int kIq2xsScales = 32 + 16 * 64;
+
+void PackIQ3_S(const BlockIQ3_S& b, int r, uint8_t* out) {
+  PackHalves(b.d, r, out);
+  PackLanes(b.qs, sizeof b.qs, r, out + kIq3sQs);
+  PackLanes(b.qh, sizeof b.qh, r, out + kIq3sQh);
+  PackLanes(b.signs, sizeof b.signs, r, out + kIq3sSigns);
+  PackLanes(b.scales, sizeof b.scales, r, out + kIq3sScales);
+}
+void UnpackIQ3_S(const uint8_t* in, int r, BlockIQ3_S* b) {
+  b->d = UnpackHalves(in, r);
+  UnpackLanes(in + kIq3sQs, sizeof b->qs, r, b->qs);
+  UnpackLanes(in + kIq3sQh, sizeof b->qh, r, b->qh);
+  UnpackLanes(in + kIq3sSigns, sizeof b->signs, r, b->signs);
+  UnpackLanes(in + kIq3sScales, sizeof b->scales, r, b->scales);
+}
+
+void PackIQ3_XXS(const BlockIQ3_XXS& b, int r, uint8_t* out) {
+  PackHalves(b.d, r, out);
+  PackLanes(b.qs, sizeof b.qs, r, out + kIq3xxsQs);
+}
+void UnpackIQ3_XXS(const uint8_t* in, int r, BlockIQ3_XXS* b) {
+  b->d = UnpackHalves(in, r);
+  UnpackLanes(in + kIq3xxsQs, sizeof b->qs, r, b->qs);
+}
+
+void PackIQ2_XS(const BlockIQ2_XS& b, int r, uint8_t* out) {
+  PackHalves(b.d, r, out);
+  PackLanes(reinterpret_cast<const uint8_t*>(b.qs), sizeof b.qs, r, out + kIq2xsQs);
+  PackLanes(b.scales, sizeof b.scales, r, out + kIq2xsScales);
+}
+void UnpackIQ2_XS(const uint8_t* in, int r, BlockIQ2_XS* b) {
+  b->d = UnpackHalves(in, r);
+  UnpackLanes(in + kIq2xsQs, sizeof b->qs, r, reinterpret_cast<uint8_t*>(b->qs));
+  UnpackLanes(in + kIq2xsScales, sizeof b->scales, r, b->scales);
+}
+
 // Q4_K / Q5_K share d, dmin, scales and the nibble vectors.
 constexpr int kKScales = 64;  // offset of the scale words
 constexpr int kKMasks = 256;  // offset of Q5_K's masks
@@ -338,6 +382,12 @@ BlockInfo QuantBlockInfo(T type) {
       return {kLegacyBlockSize, sizeof(BlockIQ4_NL)};
     case T::kIQ4_XS:
       return {kSuperBlockSize, sizeof(BlockIQ4_XS)};
+    case T::kIQ3_S:
+      return {kSuperBlockSize, sizeof(BlockIQ3_S)};
+    case T::kIQ3_XXS:
+      return {kSuperBlockSize, sizeof(BlockIQ3_XXS)};
+    case T::kIQ2_XS:
+      return {kSuperBlockSize, sizeof(BlockIQ2_XS)};
     default:
       return {0, 0};
   }
@@ -373,6 +423,12 @@ void PackQuantBlock(T type, const uint8_t* src, int r, uint8_t* out) {
                                                    out);
     case T::kIQ4_XS:
       return PackIQ4_XS(*reinterpret_cast<const BlockIQ4_XS*>(src), r, out);
+    case T::kIQ3_S:
+      return PackIQ3_S(*reinterpret_cast<const BlockIQ3_S*>(src), r, out);
+    case T::kIQ3_XXS:
+      return PackIQ3_XXS(*reinterpret_cast<const BlockIQ3_XXS*>(src), r, out);
+    case T::kIQ2_XS:
+      return PackIQ2_XS(*reinterpret_cast<const BlockIQ2_XS*>(src), r, out);
     default:
       KVMESH_CHECK(false);
   }
@@ -404,6 +460,12 @@ void UnpackQuantBlock(T type, const uint8_t* in, int r, uint8_t* dst) {
       return UnpackLegacy<BlockIQ4_NL, false, false>(in, r, reinterpret_cast<BlockIQ4_NL*>(dst));
     case T::kIQ4_XS:
       return UnpackIQ4_XS(in, r, reinterpret_cast<BlockIQ4_XS*>(dst));
+    case T::kIQ3_S:
+      return UnpackIQ3_S(in, r, reinterpret_cast<BlockIQ3_S*>(dst));
+    case T::kIQ3_XXS:
+      return UnpackIQ3_XXS(in, r, reinterpret_cast<BlockIQ3_XXS*>(dst));
+    case T::kIQ2_XS:
+      return UnpackIQ2_XS(in, r, reinterpret_cast<BlockIQ2_XS*>(dst));
     default:
       KVMESH_CHECK(false);
   }

@@ -46,6 +46,15 @@
 //   IQ4_XS  d[16] f16 | scales_h[16] u16 | 1 vector: scales_l as lanes |
 //         32 vectors: the qs bytes as lanes (vector 4j + c: group c of
 //         sub-block j in its low nibbles, group c + 4 in its high nibbles)
+//   IQ3_S  d[16] f16 | 16 vectors: the qs bytes as lanes (vector 2j + h:
+//         the point indices' low bytes of groups 4h..4h+3 of sub-block j) |
+//         2 vectors: qh as lanes | 8 vectors: the signs as lanes (vector j:
+//         bit l of a lane is the sign of element l of sub-block j) |
+//         1 vector: the scales as lanes
+//   IQ3_XXS  d[16] f16 | 24 vectors: the qs bytes as lanes (16 of point
+//         indices, then vector 16 + j: sub-block j's signs-and-scale word)
+//   IQ2_XS  d[16] f16 | 16 vectors: the qs words as lanes (vector v: the
+//         words of groups 2v, 2v + 1) | 2 vectors: the scales as lanes
 //   F32   one 64-byte vector per element k: 16 floats
 //   F16   one 32-byte vector per element k: 16 halves
 //   BF16  one 64-byte vector per element pair (2p, 2p+1): lane r holds the

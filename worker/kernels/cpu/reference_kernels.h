@@ -98,6 +98,17 @@ void DequantizeRowIQ4_XS(const void* src, float* dst, int64_t n);
 void QuantizeRowIQ4_XS(const float* src, void* dst, int64_t n);
 float VecDotIQ4_XSQ8_K(int64_t n, const void* w, const void* x);
 
+// iq3_s.cc, iq3_xxs.cc, iq2_xs.cc (vec_dot against Q8_K)
+void DequantizeRowIQ3_S(const void* src, float* dst, int64_t n);
+void QuantizeRowIQ3_S(const float* src, void* dst, int64_t n);
+float VecDotIQ3_SQ8_K(int64_t n, const void* w, const void* x);
+void DequantizeRowIQ3_XXS(const void* src, float* dst, int64_t n);
+void QuantizeRowIQ3_XXS(const float* src, void* dst, int64_t n);
+float VecDotIQ3_XXSQ8_K(int64_t n, const void* w, const void* x);
+void DequantizeRowIQ2_XS(const void* src, float* dst, int64_t n);
+void QuantizeRowIQ2_XS(const float* src, void* dst, int64_t n);
+float VecDotIQ2_XSQ8_K(int64_t n, const void* w, const void* x);
+
 // q8_k.cc (activations only)
 void DequantizeRowQ8_K(const void* src, float* dst, int64_t n);
 void QuantizeRowQ8_K(const float* src, void* dst, int64_t n);

@@ -1,0 +1,121 @@
+// The codebooks of the grid weight types (IQ3_S, IQ3_XXS, IQ2_XS) as the
+// kernels read them, and the nearest-point search their quantizers use.
+//
+// A grid type stores a group of 4 (IQ3) or 8 (IQ2_XS) magnitudes as the
+// index of one point of its codebook, plus a sign per value: a 32-element
+// sub-block of IQ3_S names 8 points of 512 and keeps 32 sign bits; IQ3_XXS
+// names 8 points of 256; IQ2_XS names 4 points of 512. IQ3_XXS and IQ2_XS
+// keep 7 sign bits per 8 values, the eighth being their parity (an even
+// number of values is negative). The points themselves are in
+// iq_grids_data.h as level indices; the byte tables here are built from them
+// at compile time.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "worker/kernels/cpu/iq_grids_data.h"
+
+namespace kvmesh::kernels {
+
+namespace grid_internal {
+
+template <std::size_t N, typename Word>
+constexpr std::array<Word, N> Expand(const uint16_t (&levels)[N], int width, int bits,
+                                     const uint8_t* values) {
+  std::array<Word, N> table{};
+  for (std::size_t i = 0; i < N; ++i) {
+    Word word = 0;
+    for (int k = 0; k < width; ++k) {
+      const int level = (levels[i] >> (bits * k)) & ((1 << bits) - 1);
+      word |= static_cast<Word>(values[level]) << (8 * k);
+    }
+    table[i] = word;
+  }
+  return table;
+}
+
+inline constexpr uint8_t kIq3sValues[8] = {1, 3, 5, 7, 9, 11, 13, 15};
+inline constexpr uint8_t kIq3xxsValues[8] = {4, 12, 20, 28, 36, 44, 52, 62};
+inline constexpr uint8_t kIq2xsValues[3] = {8, 25, 43};
+
+}  // namespace grid_internal
+
+// Point i of each codebook as bytes, value k in byte k (little-endian).
+alignas(64) inline constexpr std::array<uint32_t, 512> kIq3sGrid =
+    grid_internal::Expand<512, uint32_t>(kIq3sGridLevels, 4, 3, grid_internal::kIq3sValues);
+alignas(64) inline constexpr std::array<uint32_t, 256> kIq3xxsGrid =
+    grid_internal::Expand<256, uint32_t>(kIq3xxsGridLevels, 4, 3, grid_internal::kIq3xxsValues);
+alignas(64) inline constexpr std::array<uint64_t, 512> kIq2xsGrid =
+    grid_internal::Expand<512, uint64_t>(kIq2xsGridLevels, 8, 2, grid_internal::kIq2xsValues);
+
+// The eight sign bits a 7-bit sign code stands for: the code and, as bit 7,
+// its parity.
+constexpr uint8_t GridSigns(int code) {
+  return static_cast<uint8_t>(code | (__builtin_popcount(static_cast<unsigned>(code)) & 1) << 7);
+}
+
+// A codebook and a fast search for its point nearest to a group of
+// magnitudes. Immutable after construction, so shared freely by threads.
+class GridCodebook {
+ public:
+  // `levels[i]` holds point i's level indices (`bits` each, value k at bit
+  // bits * k); `values` the magnitude of each level, ascending.
+  GridCodebook(const uint16_t* levels, int points, int width, int bits,
+               std::vector<float> values);
+
+  int width() const { return width_; }
+  int points() const { return points_; }
+  // Magnitude of value k of point p.
+  float Value(int p, int k) const { return point_values_[static_cast<size_t>(p) * width_ + k]; }
+
+  // The point p minimising sum_k w[k] * (a[k] - step * Value(p, k))^2 for
+  // magnitudes a >= 0 and step > 0, found among the points nearest, level by
+  // level, to a / step (exact when a / step rounds to a point; otherwise the
+  // best of the points within one level step of the least distance).
+  // *error receives the weighted error.
+  int Nearest(const float* a, const float* w, float step, float* error) const;
+
+ private:
+  int width_;
+  int points_;
+  int bits_;
+  std::vector<float> values_;          // level magnitudes
+  std::vector<float> point_values_;    // points_ x width_
+  std::vector<int32_t> key_point_;     // key (rounded levels) -> point, or -1
+  std::vector<uint32_t> near_begin_;   // key -> first entry of near_ (size keys + 1)
+  std::vector<uint16_t> near_;         // points near each key that is no point
+};
+
+// --- quantizer helpers ------------------------------------------------------
+//
+// A run of values sharing one step (a sub-block) is quantized as groups of
+// the codebook's width: each group's magnitudes take their nearest point, and
+// each value its own sign - except that with `even_signs` every 8 values must
+// have an even number of negatives, so where they do not, the value whose
+// flip costs least is flipped.
+
+// Weighted squared error of x[0..n) (n a multiple of the width, and of 8
+// with even_signs) as `step` times the points Nearest picks; the points go to
+// `points`.
+float GridRunError(const GridCodebook& book, const float* x, const float* w, int n, float step,
+                   bool even_signs, uint16_t* points);
+
+// The sign bits (bit k: value k negative) of `count` <= 8 values x whose
+// dequantized magnitudes are m; with even_signs, made even by flipping the
+// value of least w * |x| * m (the cheapest flip).
+uint8_t GridSignBits(const float* x, const float* w, const float* m, int count, bool even_signs);
+
+// The step of least GridRunError for x[0..n): tried at steps that put the
+// largest magnitude near the codebook's largest value, then refined by
+// weighted least squares for the chosen points. 0 for a run of zeros.
+float FitGridStep(const GridCodebook& book, const float* x, const float* w, int n,
+                  bool even_signs);
+
+const GridCodebook& Iq3sCodebook();
+const GridCodebook& Iq3xxsCodebook();
+const GridCodebook& Iq2xsCodebook();
+
+}  // namespace kvmesh::kernels

@@ -1,0 +1,131 @@
+// IQ3_S: 256-element super-blocks of eight 32-element sub-blocks with a 4-bit
+// scale each under one f16 super-scale; each group of 4 magnitudes is one of
+// 512 codebook points (iq_grids.h) and each value has its own sign:
+// x = d * (1 + 2 * scale_j) * point value * sign. Dot products pair with Q8_K.
+#include <algorithm>
+#include <cmath>
+
+#include "common/half.h"
+#include "worker/kernels/cpu/block_types.h"
+#include "worker/kernels/cpu/iq_grids.h"
+#include "worker/kernels/cpu/k_quant_common.h"
+#include "worker/kernels/cpu/kernel_records.h"
+#include "worker/kernels/cpu/reference_kernels.h"
+
+namespace kvmesh::kernels {
+namespace {
+
+constexpr int kSubBlockSize = 32;
+constexpr int kSubBlocks = kSuperBlockSize / kSubBlockSize;
+constexpr int kMaxScale = 15;
+
+int Point(const BlockIQ3_S& block, int group) {
+  return block.qs[group] | ((block.qh[group / 8] >> (group % 8)) & 1) << 8;
+}
+
+int Scale(const BlockIQ3_S& block, int j) { return (block.scales[j / 2] >> (4 * (j % 2))) & 0x0F; }
+
+bool Negative(const BlockIQ3_S& block, int e) { return (block.signs[e / 8] >> (e % 8)) & 1; }
+
+int Magnitude(const BlockIQ3_S& block, int e) {
+  return static_cast<int>((kIq3sGrid[static_cast<size_t>(Point(block, e / 4))] >> (8 * (e % 4))) &
+                          0xFF);
+}
+
+void QuantizeBlock(const float* x, BlockIQ3_S* block) {
+  const GridCodebook& book = Iq3sCodebook();
+  float weights[kSuperBlockSize];
+  float steps[kSubBlocks];
+  float max_step = 0.0f;
+  for (int j = 0; j < kSubBlocks; ++j) {
+    MagnitudeWeights(x + kSubBlockSize * j, kSubBlockSize, weights + kSubBlockSize * j);
+    steps[j] = FitGridStep(book, x + kSubBlockSize * j, weights + kSubBlockSize * j, kSubBlockSize,
+                           /*even_signs=*/false);
+    max_step = std::max(max_step, steps[j]);
+  }
+  *block = {};
+  if (max_step == 0.0f) return;  // all zeros: d = 0 decodes every value to 0
+  block->d = FloatToHalf(max_step / (2 * kMaxScale + 1));
+  const float d = HalfToFloat(block->d);
+  if (d == 0.0f) return;
+  uint16_t points[kSuperBlockSize / 4];
+  uint16_t trial[kSubBlockSize / 4];
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const float* sub = x + kSubBlockSize * j;
+    const float* w = weights + kSubBlockSize * j;
+    const int rounded = std::clamp(NearestInt((steps[j] / d - 1.0f) * 0.5f), 0, kMaxScale);
+    float best_error = -1.0f;
+    int scale = rounded;
+    for (int s = std::max(0, rounded - 1); s <= std::min(kMaxScale, rounded + 1); ++s) {
+      const float step = d * static_cast<float>(1 + 2 * s);
+      const float error = GridRunError(book, sub, w, kSubBlockSize, step, false, trial);
+      if (best_error < 0.0f || error < best_error) {
+        best_error = error;
+        scale = s;
+        std::copy(trial, trial + kSubBlockSize / 4, points + kSubBlockSize / 4 * j);
+      }
+    }
+    block->scales[j / 2] |= static_cast<uint8_t>(scale << (4 * (j % 2)));
+  }
+  for (int g = 0; g < kSuperBlockSize / 4; ++g) {
+    block->qs[g] = static_cast<uint8_t>(points[g] & 0xFF);
+    block->qh[g / 8] |= static_cast<uint8_t>((points[g] >> 8) << (g % 8));
+  }
+  for (int e = 0; e < kSuperBlockSize; ++e) {
+    if (x[e] < 0.0f) block->signs[e / 8] |= static_cast<uint8_t>(1 << (e % 8));
+  }
+}
+
+}  // namespace
+
+void DequantizeRowIQ3_S(const void* src, float* dst, int64_t n) {
+  const BlockIQ3_S* blocks = static_cast<const BlockIQ3_S*>(src);
+  const int64_t num_blocks = NumBlocks(n, kSuperBlockSize);
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    const float d = HalfToFloat(blocks[b].d);
+    float* y = dst + b * kSuperBlockSize;
+    for (int e = 0; e < kSuperBlockSize; ++e) {
+      const float step = d * static_cast<float>(1 + 2 * Scale(blocks[b], e / kSubBlockSize));
+      const float v = step * static_cast<float>(Magnitude(blocks[b], e));
+      y[e] = Negative(blocks[b], e) ? -v : v;
+    }
+  }
+}
+
+void QuantizeRowIQ3_S(const float* src, void* dst, int64_t n) {
+  BlockIQ3_S* blocks = static_cast<BlockIQ3_S*>(dst);
+  const int64_t num_blocks = NumBlocks(n, kSuperBlockSize);
+  for (int64_t b = 0; b < num_blocks; ++b) QuantizeBlock(src + b * kSuperBlockSize, &blocks[b]);
+}
+
+float VecDotIQ3_SQ8_K(int64_t n, const void* w, const void* x) {
+  const BlockIQ3_S* wb = static_cast<const BlockIQ3_S*>(w);
+  const BlockQ8_K* xb = static_cast<const BlockQ8_K*>(x);
+  const int64_t num_blocks = NumBlocks(n, kSuperBlockSize);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    int32_t scaled_sum = 0;  // sum_j (1 + 2 scale_j) * sum_l value * q
+    for (int j = 0; j < kSubBlocks; ++j) {
+      int32_t sub_sum = 0;
+      for (int l = 0; l < kSubBlockSize; ++l) {
+        const int e = kSubBlockSize * j + l;
+        const int v = Magnitude(wb[b], e);
+        sub_sum += (Negative(wb[b], e) ? -v : v) * xb[b].qs[e];
+      }
+      scaled_sum += (1 + 2 * Scale(wb[b], j)) * sub_sum;
+    }
+    sum += HalfToFloat(wb[b].d) * xb[b].d * static_cast<float>(scaled_sum);
+  }
+  return sum;
+}
+
+constinit const TypeRecord<TensorType::kIQ3_S> kIQ3_SScalar = {
+    .vec_dot_type = TensorType::kQ8_K,
+    .block_size = kSuperBlockSize,
+    .bytes_per_block = sizeof(BlockIQ3_S),
+    .to_float = DequantizeRowIQ3_S,
+    .from_float = QuantizeRowIQ3_S,
+    .vec_dot = VecDotIQ3_SQ8_K,
+};
+
+}  // namespace kvmesh::kernels

@@ -1,0 +1,148 @@
+// IQ3_XXS: 256-element super-blocks of eight 32-element sub-blocks with a
+// 4-bit scale each under one f16 super-scale; each group of 4 magnitudes is
+// one of 256 codebook points (iq_grids.h), and every 8 values share a 7-bit
+// sign code (an even number of them negative):
+// x = d * (0.5 + scale_j) * 0.5 * point value * sign. Dot products pair with
+// Q8_K; the scale enters them as the odd integer 2 * scale_j + 1 and the
+// super-scale as d / 4.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "common/half.h"
+#include "worker/kernels/cpu/block_types.h"
+#include "worker/kernels/cpu/iq_grids.h"
+#include "worker/kernels/cpu/k_quant_common.h"
+#include "worker/kernels/cpu/kernel_records.h"
+#include "worker/kernels/cpu/reference_kernels.h"
+
+namespace kvmesh::kernels {
+namespace {
+
+constexpr int kSubBlockSize = 32;
+constexpr int kSubBlocks = kSuperBlockSize / kSubBlockSize;
+constexpr int kMaxScale = 15;
+constexpr int kWords = kSuperBlockSize / 4;  // offset of the sub-blocks' words in qs
+
+uint32_t Word(const BlockIQ3_XXS& block, int j) {
+  uint32_t word;
+  std::memcpy(&word, block.qs + kWords + 4 * j, 4);
+  return word;
+}
+
+int Scale(const BlockIQ3_XXS& block, int j) { return static_cast<int>(Word(block, j) >> 28); }
+
+bool Negative(const BlockIQ3_XXS& block, int e) {
+  const int j = e / kSubBlockSize;
+  const int l = e % kSubBlockSize / 8;
+  const uint8_t signs = GridSigns(static_cast<int>((Word(block, j) >> (7 * l)) & 127));
+  return (signs >> (e % 8)) & 1;
+}
+
+int Magnitude(const BlockIQ3_XXS& block, int e) {
+  return static_cast<int>((kIq3xxsGrid[block.qs[e / 4]] >> (8 * (e % 4))) & 0xFF);
+}
+
+float Step(float d, int scale) { return d * (0.5f + static_cast<float>(scale)) * 0.5f; }
+
+void QuantizeBlock(const float* x, BlockIQ3_XXS* block) {
+  const GridCodebook& book = Iq3xxsCodebook();
+  float weights[kSuperBlockSize];
+  float steps[kSubBlocks];
+  float max_step = 0.0f;
+  for (int j = 0; j < kSubBlocks; ++j) {
+    MagnitudeWeights(x + kSubBlockSize * j, kSubBlockSize, weights + kSubBlockSize * j);
+    steps[j] = FitGridStep(book, x + kSubBlockSize * j, weights + kSubBlockSize * j, kSubBlockSize,
+                           /*even_signs=*/true);
+    max_step = std::max(max_step, steps[j]);
+  }
+  *block = {};
+  if (max_step == 0.0f) return;  // all zeros: d = 0 decodes every value to 0
+  block->d = FloatToHalf(max_step / Step(1.0f, kMaxScale));
+  const float d = HalfToFloat(block->d);
+  if (d == 0.0f) return;
+  uint16_t points[kSubBlockSize / 4];
+  uint16_t trial[kSubBlockSize / 4];
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const float* sub = x + kSubBlockSize * j;
+    const float* w = weights + kSubBlockSize * j;
+    // steps[j] / d = (2 scale + 1) / 4.
+    const int rounded = std::clamp(NearestInt((4.0f * steps[j] / d - 1.0f) * 0.5f), 0, kMaxScale);
+    float best_error = -1.0f;
+    int scale = rounded;
+    for (int s = std::max(0, rounded - 1); s <= std::min(kMaxScale, rounded + 1); ++s) {
+      const float error = GridRunError(book, sub, w, kSubBlockSize, Step(d, s), true, trial);
+      if (best_error < 0.0f || error < best_error) {
+        best_error = error;
+        scale = s;
+        std::copy(trial, trial + kSubBlockSize / 4, points);
+      }
+    }
+    const float step = Step(d, scale);
+    uint32_t word = static_cast<uint32_t>(scale) << 28;
+    for (int l = 0; l < 4; ++l) {
+      float m[8];
+      for (int k = 0; k < 8; ++k) m[k] = step * book.Value(points[2 * l + k / 4], k % 4);
+      const uint8_t signs = GridSignBits(sub + 8 * l, w + 8 * l, m, 8, /*even_signs=*/true);
+      word |= static_cast<uint32_t>(signs & 127) << (7 * l);
+    }
+    std::memcpy(block->qs + kWords + 4 * j, &word, 4);
+    for (int g = 0; g < kSubBlockSize / 4; ++g) {
+      block->qs[kSubBlockSize / 4 * j + g] = static_cast<uint8_t>(points[g]);
+    }
+  }
+}
+
+}  // namespace
+
+void DequantizeRowIQ3_XXS(const void* src, float* dst, int64_t n) {
+  const BlockIQ3_XXS* blocks = static_cast<const BlockIQ3_XXS*>(src);
+  const int64_t num_blocks = NumBlocks(n, kSuperBlockSize);
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    const float d = HalfToFloat(blocks[b].d);
+    float* y = dst + b * kSuperBlockSize;
+    for (int e = 0; e < kSuperBlockSize; ++e) {
+      const float v =
+          Step(d, Scale(blocks[b], e / kSubBlockSize)) * static_cast<float>(Magnitude(blocks[b], e));
+      y[e] = Negative(blocks[b], e) ? -v : v;
+    }
+  }
+}
+
+void QuantizeRowIQ3_XXS(const float* src, void* dst, int64_t n) {
+  BlockIQ3_XXS* blocks = static_cast<BlockIQ3_XXS*>(dst);
+  const int64_t num_blocks = NumBlocks(n, kSuperBlockSize);
+  for (int64_t b = 0; b < num_blocks; ++b) QuantizeBlock(src + b * kSuperBlockSize, &blocks[b]);
+}
+
+float VecDotIQ3_XXSQ8_K(int64_t n, const void* w, const void* x) {
+  const BlockIQ3_XXS* wb = static_cast<const BlockIQ3_XXS*>(w);
+  const BlockQ8_K* xb = static_cast<const BlockQ8_K*>(x);
+  const int64_t num_blocks = NumBlocks(n, kSuperBlockSize);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    int32_t scaled_sum = 0;  // sum_j (2 scale_j + 1) * sum_l value * q
+    for (int j = 0; j < kSubBlocks; ++j) {
+      int32_t sub_sum = 0;
+      for (int l = 0; l < kSubBlockSize; ++l) {
+        const int e = kSubBlockSize * j + l;
+        const int v = Magnitude(wb[b], e);
+        sub_sum += (Negative(wb[b], e) ? -v : v) * xb[b].qs[e];
+      }
+      scaled_sum += (2 * Scale(wb[b], j) + 1) * sub_sum;
+    }
+    sum += HalfToFloat(wb[b].d) * 0.25f * xb[b].d * static_cast<float>(scaled_sum);
+  }
+  return sum;
+}
+
+constinit const TypeRecord<TensorType::kIQ3_XXS> kIQ3_XXSScalar = {
+    .vec_dot_type = TensorType::kQ8_K,
+    .block_size = kSuperBlockSize,
+    .bytes_per_block = sizeof(BlockIQ3_XXS),
+    .to_float = DequantizeRowIQ3_XXS,
+    .from_float = QuantizeRowIQ3_XXS,
+    .vec_dot = VecDotIQ3_XXSQ8_K,
+};
+
+}  // namespace kvmesh::kernels
