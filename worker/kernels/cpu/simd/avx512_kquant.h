@@ -82,6 +82,51 @@ inline __m512i LaneBytePicker(int k, int second) {
   return _mm512_load_si512(control);
 }
 
+// --- grid types (IQ3_S, IQ3_XXS, IQ2_XS) ------------------------------------
+//
+// A group of 4 values of each row is a codebook point (iq_grids.h): the
+// kernels gather the 16 rows' points as bytes, then give each byte its sign
+// around an offset so vpdpbusd can take them unsigned.
+
+// Byte-shuffle controls copying byte k of each 32-bit lane into all four of
+// its bytes, k = 0..3.
+struct LaneByteSpread {
+  __m512i control[4];
+  LaneByteSpread() {
+    for (int k = 0; k < 4; ++k) {
+      alignas(64) int8_t c[64];
+      for (int i = 0; i < 64; ++i) c[i] = static_cast<int8_t>(i / 4 * 4 % 16 + k);
+      control[k] = _mm512_load_si512(c);
+    }
+  }
+};
+
+// The bytes whose sign bit is set: `signs` holds, per lane, sign bits whose
+// nibble `nibble` (0..7) belongs to this group of 4 (bit 4 * nibble + k for
+// byte k).
+inline __mmask64 GridSignMask(__m512i signs, const LaneByteSpread& spread, int nibble) {
+  const __m512i bytes = _mm512_shuffle_epi8(signs, spread.control[nibble / 2]);
+  const __m512i bits =
+      _mm512_set1_epi32(nibble % 2 == 0 ? 0x08040201 : static_cast<int>(0x80402010u));
+  return _mm512_test_epi8_mask(bytes, bits);
+}
+
+// offset + magnitude, or offset - magnitude where the sign is set: unsigned
+// bytes for vpdpbusd (the sums then carry offset * the activations' sum).
+inline __m512i OffsetSigned(__m512i magnitudes, __mmask64 negative, int offset) {
+  const __m512i base = _mm512_set1_epi8(static_cast<char>(offset));
+  return _mm512_mask_sub_epi8(_mm512_add_epi8(magnitudes, base), negative, base, magnitudes);
+}
+
+// The eight sign bits of each lane's 7-bit sign code (bits 0..6 of `codes`,
+// the rest zero): the code and its parity as bit 7.
+inline __m512i GridSigns8(__m512i codes) {
+  __m512i p = _mm512_xor_si512(codes, _mm512_srli_epi32(codes, 4));
+  p = _mm512_xor_si512(p, _mm512_srli_epi32(p, 2));
+  p = _mm512_xor_si512(p, _mm512_srli_epi32(p, 1));
+  return _mm512_or_si512(codes, _mm512_slli_epi32(_mm512_and_si512(p, _mm512_set1_epi32(1)), 7));
+}
+
 // Q4_K / Q5_K: the 6-bit scales and mins of 16 rows, from the three scale
 // words of a panel-block. Byte 4r + k of `lo` / `hi` is row r's scale k /
 // k + 4; a kernel picks sub-block j's scales when it reaches it
