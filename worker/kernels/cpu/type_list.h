@@ -52,8 +52,8 @@
   X(IQ4_NL, 1,  1,     0,         0,  0, 0,      0,        0,        0)                  \
   X(IQ4_XS, 1,  1,     0,         0,  0, 0,      0,        0,        0)                  \
   X(IQ3_S,  0,  1,     0,         0,  0, 0,      0,        0,        0)                  \
-  X(IQ3_XXS, 0, 0,     0,         0,  0, 0,      0,        0,        0)                  \
-  X(IQ2_XS, 0,  0,     0,         0,  0, 0,      0,        0,        0)
+  X(IQ3_XXS, 0, 1,     0,         0,  0, 0,      0,        0,        0)                  \
+  X(IQ2_XS, 0,  1,     0,         0,  0, 0,      0,        0,        0)
 // clang-format on
 
 // KVMESH_IF_##column(code...) keeps `code` where the column is 1.
