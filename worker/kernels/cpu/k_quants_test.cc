@@ -1,5 +1,5 @@
 // Q4_K, Q5_K, Q6_K, Q8_K: hand-built super-blocks decode to known values,
-// Q2_K, Q3_K, IQ4_NL and IQ4_XS blocks decode as ggml decodes them,
+// Q2_K, Q3_K, IQ4_NL, IQ4_XS, IQ3_S, IQ3_XXS and IQ2_XS blocks decode as ggml decodes them,
 // the Q8_K quantizer follows ggml's sign and rounding conventions, hand dot
 // products come out exactly, and the weight quantizers beat the legacy types
 // of the same width.
@@ -222,11 +222,11 @@ TEST(KQuantQualityTest, ConstantRowsAreNearlyExact) {
   }
 }
 
-// Q2_K, Q3_K, IQ4_NL, IQ4_XS: a block of pseudo-random bytes (every field
-// but the f16 scales) decodes to the values ggml's own decoder gives for the
-// same bytes (recorded from a native llama.cpp build's libggml-base; the
-// full check is bench/ggml_format_check.sh). This pins every bit position of
-// the formats, which a quantize-then-decode test cannot.
+// Q2_K, Q3_K, IQ4_NL, IQ4_XS and the grid types IQ3_S, IQ3_XXS, IQ2_XS: a
+// block of pseudo-random bytes (every field but the f16 scales) decodes to
+// the values ggml's own decoder gives for the same bytes (recorded from a native llama.cpp build's
+// libggml-base; the full check is bench/ggml_format_check.sh). This pins every bit position of the
+// formats, which a quantize-then-decode test cannot.
 struct GoldenValue {
   int element;
   float value;
@@ -322,6 +322,66 @@ TEST(LowBitTypesTest, DecodeAsGgmlDoes) {
                 {200, -33.0f},
                 {224, 25.0f},
                 {255, 53.0f}});
+  ExpectGolden(TensorType::kIQ3_S, 110, 0, 1, 256,
+               {{0, -16.875f},
+                {1, 13.125f},
+                {5, 28.125f},
+                {15, 13.125f},
+                {16, 5.625f},
+                {17, 13.125f},
+                {31, -9.375f},
+                {32, 0.375f},
+                {47, 1.875f},
+                {63, -5.625f},
+                {64, -9.375f},
+                {100, 31.625f},
+                {127, 2.875f},
+                {128, 16.875f},
+                {150, 16.875f},
+                {191, -10.125f},
+                {200, 3.875f},
+                {224, -6.375f},
+                {255, -14.875f}});
+  ExpectGolden(TensorType::kIQ3_XXS, 98, 0, 1, 256,
+               {{0, -6.875f},
+                {1, -5.625f},
+                {5, 4.375f},
+                {15, -0.625f},
+                {16, -0.625f},
+                {17, -1.875f},
+                {31, -6.875f},
+                {32, 20.125f},
+                {47, 2.875f},
+                {63, 44.5625f},
+                {64, -43.875f},
+                {100, -31.625f},
+                {127, -8.625f},
+                {128, -39.875f},
+                {150, 25.375f},
+                {191, -3.375f},
+                {200, -11.875f},
+                {224, -48.4375f},
+                {255, 9.375f}});
+  ExpectGolden(TensorType::kIQ2_XS, 74, 0, 1, 256,
+               {{0, -8.984375f},
+                {1, 8.984375f},
+                {5, 2.875f},
+                {15, -2.875f},
+                {16, 4.296875f},
+                {17, -1.375f},
+                {31, -1.375f},
+                {32, -15.453125f},
+                {47, 2.875f},
+                {63, -9.765625f},
+                {64, -8.984375f},
+                {100, -3.375f},
+                {127, -0.625f},
+                {128, -3.625f},
+                {150, 0.375f},
+                {191, 5.078125f},
+                {200, -12.109375f},
+                {224, -12.765625f},
+                {255, -15.453125f}});
 }
 
 }  // namespace

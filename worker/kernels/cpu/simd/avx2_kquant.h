@@ -39,15 +39,16 @@ struct SuperBlockPanel {
   int64_t y_stride;
 };
 
-// Runs Tile over every panel of `a`, per half and token tile
-// (ForEachHalfAndTokenTile).
-template <typename Tile>
-inline void SuperBlockGemm(const PanelGemmArgs& a, size_t block_bytes) {
+// Runs Tile (a SuperBlockPanel followed by `extra`) over every panel of `a`,
+// per half and token tile (ForEachHalfAndTokenTile).
+template <typename Tile, typename... Extra>
+inline void SuperBlockGemm(const PanelGemmArgs& a, size_t block_bytes, const Extra&... extra) {
   const PlanarLayout layout = GetPlanarLayout(TensorType::kQ8_K, a.cols);
   const int64_t super_blocks = a.cols / 256;
   for (int64_t p = 0; p < a.num_panels; ++p) {
     const Tile tile{{a.panels + p * super_blocks * static_cast<int64_t>(block_bytes), super_blocks,
-                     a.x, a.x_stride, layout, a.y + p * kPanelRows, a.y_stride}};
+                     a.x, a.x_stride, layout, a.y + p * kPanelRows, a.y_stride},
+                    extra...};
     ForEachHalfAndTokenTile(a.num_tokens, tile);
   }
 }
@@ -66,6 +67,47 @@ inline __m256i LaneBytePicker(int first, int second) {
     control[i] = v;
   }
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(control));
+}
+
+// --- grid types (IQ3_S, IQ3_XXS, IQ2_XS), as avx512_kquant.h's -------------
+
+// Byte-shuffle controls copying byte k of each 32-bit lane into all four of
+// its bytes, k = 0..3.
+struct LaneByteSpread {
+  __m256i control[4];
+  LaneByteSpread() {
+    for (int k = 0; k < 4; ++k) {
+      alignas(32) int8_t c[32];
+      for (int i = 0; i < 32; ++i) c[i] = static_cast<int8_t>(i / 4 * 4 % 16 + k);
+      control[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(c));
+    }
+  }
+};
+
+// 0xFF in the bytes whose sign bit is set (bit 4 * nibble + k of the lane
+// for byte k), 0 elsewhere.
+inline __m256i GridNegativeBytes(__m256i signs, const LaneByteSpread& spread, int nibble) {
+  const __m256i bytes = _mm256_shuffle_epi8(signs, spread.control[nibble / 2]);
+  const __m256i bits =
+      _mm256_set1_epi32(nibble % 2 == 0 ? 0x08040201 : static_cast<int>(0x80402010u));
+  return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bits), bits);
+}
+
+// offset + magnitude, or offset - magnitude where `negative`: unsigned bytes
+// for vpmaddubsw.
+inline __m256i OffsetSigned(__m256i magnitudes, __m256i negative, int offset) {
+  const __m256i base = _mm256_set1_epi8(static_cast<char>(offset));
+  return _mm256_blendv_epi8(_mm256_add_epi8(base, magnitudes), _mm256_sub_epi8(base, magnitudes),
+                            negative);
+}
+
+// The eight sign bits of each lane's 7-bit sign code: the code and its
+// parity as bit 7.
+inline __m256i GridSigns8(__m256i codes) {
+  __m256i p = _mm256_xor_si256(codes, _mm256_srli_epi32(codes, 4));
+  p = _mm256_xor_si256(p, _mm256_srli_epi32(p, 2));
+  p = _mm256_xor_si256(p, _mm256_srli_epi32(p, 1));
+  return _mm256_or_si256(codes, _mm256_slli_epi32(_mm256_and_si256(p, _mm256_set1_epi32(1)), 7));
 }
 
 struct KPickers {
