@@ -15,7 +15,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 g++ -O1 -std=c++20 -I"$LLAMACPP_DIR/ggml/include" bench/format_check/iq_grids.cc \
   -L"$LLAMACPP_LIB" -lggml-base -Wl,-rpath,"$LLAMACPP_LIB" -o "$out/grids"
-"$out/grids" > "$out/iq_grids_data.h"
+"$out/grids" | clang-format --assume-filename=worker/kernels/cpu/iq_grids_data.h > "$out/iq_grids_data.h"
 target=worker/kernels/cpu/iq_grids_data.h
 if [ "${WRITE:-0}" = 1 ]; then
   cp "$out/iq_grids_data.h" "$target"

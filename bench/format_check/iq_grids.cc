@@ -83,7 +83,8 @@ std::vector<uint32_t> Iq3sCodes() {
       if (index >> 8) block[66 + g / 8] |= static_cast<uint8_t>(1 << (g % 8));
     }
     const std::vector<float> y = Decode(GGML_TYPE_IQ3_S, block);
-    for (int g = 0; g < 64; ++g) codes.push_back(Pack(&y[4 * g], 4, 3, levels, "IQ3_S", 64 * b + g));
+    for (int g = 0; g < 64; ++g)
+      codes.push_back(Pack(&y[4 * g], 4, 3, levels, "IQ3_S", 64 * b + g));
   }
   return codes;
 }

@@ -20,8 +20,8 @@ GridCodebook::GridCodebook(const uint16_t* levels, int points, int width, int bi
   point_values_.resize(static_cast<size_t>(points) * width);
   key_point_.assign(keys, -1);
   for (int p = 0; p < points; ++p) {
-    for (int k = 0; k < width; ++k) point_values_[static_cast<size_t>(p) * width + k] =
-        values_[level(levels[p], k)];
+    for (int k = 0; k < width; ++k)
+      point_values_[static_cast<size_t>(p) * width + k] = values_[level(levels[p], k)];
     key_point_[levels[p]] = p;
   }
   // For each key that is no point: the points whose squared distance in
@@ -31,7 +31,8 @@ GridCodebook::GridCodebook(const uint16_t* levels, int points, int width, int bi
   for (size_t key = 0; key < keys; ++key) {
     near_begin_[key] = static_cast<uint32_t>(near_.size());
     bool valid = true;
-    for (int k = 0; k < width; ++k) valid = valid && level(static_cast<uint32_t>(key), k) < num_levels;
+    for (int k = 0; k < width; ++k)
+      valid = valid && level(static_cast<uint32_t>(key), k) < num_levels;
     if (!valid || key_point_[key] >= 0) continue;
     int least = std::numeric_limits<int>::max();
     for (int p = 0; p < points; ++p) {

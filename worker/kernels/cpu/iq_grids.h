@@ -63,8 +63,7 @@ class GridCodebook {
  public:
   // `levels[i]` holds point i's level indices (`bits` each, value k at bit
   // bits * k); `values` the magnitude of each level, ascending.
-  GridCodebook(const uint16_t* levels, int points, int width, int bits,
-               std::vector<float> values);
+  GridCodebook(const uint16_t* levels, int points, int width, int bits, std::vector<float> values);
 
   int width() const { return width_; }
   int points() const { return points_; }
@@ -82,11 +81,11 @@ class GridCodebook {
   int width_;
   int points_;
   int bits_;
-  std::vector<float> values_;          // level magnitudes
-  std::vector<float> point_values_;    // points_ x width_
-  std::vector<int32_t> key_point_;     // key (rounded levels) -> point, or -1
-  std::vector<uint32_t> near_begin_;   // key -> first entry of near_ (size keys + 1)
-  std::vector<uint16_t> near_;         // points near each key that is no point
+  std::vector<float> values_;         // level magnitudes
+  std::vector<float> point_values_;   // points_ x width_
+  std::vector<int32_t> key_point_;    // key (rounded levels) -> point, or -1
+  std::vector<uint32_t> near_begin_;  // key -> first entry of near_ (size keys + 1)
+  std::vector<uint16_t> near_;        // points near each key that is no point
 };
 
 // --- quantizer helpers ------------------------------------------------------
@@ -111,8 +110,7 @@ uint8_t GridSignBits(const float* x, const float* w, const float* m, int count, 
 // The step of least GridRunError for x[0..n): tried at steps that put the
 // largest magnitude near the codebook's largest value, then refined by
 // weighted least squares for the chosen points. 0 for a run of zeros.
-float FitGridStep(const GridCodebook& book, const float* x, const float* w, int n,
-                  bool even_signs);
+float FitGridStep(const GridCodebook& book, const float* x, const float* w, int n, bool even_signs);
 
 const GridCodebook& Iq3sCodebook();
 const GridCodebook& Iq3xxsCodebook();

@@ -25,10 +25,9 @@ namespace {
 
 using T = TensorType;
 
-const T kWeightTypes[] = {T::kF32,  T::kF16,  T::kBF16, T::kQ4_0,   T::kQ4_1,
-                          T::kQ5_0, T::kQ5_1, T::kQ8_0, T::kQ4_K,   T::kQ5_K,
-                          T::kQ6_K, T::kQ2_K, T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS,
-                          T::kIQ3_S, T::kIQ3_XXS, T::kIQ2_XS};
+const T kWeightTypes[] = {T::kF32,  T::kF16,    T::kBF16,   T::kQ4_0,  T::kQ4_1,    T::kQ5_0,
+                          T::kQ5_1, T::kQ8_0,   T::kQ4_K,   T::kQ5_K,  T::kQ6_K,    T::kQ2_K,
+                          T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS, T::kIQ3_S, T::kIQ3_XXS, T::kIQ2_XS};
 
 bool IsFloat(T type) { return type == T::kF32 || type == T::kF16 || type == T::kBF16; }
 
@@ -369,9 +368,9 @@ TEST_P(RandomBytesGemmTest, MatchesTheScalarKernel) {
     T type;
     size_t first, count;  // byte offset of the f16 fields in a block, and how many
   };
-  const HalfFields fields[] = {
-      {T::kQ2_K, 80, 2},  {T::kQ3_K, 108, 1},  {T::kIQ4_NL, 0, 1}, {T::kIQ4_XS, 0, 1},
-      {T::kIQ3_S, 0, 1}, {T::kIQ3_XXS, 0, 1}, {T::kIQ2_XS, 0, 1}};
+  const HalfFields fields[] = {{T::kQ2_K, 80, 2},  {T::kQ3_K, 108, 1}, {T::kIQ4_NL, 0, 1},
+                               {T::kIQ4_XS, 0, 1}, {T::kIQ3_S, 0, 1},  {T::kIQ3_XXS, 0, 1},
+                               {T::kIQ2_XS, 0, 1}};
   const HalfFields* f = nullptr;
   for (const HalfFields& h : fields) {
     if (h.type == type) f = &h;
@@ -413,7 +412,8 @@ INSTANTIATE_TEST_SUITE_P(EveryTier, PanelGemmTest, testing::ValuesIn(AllCases())
 std::vector<Case> LowBitCases() {
   std::vector<Case> cases;
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
-    for (T type : {T::kQ2_K, T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS, T::kIQ3_S, T::kIQ3_XXS, T::kIQ2_XS}) {
+    for (T type :
+         {T::kQ2_K, T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS, T::kIQ3_S, T::kIQ3_XXS, T::kIQ2_XS}) {
       cases.push_back({type, isa});
     }
   }

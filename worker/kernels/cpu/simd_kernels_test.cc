@@ -174,10 +174,9 @@ INSTANTIATE_TEST_SUITE_P(QuantizedTypes, QuantizedVecDotTest,
 
 TEST(TypeTraitsDispatchTest, EveryTierHasTheSameTypesAndPairings) {
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
-    for (T type :
-         {T::kF32, T::kF16, T::kBF16, T::kQ4_0, T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ8_0, T::kQ8_1,
-          T::kQ4_K, T::kQ5_K, T::kQ6_K, T::kQ8_K, T::kQ2_K, T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS,
-          T::kIQ3_S, T::kIQ3_XXS, T::kIQ2_XS}) {
+    for (T type : {T::kF32,  T::kF16,    T::kBF16,   T::kQ4_0,  T::kQ4_1,    T::kQ5_0,  T::kQ5_1,
+                   T::kQ8_0, T::kQ8_1,   T::kQ4_K,   T::kQ5_K,  T::kQ6_K,    T::kQ8_K,  T::kQ2_K,
+                   T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS, T::kIQ3_S, T::kIQ3_XXS, T::kIQ2_XS}) {
       const TypeTraits* ref = GetReferenceTypeTraits(type);
       const TypeTraits* tier = GetTypeTraits(type, isa);
       ASSERT_NE(tier, nullptr);

@@ -17,16 +17,15 @@ namespace {
 
 using T = TensorType;
 
-const T kSupported[] = {T::kF32,  T::kF16,  T::kBF16, T::kQ8_0, T::kQ4_0,   T::kQ3_NL,
-                        T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ8_1, T::kQ4_K,   T::kQ5_K,
-                        T::kQ6_K, T::kQ8_K, T::kQ2_K, T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS,
+const T kSupported[] = {T::kF32,   T::kF16,     T::kBF16,  T::kQ8_0, T::kQ4_0,   T::kQ3_NL,
+                        T::kQ4_1,  T::kQ5_0,    T::kQ5_1,  T::kQ8_1, T::kQ4_K,   T::kQ5_K,
+                        T::kQ6_K,  T::kQ8_K,    T::kQ2_K,  T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS,
                         T::kIQ3_S, T::kIQ3_XXS, T::kIQ2_XS};
 
 // Types that appear as weights (have a vec_dot).
-const T kWeightTypes[] = {T::kF32,  T::kF16,  T::kBF16, T::kQ8_0,   T::kQ4_0,
-                          T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ4_K,   T::kQ5_K,
-                          T::kQ6_K, T::kQ2_K, T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS,
-                          T::kIQ3_S, T::kIQ3_XXS, T::kIQ2_XS};
+const T kWeightTypes[] = {T::kF32,  T::kF16,    T::kBF16,   T::kQ8_0,  T::kQ4_0,    T::kQ4_1,
+                          T::kQ5_0, T::kQ5_1,   T::kQ4_K,   T::kQ5_K,  T::kQ6_K,    T::kQ2_K,
+                          T::kQ3_K, T::kIQ4_NL, T::kIQ4_XS, T::kIQ3_S, T::kIQ3_XXS, T::kIQ2_XS};
 
 // The grid types have no point at zero: their smallest magnitude is the
 // super-block's step times the codebook's least value.
@@ -99,11 +98,13 @@ TEST(TypeTraitsTest, BlockStructsMatchTheFileFormatTable) {
 
 TEST(TypeTraitsTest, VecDotPairingsAreLlamaCpps) {
   const std::pair<T, T> pairs[] = {
-      {T::kF32, T::kF32},   {T::kF16, T::kF16},   {T::kBF16, T::kBF16},   {T::kQ4_0, T::kQ8_0},
-      {T::kQ5_0, T::kQ8_0}, {T::kQ8_0, T::kQ8_0}, {T::kQ4_1, T::kQ8_1},   {T::kQ5_1, T::kQ8_1},
-      {T::kQ4_K, T::kQ8_K}, {T::kQ5_K, T::kQ8_K}, {T::kQ6_K, T::kQ8_K},   {T::kQ3_NL, T::kQ8_0},
-      {T::kQ2_K, T::kQ8_K}, {T::kQ3_K, T::kQ8_K}, {T::kIQ4_NL, T::kQ8_0}, {T::kIQ4_XS, T::kQ8_K},
-      {T::kIQ3_S, T::kQ8_K}, {T::kIQ3_XXS, T::kQ8_K}, {T::kIQ2_XS, T::kQ8_K},
+      {T::kF32, T::kF32},     {T::kF16, T::kF16},    {T::kBF16, T::kBF16},
+      {T::kQ4_0, T::kQ8_0},   {T::kQ5_0, T::kQ8_0},  {T::kQ8_0, T::kQ8_0},
+      {T::kQ4_1, T::kQ8_1},   {T::kQ5_1, T::kQ8_1},  {T::kQ4_K, T::kQ8_K},
+      {T::kQ5_K, T::kQ8_K},   {T::kQ6_K, T::kQ8_K},  {T::kQ3_NL, T::kQ8_0},
+      {T::kQ2_K, T::kQ8_K},   {T::kQ3_K, T::kQ8_K},  {T::kIQ4_NL, T::kQ8_0},
+      {T::kIQ4_XS, T::kQ8_K}, {T::kIQ3_S, T::kQ8_K}, {T::kIQ3_XXS, T::kQ8_K},
+      {T::kIQ2_XS, T::kQ8_K},
   };
   for (const auto& [weight, activation] : pairs) {
     SCOPED_TRACE(TensorTypeName(weight));
@@ -127,8 +128,8 @@ TEST(TypeTraitsTest, ActivationOnlyTypesHaveConvertersButNoVecDot) {
 }
 
 TEST(TypeTraitsTest, TypesWithoutKernelsAreRejected) {
-  for (T type : {T::kIQ2_XXS, T::kIQ2_S, T::kIQ1_S, T::kIQ1_M, T::kI8, T::kI32, T::kF64,
-                 T::kTQ1_0, T::kMXFP4}) {
+  for (T type : {T::kIQ2_XXS, T::kIQ2_S, T::kIQ1_S, T::kIQ1_M, T::kI8, T::kI32, T::kF64, T::kTQ1_0,
+                 T::kMXFP4}) {
     EXPECT_EQ(GetReferenceTypeTraits(type), nullptr) << TensorTypeName(type);
   }
 }
@@ -194,17 +195,15 @@ TEST_P(RoundTripTest, RelativeRmsErrorIsWithinBound) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllTypes, RoundTripTest,
-    testing::Values(ErrorBound{T::kF32, 0.0}, ErrorBound{T::kF16, 2.10e-4},
-                    ErrorBound{T::kBF16, 1.69e-3}, ErrorBound{T::kQ8_0, 5.02e-3},
-                    ErrorBound{T::kQ8_1, 5.02e-3}, ErrorBound{T::kQ8_K, 6.24e-3},
-                    ErrorBound{T::kQ4_0, 0.0827}, ErrorBound{T::kQ4_1, 0.0780},
-                    ErrorBound{T::kQ5_0, 0.0404}, ErrorBound{T::kQ5_1, 0.0373},
-                    ErrorBound{T::kQ4_K, 0.0684}, ErrorBound{T::kQ5_K, 0.0344},
-                    ErrorBound{T::kQ6_K, 0.01656}, ErrorBound{T::kQ3_NL, 0.157},
-                    ErrorBound{T::kQ2_K, 0.2668}, ErrorBound{T::kQ3_K, 0.1437},
-                    ErrorBound{T::kIQ4_NL, 0.0733}, ErrorBound{T::kIQ4_XS, 0.0739},
-                    ErrorBound{T::kIQ3_S, 0.1275}, ErrorBound{T::kIQ3_XXS, 0.1837},
-                    ErrorBound{T::kIQ2_XS, 0.2926}),
+    testing::Values(
+        ErrorBound{T::kF32, 0.0}, ErrorBound{T::kF16, 2.10e-4}, ErrorBound{T::kBF16, 1.69e-3},
+        ErrorBound{T::kQ8_0, 5.02e-3}, ErrorBound{T::kQ8_1, 5.02e-3}, ErrorBound{T::kQ8_K, 6.24e-3},
+        ErrorBound{T::kQ4_0, 0.0827}, ErrorBound{T::kQ4_1, 0.0780}, ErrorBound{T::kQ5_0, 0.0404},
+        ErrorBound{T::kQ5_1, 0.0373}, ErrorBound{T::kQ4_K, 0.0684}, ErrorBound{T::kQ5_K, 0.0344},
+        ErrorBound{T::kQ6_K, 0.01656}, ErrorBound{T::kQ3_NL, 0.157}, ErrorBound{T::kQ2_K, 0.2668},
+        ErrorBound{T::kQ3_K, 0.1437}, ErrorBound{T::kIQ4_NL, 0.0733},
+        ErrorBound{T::kIQ4_XS, 0.0739}, ErrorBound{T::kIQ3_S, 0.1275},
+        ErrorBound{T::kIQ3_XXS, 0.1837}, ErrorBound{T::kIQ2_XS, 0.2926}),
     [](const testing::TestParamInfo<ErrorBound>& info) { return TensorTypeName(info.param.type); });
 
 class EveryTypeTest : public testing::TestWithParam<T> {};

@@ -54,8 +54,7 @@ struct IQ2XSTile : SuperBlockPanel {
         for (int g = 0; g < 2; ++g) {
           const __m512i word = _mm512_srli_epi32(words, 16 * g);
           const __m512i index = _mm512_and_si512(word, index_mask);
-          const __m512i signs =
-              GridSigns8(_mm512_and_si512(_mm512_srli_epi32(word, 9), code_mask));
+          const __m512i signs = GridSigns8(_mm512_and_si512(_mm512_srli_epi32(word, 9), code_mask));
           for (int h = 0; h < 2; ++h) {
             const __m512i magnitudes = _mm512_i32gather_epi32(index, grid + h, 8);
             const __m512i w = OffsetSigned(magnitudes, GridSignMask(signs, spread, h), kOffset);
@@ -81,7 +80,9 @@ struct IQ2XSTile : SuperBlockPanel {
   }
 };
 
-void GemmIQ2_XS(const PanelGemmArgs& a) { SuperBlockGemm<IQ2XSTile>(a, kBlockBytes, LaneByteSpread()); }
+void GemmIQ2_XS(const PanelGemmArgs& a) {
+  SuperBlockGemm<IQ2XSTile>(a, kBlockBytes, LaneByteSpread());
+}
 
 }  // namespace
 }  // namespace kvmesh::kernels::avx512

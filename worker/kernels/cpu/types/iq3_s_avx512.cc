@@ -80,7 +80,9 @@ struct IQ3STile : SuperBlockPanel {
   }
 };
 
-void GemmIQ3_S(const PanelGemmArgs& a) { SuperBlockGemm<IQ3STile>(a, kBlockBytes, LaneByteSpread()); }
+void GemmIQ3_S(const PanelGemmArgs& a) {
+  SuperBlockGemm<IQ3STile>(a, kBlockBytes, LaneByteSpread());
+}
 
 }  // namespace
 }  // namespace kvmesh::kernels::avx512

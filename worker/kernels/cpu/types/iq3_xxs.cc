@@ -102,8 +102,8 @@ void DequantizeRowIQ3_XXS(const void* src, float* dst, int64_t n) {
     const float d = HalfToFloat(blocks[b].d);
     float* y = dst + b * kSuperBlockSize;
     for (int e = 0; e < kSuperBlockSize; ++e) {
-      const float v =
-          Step(d, Scale(blocks[b], e / kSubBlockSize)) * static_cast<float>(Magnitude(blocks[b], e));
+      const float v = Step(d, Scale(blocks[b], e / kSubBlockSize)) *
+                      static_cast<float>(Magnitude(blocks[b], e));
       y[e] = Negative(blocks[b], e) ? -v : v;
     }
   }
