@@ -75,7 +75,7 @@ int Synth(const SynthOptions& o) {
   if (!mix) {
     return Fail(
         InvalidArgumentError("unknown --type " + o.type +
-                             " (f16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, q2_k, iq4_nl, iq4_xs)"));
+                             " (f16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, q2_k, iq4_nl, iq4_xs, iq3_s)"));
   }
   SynthesizeOptions options;
   options.shape = *shape;
@@ -129,7 +129,7 @@ void RegisterSynthCommand(CLI::App& app, int* exit_code) {
     shapes += (shapes.empty() ? "" : ", ") + name;
   cmd->add_option("--shape", o->shape, "Model shape: " + shapes)->capture_default_str();
   cmd->add_option("--type", o->type,
-                  "Type mix: f16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, q2_k, iq4_nl, iq4_xs")
+                  "Type mix: f16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, q2_k, iq4_nl, iq4_xs, iq3_s")
       ->capture_default_str();
   cmd->add_option("--vocab", o->vocab,
                   "GGUF to copy the tokenizer from (default: the shape's, from ../shared/vocab)");

@@ -47,7 +47,8 @@ class Loader {
           file_.name() + ": tensor " + std::string(t.name) + " has type " +
           TensorTypeName(t.type_id) +
           ", which kvmesh cannot compute with (supported: F32, F16, BF16, "
-          "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
+          "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, "
+          "IQ3_S, IQ3_XXS, IQ2_XS)");
     }
     WeightMatrix m;
     m.name = std::string(t.name);

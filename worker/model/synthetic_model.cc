@@ -51,6 +51,8 @@ T BaseType(SyntheticMix mix) {
       return T::kIQ4_NL;
     case SyntheticMix::kIQ4_XS:
       return T::kIQ4_XS;
+    case SyntheticMix::kIQ3_S:
+      return T::kIQ3_S;
   }
   return T::kF16;
 }
@@ -76,6 +78,8 @@ uint32_t FileType(SyntheticMix mix) {
       return 25;
     case SyntheticMix::kIQ4_XS:
       return 30;
+    case SyntheticMix::kIQ3_S:
+      return 26;
   }
   return 0;
 }
@@ -98,6 +102,7 @@ T Fallback(T type, int64_t cols) {
     case T::kQ2_K:
     case T::kQ3_K:
     case T::kIQ4_XS:
+    case T::kIQ3_S:
       type = T::kIQ4_NL;
       break;
     default:
@@ -185,7 +190,8 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
   std::vector<TensorPlan> plans;
   auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, float sd) {
     plans.push_back(
-        {name, TensorTypeFor(mix, name, s.n_layer, s.tied_embeddings, cols), cols, rows, sd, 0});
+        {name, TensorTypeFor(mix, name, s.n_layer, s.tied_embeddings, cols, s.n_head / s.n_head_kv),
+         cols, rows, sd, 0});
   };
   matrix("token_embd.weight", s.n_embd, n_vocab, s.tied_embeddings ? sigma_head : sigma);
   for (int i = 0; i < s.n_layer; ++i) {
@@ -390,7 +396,8 @@ std::vector<std::string> SyntheticShapeNames() {
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {
   for (SyntheticMix mix : {SyntheticMix::kF16, SyntheticMix::kQ8_0, SyntheticMix::kQ4_0,
                            SyntheticMix::kQ4_K_M, SyntheticMix::kQ5_K_M, SyntheticMix::kQ3_K_M,
-                           SyntheticMix::kQ2_K, SyntheticMix::kIQ4_NL, SyntheticMix::kIQ4_XS}) {
+                           SyntheticMix::kQ2_K, SyntheticMix::kIQ4_NL, SyntheticMix::kIQ4_XS,
+                           SyntheticMix::kIQ3_S}) {
     if (name == SyntheticMixName(mix)) return mix;
   }
   return std::nullopt;
@@ -416,12 +423,14 @@ std::string_view SyntheticMixName(SyntheticMix mix) {
       return "iq4_nl";
     case SyntheticMix::kIQ4_XS:
       return "iq4_xs";
+    case SyntheticMix::kIQ3_S:
+      return "iq3_s";
   }
   return "?";
 }
 
 TensorType TensorTypeFor(SyntheticMix mix, std::string_view name, int n_layer, bool tied_embeddings,
-                         int64_t cols) {
+                         int64_t cols, int n_gqa) {
   const T base = BaseType(mix);
   if (mix == SyntheticMix::kF16) return T::kF16;  // converted, not quantized
   const bool is_head = name == "output.weight" || (tied_embeddings && name == "token_embd.weight");
@@ -456,6 +465,9 @@ TensorType TensorTypeFor(SyntheticMix mix, std::string_view name, int n_layer, b
       break;
     case SyntheticMix::kQ2_K:
       if (attn_v || ffn_down || Contains(name, "attn_output.weight")) type = T::kQ3_K;
+      break;
+    case SyntheticMix::kIQ3_S:
+      if (attn_v && n_gqa >= 4) type = T::kQ4_K;  // a shared value head is worth more bits
       break;
     default:
       break;

@@ -86,7 +86,8 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
 std::vector<std::string> SyntheticShapeNames();
 
 // The type mixes of llama.cpp's quantizer: "f16", "q8_0", "q4_0", "q4_k_m",
-// "q5_k_m", "q3_k_m", "q2_k", "iq4_nl", "iq4_xs".
+// "q5_k_m", "q3_k_m", "q2_k", "iq4_nl", "iq4_xs", "iq3_s" (no importance
+// matrix: the quantizers weigh values by magnitude).
 enum class SyntheticMix {
   kF16,
   kQ8_0,
@@ -97,6 +98,7 @@ enum class SyntheticMix {
   kQ2_K,
   kIQ4_NL,
   kIQ4_XS,
+  kIQ3_S,
 };
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name);
 std::string_view SyntheticMixName(SyntheticMix mix);
@@ -110,13 +112,16 @@ std::string_view SyntheticMixName(SyntheticMix mix);
 // third layer between) become Q6_K; with Q3_K_M, attn_v becomes Q5_K in the
 // first two layers and Q4_K after, ffn_down Q5_K in the first sixteenth of the
 // layers and Q4_K where use_more_bits holds, attn_output Q4_K; with Q2_K,
-// attn_v, ffn_down and attn_output become Q3_K; a fused attn_qkv becomes
-// Q5_K in Q4_K_M, Q6_K in Q5_K_M and Q4_K in Q3_K_M; everything else gets the
-// mix's base type. A row that is no whole number of the type's blocks falls
-// back as llama.cpp does (Q2_K, Q3_K and IQ4_XS to IQ4_NL, Q4_K to Q5_0, Q5_K
-// to Q5_1, Q6_K to Q8_0, then F16).
+// attn_v, ffn_down and attn_output become Q3_K; with IQ3_S, attn_v becomes
+// Q4_K when n_gqa (query heads per KV head) is at least 4; a fused attn_qkv
+// becomes Q5_K in Q4_K_M, Q6_K in Q5_K_M and Q4_K in Q3_K_M; everything else
+// gets the mix's base type. A row that is no whole number of the type's
+// blocks falls back as llama.cpp does (Q2_K, Q3_K, IQ4_XS and IQ3_S to
+// IQ4_NL, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, then F16). llama.cpp's
+// rules for files with exactly 8 experts (attn_v, attn_k at Q8_0) are not
+// followed.
 TensorType TensorTypeFor(SyntheticMix mix, std::string_view name, int n_layer, bool tied_embeddings,
-                         int64_t cols);
+                         int64_t cols, int n_gqa = 1);
 
 struct SynthesizeOptions {
   SyntheticShape shape;

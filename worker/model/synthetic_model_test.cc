@@ -112,8 +112,14 @@ TEST(TensorTypeForTest, LowBitMixesFollowLlamaCpp) {
   EXPECT_EQ(TensorTypeFor(q2, Layer(5, "ffn_gate"), 32, true, 2048), T::kQ2_K);
   EXPECT_EQ(TensorTypeFor(SyntheticMix::kIQ4_XS, Layer(0, "attn_v"), 32, true, 2048), T::kIQ4_XS);
   EXPECT_EQ(TensorTypeFor(SyntheticMix::kIQ4_NL, Layer(0, "attn_q"), 32, true, 2048), T::kIQ4_NL);
+  const SyntheticMix iq3 = SyntheticMix::kIQ3_S;
+  EXPECT_EQ(TensorTypeFor(iq3, Layer(0, "attn_v"), 32, false, 2048, /*n_gqa=*/4), T::kQ4_K);
+  EXPECT_EQ(TensorTypeFor(iq3, Layer(0, "attn_v"), 32, false, 2048, /*n_gqa=*/2), T::kIQ3_S);
+  EXPECT_EQ(TensorTypeFor(iq3, Layer(3, "ffn_down_exps"), 32, false, 2048, 4), T::kIQ3_S);
+  EXPECT_EQ(TensorTypeFor(iq3, "token_embd.weight", 32, false, 2048, 4), T::kIQ3_S);
+  EXPECT_EQ(TensorTypeFor(iq3, "output.weight", 32, false, 2048, 4), T::kQ6_K);
   // Rows that are no whole number of super-blocks fall back to IQ4_NL.
-  for (SyntheticMix mix : {q3, q2, SyntheticMix::kIQ4_XS}) {
+  for (SyntheticMix mix : {q3, q2, SyntheticMix::kIQ4_XS, iq3}) {
     EXPECT_EQ(TensorTypeFor(mix, Layer(3, "ffn_gate"), 32, true, 96), T::kIQ4_NL);
   }
 }
@@ -204,7 +210,7 @@ INSTANTIATE_TEST_SUITE_P(EveryMix, SynthesizeTest,
                                          SyntheticMix::kQ4_0, SyntheticMix::kQ4_K_M,
                                          SyntheticMix::kQ5_K_M, SyntheticMix::kQ3_K_M,
                                          SyntheticMix::kQ2_K, SyntheticMix::kIQ4_NL,
-                                         SyntheticMix::kIQ4_XS),
+                                         SyntheticMix::kIQ4_XS, SyntheticMix::kIQ3_S),
                          [](const testing::TestParamInfo<SyntheticMix>& info) {
                            return std::string(SyntheticMixName(info.param));
                          });
@@ -243,14 +249,14 @@ TEST(SynthesizedFileTest, Phi3FusedTensorsAreReadAsViewsOfTheirRows) {
 }
 
 // A weight of a type the kernels lack is refused with an error that names
-// the tensor and the type. IQ3_S blocks are as long as Q3_K ones, so retyping
-// one Q3_K tensor in a written file keeps every offset valid.
+// the tensor and the type. I16 elements are as long as F16 ones, so retyping
+// one F16 tensor in a written file keeps every offset valid.
 TEST(SynthesizedFileTest, AWeightOfATypeWithoutKernelsIsRefusedByName) {
   SynthesizeOptions options;
   options.shape = TinyShape(true);
-  options.mix = SyntheticMix::kQ3_K_M;
+  options.mix = SyntheticMix::kF16;
   options.vocab_path = kVocab;
-  options.output_path = testing::TempDir() + "/synth_iq3_s.gguf";
+  options.output_path = testing::TempDir() + "/synth_i16.gguf";
   ThreadPool pool(2);
   ASSERT_TRUE(SynthesizeModel(options, pool).ok());
   std::string bytes = ReadAll(options.output_path);
@@ -261,8 +267,8 @@ TEST(SynthesizedFileTest, AWeightOfATypeWithoutKernelsIsRefusedByName) {
   const size_t type_at = at + name.size() + 4 + 2 * 8;
   uint32_t type;
   std::memcpy(&type, bytes.data() + type_at, 4);
-  ASSERT_EQ(type, static_cast<uint32_t>(T::kQ3_K));
-  type = static_cast<uint32_t>(T::kIQ3_S);
+  ASSERT_EQ(type, static_cast<uint32_t>(T::kF16));
+  type = static_cast<uint32_t>(T::kI16);
   std::memcpy(bytes.data() + type_at, &type, 4);
   {
     std::ofstream out(options.output_path, std::ios::binary | std::ios::trunc);
@@ -271,7 +277,7 @@ TEST(SynthesizedFileTest, AWeightOfATypeWithoutKernelsIsRefusedByName) {
   auto model = Model::Load(options.output_path);
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(model.status().message().find("tensor blk.1.ffn_up.weight has type IQ3_S"),
+  EXPECT_NE(model.status().message().find("tensor blk.1.ffn_up.weight has type I16"),
             std::string::npos)
       << model.status().message();
 }
