@@ -18,10 +18,14 @@ void LlamaGraph::AttentionBlock(GraphBackend& b, int layer) const {
   }
   b.Rope(Act::kQuery);
   b.Rope(Act::kKey);
+  if (config_.query_scale > 0.0f) b.Scale(Act::kQuery, config_.query_scale);
   b.Attention(layer);
   const MatMulOut out[] = {{Matrix::kO, Act::kProjection}};
   b.MatMul(Act::kAttention, layer, out);
   b.AllReduce(Act::kProjection);
+  if (config_.has_post_norms) {
+    b.RmsNorm(Act::kProjection, Act::kProjection, layer, Vector::kAttnPostNorm);
+  }
   b.Add(Act::kResidual, Act::kProjection);
 }
 
@@ -35,15 +39,25 @@ void LlamaGraph::FeedForwardBlock(GraphBackend& b, int layer) const {
   }
   const MatMulOut gate_up[] = {{Matrix::kGate, Act::kGate}, {Matrix::kUp, Act::kUp}};
   b.MatMul(Act::kNormed, layer, gate_up);
-  b.SwiGlu(Act::kGate, Act::kUp);
+  if (config_.ffn_activation == FfnActivation::kGeluTanh) {
+    b.GeGlu(Act::kGate, Act::kUp);
+  } else {
+    b.SwiGlu(Act::kGate, Act::kUp);
+  }
   const MatMulOut down[] = {{Matrix::kDown, Act::kProjection}};
   b.MatMul(Act::kGate, layer, down);
   b.AllReduce(Act::kProjection);
+  if (config_.has_post_norms) {
+    b.RmsNorm(Act::kProjection, Act::kProjection, layer, Vector::kFfnPostNorm);
+  }
   b.Add(Act::kResidual, Act::kProjection);
 }
 
 void LlamaGraph::Run(GraphBackend& b, const Range& range) const {
-  if (range.embed) b.Embed();
+  if (range.embed) {
+    b.Embed();
+    if (config_.embed_scale > 0.0f) b.Scale(Act::kResidual, config_.embed_scale);
+  }
   for (int layer = range.layer_begin; layer < range.layer_end; ++layer) {
     AttentionBlock(b, layer);
     FeedForwardBlock(b, layer);

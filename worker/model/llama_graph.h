@@ -1,14 +1,16 @@
 // LlamaGraph: the llama-family forward pass (llama, mistral, qwen2, qwen3,
-// qwen3moe),
-// written once over GraphBackend (worker/runtime/graph_backend.h) for every
-// backend and every split:
+// qwen3moe, qwen2moe, phi3, gemma2), written once over GraphBackend
+// (worker/runtime/graph_backend.h) for every backend and every split:
 //
-//   embeddings
+//   embeddings (× sqrt(n_embd) for gemma2)
 //   per layer: norm → Q, K, V (+ biases, + per-head norms) → RoPE
-//              → paged attention → output projection → [all-reduce] → residual
-//              → norm → gate, up → SwiGLU → down → [all-reduce] → residual
+//              (→ query scale) → paged attention → output projection
+//              → [all-reduce] (→ post-norm) → residual
+//              → norm → gate, up → SwiGLU or GeGLU → down → [all-reduce]
+//              (→ post-norm) → residual
 //              (a mixture of experts: norm → MoeFeedForward → residual)
-//   final norm of the rows that need logits → logits
+//   final norm of the rows that need logits → logits (the executor
+//   soft-caps them where the model says)
 //
 // Run() executes a range of layers on one backend: all of them on a single
 // device or on each device of a tensor split (whose backends make the

@@ -1,5 +1,6 @@
 #include "worker/model/model_config.h"
 
+#include <cmath>
 #include <filesystem>
 #include <limits>
 
@@ -19,6 +20,8 @@ std::string_view ModelArchName(ModelArch arch) {
       return "qwen2moe";
     case ModelArch::kPhi3:
       return "phi3";
+    case ModelArch::kGemma2:
+      return "gemma2";
   }
   return "?";
 }
@@ -142,6 +145,28 @@ Status ReadExperts(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* 
   return Status::Ok();
 }
 
+// Gemma 2's options: its soft caps (50 and 30 when the file has none, as the
+// published models use), its window (4096 unless given) on every other layer
+// from the first, and its query scale: 1/sqrt(n_embd / n_head) for the 27B
+// model (46 layers), 1/sqrt(head size) otherwise, as llama.cpp chooses.
+Status ReadGemma2(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* c) {
+  c->embed_scale = std::sqrt(static_cast<float>(c->n_embd));
+  c->query_scale = c->n_layer == 46 ? 1.0f / std::sqrt(static_cast<float>(c->n_embd / c->n_head))
+                                    : 1.0f / std::sqrt(static_cast<float>(c->head_dim));
+  ASSIGN_OR_RETURN(c->attn_softcap, r.OptionalFloat("attn_logit_softcapping", 50.0f));
+  ASSIGN_OR_RETURN(c->final_softcap, r.OptionalFloat("final_logit_softcapping", 30.0f));
+  for (const auto& [key, value] : {std::pair{"attn_logit_softcapping", c->attn_softcap},
+                                   std::pair{"final_logit_softcapping", c->final_softcap}}) {
+    if (!(value > 0.0f) || !std::isfinite(value)) return r.Bad(r.Key(key), "must be > 0");
+  }
+  ASSIGN_OR_RETURN(c->sliding_window, r.OptionalPositiveInt("attention.sliding_window", 4096));
+  c->sliding_window_period = 2;
+  if (file.Find(r.Key("attention.sliding_window_pattern")) != nullptr) {
+    ASSIGN_OR_RETURN(c->sliding_window_period, r.PositiveInt("attention.sliding_window_pattern"));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
@@ -174,10 +199,15 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
     // whole context.
     c.arch = ModelArch::kPhi3;
     c.rope.style = RopeStyle::kHalves;
+  } else if (arch == "gemma2") {
+    c.arch = ModelArch::kGemma2;
+    c.rope.style = RopeStyle::kHalves;
+    c.ffn_activation = FfnActivation::kGeluTanh;
+    c.has_post_norms = true;
   } else {
     return UnimplementedError(file.name() + ": architecture \"" + std::string(arch) +
                               "\" is not supported (supported: llama, qwen2, qwen3, qwen3moe, "
-                              "qwen2moe, phi3)");
+                              "qwen2moe, phi3, gemma2)");
   }
   if (auto n = file.GetString("general.name"); n.ok()) {
     c.name = std::string(*n);
@@ -221,6 +251,8 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
   if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f)) {
     return r.Bad(r.Key("attention.layer_norm_rms_epsilon"), "must be in (0, 1)");
   }
+
+  if (c.arch == ModelArch::kGemma2) RETURN_IF_ERROR(ReadGemma2(file, r, &c));
 
   // Vocabulary size: the explicit key, else the token list, else the embedding.
   if (auto v = file.GetUint(r.Key("vocab_size")); v.ok()) {

@@ -11,6 +11,13 @@
 //   qwen2moe — qwen2's attention; a mixture of experts (softmax, top k, not
 //              renormalised) plus a shared expert on every token, scaled by
 //              sigmoid(x · ffn_gate_inp_shexp)
+//   phi3   — Q, K and V fused in attn_qkv, gate and up in ffn_up; RoPE on halves
+//   gemma2 — the embedding scaled by sqrt(n_embd); RMSNorm after attention and
+//            after the feed-forward too (post_attention_norm, post_ffw_norm);
+//            GeGLU; queries scaled before attention; attention scores and
+//            final logits soft-capped (cap · tanh(x / cap)); every other
+//            layer, starting with the first, attends a sliding window;
+//            the head tied to the embedding; RoPE on halves
 #pragma once
 
 #include <cstdint>
@@ -21,7 +28,12 @@
 
 namespace kvmesh {
 
-enum class ModelArch { kLlama, kQwen2, kQwen3, kQwen3Moe, kQwen2Moe, kPhi3 };
+enum class ModelArch { kLlama, kQwen2, kQwen3, kQwen3Moe, kQwen2Moe, kPhi3, kGemma2 };
+// The feed-forward's activation: act(gate) · up.
+enum class FfnActivation {
+  kSilu,      // SwiGLU
+  kGeluTanh,  // GeGLU with GELU's tanh approximation
+};
 enum class RopeStyle {
   kAdjacentPairs,  // rotates (x[2i], x[2i+1]); ggml's "normal" mode
   kHalves,         // rotates (x[i], x[i + n_rot/2]); ggml's "neox" mode
@@ -74,8 +86,26 @@ struct ModelConfig {
   int n_ff_exp = 0;             // each expert's feed-forward width
   bool norm_topk_prob = false;  // the k weights are divided by their sum
   int n_ff_shexp = 0;           // > 0: a shared expert of this width (qwen2moe)
+  // Gemma-style options (all off for the other families).
+  FfnActivation ffn_activation = FfnActivation::kSilu;
+  float embed_scale = 0.0f;       // > 0: the embedding rows are multiplied by it
+  float query_scale = 0.0f;       // > 0: queries are multiplied by it before attention,
+                                  // which then scales scores by 1 (else 1/sqrt(head_dim))
+  float attn_softcap = 0.0f;      // > 0: scores become cap · tanh(score / cap)
+  float final_softcap = 0.0f;     // > 0: logits become cap · tanh(logit / cap)
+  bool has_post_norms = false;    // RMSNorm on the attention and FFN outputs
+  int sliding_window = 0;         // > 0: windowed layers attend this many positions
+  int sliding_window_period = 0;  // layer l is windowed when l % period < period - 1
 
   bool is_moe() const { return n_expert > 0; }
+  // The positions a query of windowed layer `layer` attends, itself
+  // included; 0 for a layer that attends the whole context.
+  int LayerWindow(int layer) const {
+    if (sliding_window <= 0) return 0;
+    const bool windowed =
+        sliding_window_period <= 0 || layer % sliding_window_period < sliding_window_period - 1;
+    return windowed ? sliding_window : 0;
+  }
 
   int n_embd_q() const { return n_head * head_dim; }
   int n_embd_k() const { return n_head_kv * head_dim; }

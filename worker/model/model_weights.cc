@@ -133,7 +133,9 @@ StatusOr<ModelWeights> ModelWeights::Load(const gguf::GgufFile& file, const Mode
   ASSIGN_OR_RETURN(w.token_embd, load.Matrix("token_embd.weight", c.n_embd, c.n_vocab));
   ASSIGN_OR_RETURN(w.output_norm, load.Vector("output_norm.weight", c.n_embd, true));
   ASSIGN_OR_RETURN(const gguf::TensorInfo* out, load.Find("output.weight", false));
-  if (out != nullptr) {
+  // Gemma 2's head is its embedding, whatever else the file holds (as
+  // llama.cpp reads it).
+  if (out != nullptr && c.arch != ModelArch::kGemma2) {
     ASSIGN_OR_RETURN(w.output, load.MatrixFrom(*out, c.n_embd, c.n_vocab));
   } else {
     w.output = w.token_embd;
@@ -175,6 +177,11 @@ StatusOr<ModelWeights> ModelWeights::Load(const gguf::GgufFile& file, const Mode
       ASSIGN_OR_RETURN(l.wv, load.Matrix(p + "attn_v.weight", c.n_embd, c.n_embd_v()));
     }
     ASSIGN_OR_RETURN(l.wo, load.Matrix(p + "attn_output.weight", c.n_embd_q(), c.n_embd));
+    if (c.has_post_norms) {
+      ASSIGN_OR_RETURN(l.attn_post_norm,
+                       load.Vector(p + "post_attention_norm.weight", c.n_embd, true));
+      ASSIGN_OR_RETURN(l.ffn_post_norm, load.Vector(p + "post_ffw_norm.weight", c.n_embd, true));
+    }
     if (c.has_qkv_bias) {
       ASSIGN_OR_RETURN(l.bq, load.Vector(p + "attn_q.bias", c.n_embd_q(), true));
       ASSIGN_OR_RETURN(l.bk, load.Vector(p + "attn_k.bias", c.n_embd_k(), true));

@@ -39,6 +39,8 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv;      // qwen2 only (empty otherwise)
   std::vector<float> q_norm, k_norm;  // qwen3 only: per-head RMSNorm weights
   std::vector<float> ffn_norm;
+  // gemma2 only: RMSNorm weights of the attention's and the FFN's outputs.
+  std::vector<float> attn_post_norm, ffn_post_norm;
   WeightMatrix w_gate, w_up, w_down;  // dense feed-forward (empty in a mixture of experts)
   // Mixture of experts: the router (n_expert rows) and each expert's gate,
   // up and down matrices, views into the file's 3-D ffn_*_exps tensors.

@@ -214,6 +214,11 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
       plans.push_back({p + "attn_k_norm.weight", T::kF32, head_dim, 0, 0, 1.0f});
     }
     matrix(p + "attn_output.weight", q_dim, s.n_embd, sigma_out_proj);
+    // Gemma 2's post-norms bring each block's output to RMS 6, so the
+    // layers move the residual more than the (tied) embedding does, and the
+    // model does not merely repeat the last token.
+    if (s.arch == "gemma2")
+      plans.push_back({p + "post_attention_norm.weight", T::kF32, s.n_embd, 0, 0, 6.0f});
     plans.push_back({p + "ffn_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
     if (s.n_expert > 0) {
       // The router stays F32 (llama.cpp never quantizes ffn_gate_inp); its
@@ -243,6 +248,8 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
       matrix(p + "ffn_up.weight", s.n_embd, s.n_ff, sigma);
     }
     matrix(p + "ffn_down.weight", s.n_ff, s.n_embd, sigma_out_proj);
+    if (s.arch == "gemma2")
+      plans.push_back({p + "post_ffw_norm.weight", T::kF32, s.n_embd, 0, 0, 6.0f});
   }
   plans.push_back({"output_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
   if (!s.tied_embeddings) matrix("output.weight", s.n_embd, n_vocab, sigma_head);
@@ -365,6 +372,20 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
                           "<|placeholder6|>", "<|user|>"};
     return shape;
   }
+  if (name == "tiny-gemma2") {
+    // Gemma 2's layout on the tiny body: head tied to the embedding, RMSNorm
+    // after attention and after the FFN, GeGLU, windows on every other
+    // layer. The window (32 positions) and the caps are small so that a
+    // short test exercises them.
+    SyntheticShape shape{"tiny-gemma2", 4,        256,  4,    2,
+                         768,           10000.0f, true, 8192, "vocab/ggml-vocab-llama-spm.gguf"};
+    shape.arch = "gemma2";
+    shape.head_dim = 64;
+    shape.sliding_window = 32;
+    shape.attn_softcap = 0.25f;
+    shape.final_softcap = 15.0f;
+    return shape;
+  }
   if (name == "tiny-llama3") {
     // Llama 3's 128k vocabulary on a tiny body: for checks that need a real
     // large vocabulary (token masks) and run in seconds.
@@ -389,15 +410,16 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
 }
 
 std::vector<std::string> SyntheticShapeNames() {
-  return {"llama-1b",     "llama-8b",       "tinyllama-1.1b", "tiny-qwen3",   "tiny-llama3",
-          "qwen3-moe-5b", "qwen2-moe-tiny", "qwen3-moe-tiny", "mixtral-tiny", "tiny-phi3"};
+  return {"llama-1b",     "llama-8b",     "tinyllama-1.1b", "tiny-qwen3",
+          "tiny-llama3",  "qwen3-moe-5b", "qwen2-moe-tiny", "qwen3-moe-tiny",
+          "mixtral-tiny", "tiny-phi3",    "tiny-gemma2"};
 }
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {
-  for (SyntheticMix mix : {SyntheticMix::kF16, SyntheticMix::kQ8_0, SyntheticMix::kQ4_0,
-                           SyntheticMix::kQ4_K_M, SyntheticMix::kQ5_K_M, SyntheticMix::kQ3_K_M,
-                           SyntheticMix::kQ2_K, SyntheticMix::kIQ4_NL, SyntheticMix::kIQ4_XS,
-                           SyntheticMix::kIQ3_S}) {
+  for (SyntheticMix mix :
+       {SyntheticMix::kF16, SyntheticMix::kQ8_0, SyntheticMix::kQ4_0, SyntheticMix::kQ4_K_M,
+        SyntheticMix::kQ5_K_M, SyntheticMix::kQ3_K_M, SyntheticMix::kQ2_K, SyntheticMix::kIQ4_NL,
+        SyntheticMix::kIQ4_XS, SyntheticMix::kIQ3_S}) {
     if (name == SyntheticMixName(mix)) return mix;
   }
   return std::nullopt;
@@ -480,7 +502,9 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   if (s.n_layer <= 0 || s.n_embd <= 0 || s.n_head <= 0 || s.n_head_kv <= 0 || s.n_ff <= 0 ||
       (s.head_dim == 0 && s.n_embd % s.n_head != 0) || s.n_head % s.n_head_kv != 0 ||
       (s.arch != "llama" && s.arch != "qwen3" && s.arch != "qwen3moe" && s.arch != "qwen2moe" &&
-       s.arch != "phi3") ||
+       s.arch != "phi3" && s.arch != "gemma2") ||
+      (s.arch == "gemma2" && (!s.tied_embeddings || s.sliding_window <= 0 ||
+                              !(s.attn_softcap > 0.0f) || !(s.final_softcap > 0.0f))) ||
       ((s.arch == "qwen3moe" || s.arch == "qwen2moe") && s.n_expert == 0) ||
       (s.n_expert > 0 && s.arch != "qwen3moe" && s.arch != "qwen2moe" && s.arch != "llama") ||
       (s.n_ff_shexp > 0 && s.arch != "qwen2moe") ||
@@ -518,6 +542,11 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   writer.SetFloat32(a + "rope.freq_base", s.rope_freq_base);
   writer.SetFloat32(a + "attention.layer_norm_rms_epsilon",
                     s.arch == "llama" || s.arch == "phi3" ? 1e-5f : 1e-6f);
+  if (s.arch == "gemma2") {
+    writer.SetUint32(a + "attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
+    writer.SetFloat32(a + "attn_logit_softcapping", s.attn_softcap);
+    writer.SetFloat32(a + "final_logit_softcapping", s.final_softcap);
+  }
   if (s.n_expert > 0) {
     writer.SetUint32(a + "expert_count", static_cast<uint32_t>(s.n_expert));
     writer.SetUint32(a + "expert_used_count", static_cast<uint32_t>(s.n_expert_used));

@@ -44,7 +44,8 @@ struct SyntheticShape {
   // "llama", "qwen3" (per-head q/k norms), "qwen3moe" (qwen3 with a
   // mixture of experts in place of each dense feed-forward), "qwen2moe"
   // (Q/K/V biases, a mixture of experts and a shared expert) or "phi3"
-  // (attn_qkv and a gate/up ffn_up fused)
+  // (attn_qkv and a gate/up ffn_up fused) or "gemma2" (post-norms, GeGLU,
+  // soft caps, windowed attention on every other layer, tied head)
   std::string arch = "llama";
   int head_dim = 0;  // 0: n_embd / n_head
   // Chat template written into the file when none is given, relative to the
@@ -64,6 +65,10 @@ struct SyntheticShape {
   // Control tokens appended to the vocab's (Phi-3's chat tokens: its files
   // have them, and llama.cpp looks them up by text in a phi3 file).
   std::vector<std::string_view> added_tokens = {};
+  // gemma2: the window of the windowed layers, and the two soft caps.
+  int sliding_window = 0;
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
 
   int HeadDim() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
@@ -81,7 +86,9 @@ struct SyntheticShape {
 // Qwen2-MoE's layout: Q/K/V biases, 8 experts, 2 per token, not
 // renormalised, and a shared expert of width 512), and "tiny-phi3" (Phi-3's
 // layout: Q, K and V fused in attn_qkv, gate and up fused in ffn_up, no
-// GQA); nullopt for other names.
+// GQA), and "tiny-gemma2" (Gemma 2's layout on the tiny body: a 32-position
+// window on layers 0 and 2, and soft caps lowered to 0.25 for scores and 15
+// for logits so that both bite on random weights); nullopt for other names.
 std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
 std::vector<std::string> SyntheticShapeNames();
 

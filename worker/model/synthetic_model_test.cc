@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -44,7 +45,7 @@ TEST(SyntheticShapeTest, NamedShapesAreTheRealModels) {
   EXPECT_FALSE(tiny->tied_embeddings);
   EXPECT_EQ(tiny->default_vocab, "vocab/ggml-vocab-llama-spm.gguf");
   EXPECT_FALSE(FindSyntheticShape("llama-7b").has_value());
-  EXPECT_EQ(SyntheticShapeNames().back(), "tiny-phi3");
+  EXPECT_EQ(SyntheticShapeNames().back(), "tiny-gemma2");
   for (const std::string& name : SyntheticShapeNames()) {
     EXPECT_TRUE(FindSyntheticShape(name).has_value()) << name;
   }
@@ -214,6 +215,38 @@ INSTANTIATE_TEST_SUITE_P(EveryMix, SynthesizeTest,
                          [](const testing::TestParamInfo<SyntheticMix>& info) {
                            return std::string(SyntheticMixName(info.param));
                          });
+
+// Gemma 2's options come from its keys (and llama.cpp's defaults where a
+// file has none); its post-norms load, its head is its embedding.
+TEST(SynthesizedFileTest, Gemma2ReadsItsWindowCapsAndPostNorms) {
+  SynthesizeOptions options;
+  options.shape = *FindSyntheticShape("tiny-gemma2");
+  options.mix = SyntheticMix::kQ8_0;
+  options.vocab_path = kVocab;
+  options.output_path = testing::TempDir() + "/synth_tiny_gemma2.gguf";
+  ThreadPool pool(2);
+  ASSERT_TRUE(SynthesizeModel(options, pool).ok());
+  auto model = Model::Load(options.output_path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.arch, ModelArch::kGemma2);
+  EXPECT_EQ(c.ffn_activation, FfnActivation::kGeluTanh);
+  EXPECT_TRUE(c.has_post_norms);
+  EXPECT_EQ(c.embed_scale, 16.0f);
+  EXPECT_EQ(c.query_scale, 0.125f);  // 1/sqrt(head size 64)
+  EXPECT_EQ(c.attn_softcap, 0.25f);
+  EXPECT_EQ(c.final_softcap, 15.0f);
+  EXPECT_EQ(c.LayerWindow(0), 32);
+  EXPECT_EQ(c.LayerWindow(1), 0);
+  EXPECT_EQ(c.LayerWindow(2), 32);
+  EXPECT_EQ(c.LayerWindow(3), 0);
+  EXPECT_TRUE((*model)->weights().tied_output);
+  for (const LayerWeights& l : (*model)->weights().layers) {
+    EXPECT_EQ(l.attn_post_norm.size(), 256u);
+    EXPECT_EQ(l.ffn_post_norm.size(), 256u);
+  }
+  std::remove(options.output_path.c_str());
+}
 
 // Phi-3 fuses Q, K and V in one tensor and the gate and up in another: the
 // engine's matrices are views of their rows, in that order.

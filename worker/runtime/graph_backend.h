@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <span>
 
+#include "common/check.h"
 #include "common/status.h"
 #include "worker/runtime/executor.h"
 
@@ -39,7 +40,18 @@ enum class Act {
 };
 
 enum class Matrix { kQ, kK, kV, kO, kGate, kUp, kDown, kOutput };
-enum class Vector { kAttnNorm, kFfnNorm, kOutputNorm, kQBias, kKBias, kVBias, kQNorm, kKNorm };
+enum class Vector {
+  kAttnNorm,
+  kFfnNorm,
+  kOutputNorm,
+  kQBias,
+  kKBias,
+  kVBias,
+  kQNorm,
+  kKNorm,
+  kAttnPostNorm,
+  kFfnPostNorm,
+};
 
 struct MatMulOut {
   Matrix matrix;
@@ -88,10 +100,20 @@ class GraphBackend {
   // Rotary position embedding on every head of kQuery or kKey.
   virtual void Rope(Act a) = 0;
   // Writes kKey and kValue into the step's KV pages of `layer`, then
-  // kAttention ← causal attention of kQuery over each sequence's pages.
+  // kAttention ← causal attention of kQuery over each sequence's pages:
+  // scores scaled by 1/sqrt(head_dim) (by 1 where ModelConfig::query_scale
+  // pre-scaled the queries), soft-capped where the config says, over the
+  // layer's window (ModelConfig::LayerWindow) or the whole context.
   virtual void Attention(int layer) = 0;
   // gate ← SiLU(gate) · up.
   virtual void SwiGlu(Act gate, Act up) = 0;
+  // gate ← GELU(gate) · up, GELU's tanh approximation computed as the GGUF
+  // ecosystem's CPU code does (on the input rounded to f16, the result
+  // rounded to f16). Only for models whose config asks for it; a backend
+  // without it refuses such models when it is built.
+  virtual void GeGlu(Act gate, Act up) { KVMESH_CHECK(false && "GeGlu not implemented"); }
+  // a ← a · factor (every element). Same condition as GeGlu.
+  virtual void Scale(Act a, float factor) { KVMESH_CHECK(false && "Scale not implemented"); }
   // kProjection ← the layer's mixture of experts applied to kNormed: per
   // token, softmax over the router's logits, the top n_expert_used experts
   // (their weights renormalised to sum 1 where the model says so), and the

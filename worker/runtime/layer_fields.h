@@ -1,7 +1,7 @@
 // A layer's matrix or vector named by the graph's enums (graph_backend.h),
 // for any backend's per-layer struct with the model's field names (wq, wk,
 // wv, wo, w_gate, w_up, w_down; attn_norm, ffn_norm, bq, bk, bv, q_norm,
-// k_norm), so each backend keeps its own storage and one mapping.
+// k_norm, attn_post_norm, ffn_post_norm), so each backend keeps its own storage and one mapping.
 #pragma once
 
 #include "worker/runtime/graph_backend.h"
@@ -47,6 +47,10 @@ auto& LayerVector(Layer& l, Vector v) {
       return l.bv;
     case Vector::kQNorm:
       return l.q_norm;
+    case Vector::kAttnPostNorm:
+      return l.attn_post_norm;
+    case Vector::kFfnPostNorm:
+      return l.ffn_post_norm;
     case Vector::kKNorm:
     case Vector::kOutputNorm:
       break;

@@ -1,6 +1,7 @@
 #include "worker/runtime/model_executor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <string_view>
@@ -262,6 +263,13 @@ Status ModelExecutor::Forward(const ForwardBatch& batch, ForwardOutput* output) 
   for (auto& b : backends_) {
     Status s = b->TakeError();
     if (status.ok() && !s.ok()) status = s;
+  }
+  if (status.ok() && config_.final_softcap > 0.0f) {
+    // cap · tanh(logit / cap), the division as a multiplication by 1 / cap
+    // (as the GGUF ecosystem computes it).
+    const float cap = config_.final_softcap;
+    const float inv = 1.0f / cap;
+    for (float& x : output->logits) x = cap * std::tanh(x * inv);
   }
   return status;
 }

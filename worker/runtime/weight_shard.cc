@@ -64,6 +64,8 @@ WeightShard WeightShard::Make(const ModelWeights& w, const ModelConfig& c,
     LayerWeights dst;
     dst.attn_norm = src.attn_norm;
     dst.ffn_norm = src.ffn_norm;
+    dst.attn_post_norm = src.attn_post_norm;
+    dst.ffn_post_norm = src.ffn_post_norm;
     dst.q_norm = src.q_norm;
     dst.k_norm = src.k_norm;
     dst.wq = SliceRows(src.wq, q0, q1);

@@ -73,7 +73,8 @@ double SoftmaxWeights(const AttentionKernels& kernels, float* sg, int n, float m
 // max and sum of exps.
 void GroupRange(const CpuKvPages& pages, const AttentionKernels& kernels, int layer, int kv_head,
                 std::span<const int32_t> block_table, int begin, int end, const float* q, int n_q,
-                float scale, AttentionScratch* scratch, float* out, PartialSoftmax* parts) {
+                const ScoreRule& rule, AttentionScratch* scratch, float* out,
+                PartialSoftmax* parts) {
   KVMESH_CHECK(n_q >= 1 && n_q <= kMaxQueryHeadsPerKvHead && end > begin);
   const KvLayout& layout = pages.layout();
   const int head_dim = layout.head_dim;
@@ -98,15 +99,26 @@ void GroupRange(const CpuKvPages& pages, const AttentionKernels& kernels, int la
       block_table, bs, begin, end,
       [&](int32_t block, int slot) { return pages.KRow(layer, block, slot, kv_head); }, rows);
   if (kernels.k_blocks == nullptr ||
-      !kernels.k_blocks->scores(head_dim, rows, n, scratch->query.data(), n_q, scale, scores,
+      !kernels.k_blocks->scores(head_dim, rows, n, scratch->query.data(), n_q, rule.scale, scores,
                                 max_score)) {
     std::fill(max_score, max_score + n_q, -INFINITY);
     for (int j = 0; j < n; ++j) {
       for (int g = 0; g < n_q; ++g) {
         float& s = scores[g * n + j];
-        s = kernels.k.dot(head_dim, rows[j], scratch->query.data() + g * query_bytes) * scale;
+        s = kernels.k.dot(head_dim, rows[j], scratch->query.data() + g * query_bytes) * rule.scale;
         max_score[g] = std::max(max_score[g], s);
       }
+    }
+  }
+  if (rule.softcap > 0.0f) {
+    // cap · tanh(s · (1 / cap)) is increasing, so the max maps to the max.
+    const float inv = 1.0f / rule.softcap;
+    for (int g = 0; g < n_q; ++g) {
+      for (int j = 0; j < n; ++j) {
+        float& s = scores[g * n + j];
+        s = rule.softcap * std::tanh(s * inv);
+      }
+      max_score[g] = rule.softcap * std::tanh(max_score[g] * inv);
     }
   }
   for (int g = 0; g < n_q; ++g) {
@@ -132,13 +144,16 @@ void GroupRange(const CpuKvPages& pages, const AttentionKernels& kernels, int la
 // PagedAttentionTilePart's work (contract in the header).
 void TileRange(const CpuKvPages& pages, const AttentionKernels& kernels, int layer, int kv_head,
                std::span<const int32_t> block_table, int begin, int end, int n_ctx, int n_tokens,
-               const float* q, int64_t q_stride, int n_q, float scale, AttentionScratch* scratch,
-               float* out, int64_t out_stride, PartialSoftmax* parts) {
+               const float* q, int64_t q_stride, int n_q, const ScoreRule& rule,
+               AttentionScratch* scratch, float* out, int64_t out_stride, PartialSoftmax* parts) {
   KVMESH_CHECK(n_tokens >= 1 && n_q >= 1 && n_tokens * n_q <= kMaxQueryHeadsPerKvHead);
   const int head_dim = pages.layout().head_dim;
-  // Token i attends [begin, stop(i)); the tokens before `first` see none of
-  // the range.
+  // Token i attends [start(i), stop(i)); the tokens before `first` see none
+  // of the range.
   auto stop = [&](int i) { return std::min(end, n_ctx + i); };
+  auto start = [&](int i) {
+    return rule.window > 0 ? std::max(begin, n_ctx + i - rule.window) : begin;
+  };
   int first = 0;
   while (first < n_tokens && stop(first) <= begin) {
     std::fill_n(out + first * out_stride, static_cast<size_t>(n_q) * head_dim, 0.0f);
@@ -154,12 +169,20 @@ void TileRange(const CpuKvPages& pages, const AttentionKernels& kernels, int lay
 
   auto one_by_one = [&] {
     for (int i = 0; i < n_tokens; ++i) {
-      GroupRange(pages, kernels, layer, kv_head, block_table, begin, stop(i), q + i * q_stride, n_q,
-                 scale, scratch, out + i * out_stride,
+      if (start(i) >= stop(i)) {  // the window ends before this range
+        std::fill_n(out + i * out_stride, static_cast<size_t>(n_q) * head_dim, 0.0f);
+        if (parts != nullptr) std::fill_n(parts + i * n_q, n_q, PartialSoftmax{-INFINITY, 0.0});
+        continue;
+      }
+      GroupRange(pages, kernels, layer, kv_head, block_table, start(i), stop(i), q + i * q_stride,
+                 n_q, rule, scratch, out + i * out_stride,
                  parts != nullptr ? parts + i * n_q : nullptr);
     }
   };
-  if (n_tokens == 1 || kernels.k_blocks == nullptr || kernels.v_blocks == nullptr) {
+  // The shared walk below assumes every token starts at `begin` and scores
+  // without a cap: windows and caps take the token-by-token path.
+  if (n_tokens == 1 || kernels.k_blocks == nullptr || kernels.v_blocks == nullptr ||
+      rule.window > 0 || rule.softcap > 0.0f) {
     one_by_one();
     return;
   }
@@ -182,8 +205,8 @@ void TileRange(const CpuKvPages& pages, const AttentionKernels& kernels, int lay
   LocateRows(
       block_table, layout.block_size, begin, begin + n_max,
       [&](int32_t block, int slot) { return pages.KRow(layer, block, slot, kv_head); }, rows);
-  if (!kernels.k_blocks->scores(head_dim, rows, n_max, scratch->query.data(), total, scale, scores,
-                                max_score)) {
+  if (!kernels.k_blocks->scores(head_dim, rows, n_max, scratch->query.data(), total, rule.scale,
+                                scores, max_score)) {
     one_by_one();
     return;
   }
@@ -255,21 +278,21 @@ void CombinePartitions(const float* part_outputs, int64_t part_stride, const Par
 void PagedAttentionTilePart(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
                             int kv_head, std::span<const int32_t> block_table, int partition,
                             int n_ctx, int n_tokens, const float* q, int64_t q_stride, int n_q,
-                            float scale, AttentionScratch* scratch, float* out, int64_t out_stride,
-                            PartialSoftmax* parts) {
+                            const ScoreRule& rule, AttentionScratch* scratch, float* out,
+                            int64_t out_stride, PartialSoftmax* parts) {
   const int begin = partition * kAttentionPartition;
   TileRange(pages, kernels, layer, kv_head, block_table, begin, begin + kAttentionPartition, n_ctx,
-            n_tokens, q, q_stride, n_q, scale, scratch, out, out_stride, parts);
+            n_tokens, q, q_stride, n_q, rule, scratch, out, out_stride, parts);
 }
 
 void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
                         int kv_head, std::span<const int32_t> block_table, int n_ctx, int n_tokens,
-                        const float* q, int64_t q_stride, int n_q, float scale,
+                        const float* q, int64_t q_stride, int n_q, const ScoreRule& rule,
                         AttentionScratch* scratch, float* out, int64_t out_stride) {
   const int n_parts = AttentionPartitions(n_ctx + n_tokens - 1);
   if (n_parts == 1) {
     TileRange(pages, kernels, layer, kv_head, block_table, 0, n_ctx + n_tokens - 1, n_ctx, n_tokens,
-              q, q_stride, n_q, scale, scratch, out, out_stride, nullptr);
+              q, q_stride, n_q, rule, scratch, out, out_stride, nullptr);
     return;
   }
   // Each partition's outputs and softmax, then their combination per head.
@@ -282,7 +305,7 @@ void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels
   softmax.resize(static_cast<size_t>(n_parts) * heads);
   for (int p = 0; p < n_parts; ++p) {
     PagedAttentionTilePart(pages, kernels, layer, kv_head, block_table, p, n_ctx, n_tokens, q,
-                           q_stride, n_q, scale, scratch, partials.data() + p * part_floats,
+                           q_stride, n_q, rule, scratch, partials.data() + p * part_floats,
                            static_cast<int64_t>(n_q) * head_dim, softmax.data() + p * heads);
   }
   for (int h = 0; h < heads; ++h) {
@@ -294,22 +317,22 @@ void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels
 
 void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
                          int kv_head, std::span<const int32_t> block_table, int n_ctx,
-                         const float* q, int n_q, float scale, AttentionScratch* scratch,
+                         const float* q, int n_q, const ScoreRule& rule, AttentionScratch* scratch,
                          float* out) {
   if (AttentionPartitions(n_ctx) == 1) {
-    GroupRange(pages, kernels, layer, kv_head, block_table, 0, n_ctx, q, n_q, scale, scratch, out,
-               nullptr);
+    const int begin = rule.window > 0 ? std::max(0, n_ctx - rule.window) : 0;
+    GroupRange(pages, kernels, layer, kv_head, block_table, begin, n_ctx, q, n_q, rule, scratch,
+               out, nullptr);
     return;
   }
-  PagedAttentionTile(pages, kernels, layer, kv_head, block_table, n_ctx, 1, q, 0, n_q, scale,
+  PagedAttentionTile(pages, kernels, layer, kv_head, block_table, n_ctx, 1, q, 0, n_q, rule,
                      scratch, out, 0);
 }
 
 void PagedAttention(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
                     int kv_head, std::span<const int32_t> block_table, int n_ctx, const float* q,
-                    float scale, AttentionScratch* scratch, float* out) {
-  PagedAttentionGroup(pages, kernels, layer, kv_head, block_table, n_ctx, q, 1, scale, scratch,
-                      out);
+                    const ScoreRule& rule, AttentionScratch* scratch, float* out) {
+  PagedAttentionGroup(pages, kernels, layer, kv_head, block_table, n_ctx, q, 1, rule, scratch, out);
 }
 
 }  // namespace kvmesh

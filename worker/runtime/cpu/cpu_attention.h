@@ -58,6 +58,18 @@ inline constexpr int kAttentionPartition = 2048;
 // The partitions of a context of n_ctx positions (at least 1).
 int AttentionPartitions(int n_ctx);
 
+// How a query's scores are formed and which positions it attends: score =
+// scale · q·k, then cap · tanh(score · (1 / cap)) where softcap > 0; a query
+// at position p attends [p - window + 1, p] where window > 0, else [0, p].
+// A plain scale converts implicitly (the llama families' attention).
+struct ScoreRule {
+  ScoreRule(float s) : scale(s) {}  // NOLINT(google-explicit-constructor)
+  ScoreRule(float s, float cap, int w) : scale(s), softcap(cap), window(w) {}
+  float scale = 1.0f;
+  float softcap = 0.0f;
+  int window = 0;
+};
+
 // One query head's softmax over one partition: the largest score and the sum
 // of exp(score - max) over its positions; {-inf, 0} when the head attends
 // none of them.
@@ -79,14 +91,14 @@ struct AttentionScratch {
 // `kv_head` of layer `layer`, positions 0..n_ctx-1 located by `block_table`.
 void PagedAttention(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
                     int kv_head, std::span<const int32_t> block_table, int n_ctx, const float* q,
-                    float scale, AttentionScratch* scratch, float* out);
+                    const ScoreRule& rule, AttentionScratch* scratch, float* out);
 
 // PagedAttention for the n_q query heads that share KV head `kv_head`: q and
 // out hold n_q (at most kMaxQueryHeadsPerKvHead) consecutive head vectors. Each head's result is
 // bit for bit what PagedAttention gives it alone; K and V rows are walked once for all.
 void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
                          int kv_head, std::span<const int32_t> block_table, int n_ctx,
-                         const float* q, int n_q, float scale, AttentionScratch* scratch,
+                         const float* q, int n_q, const ScoreRule& rule, AttentionScratch* scratch,
                          float* out);
 
 // The query heads of `n_tokens` consecutive positions of one sequence,
@@ -100,7 +112,7 @@ void PagedAttentionGroup(const CpuKvPages& pages, const AttentionKernels& kernel
 // n_tokens * n_q must not exceed kMaxQueryHeadsPerKvHead.
 void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
                         int kv_head, std::span<const int32_t> block_table, int n_ctx, int n_tokens,
-                        const float* q, int64_t q_stride, int n_q, float scale,
+                        const float* q, int64_t q_stride, int n_q, const ScoreRule& rule,
                         AttentionScratch* scratch, float* out, int64_t out_stride);
 
 // PagedAttentionTile over the positions of partition `partition` only: token
@@ -113,8 +125,8 @@ void PagedAttentionTile(const CpuKvPages& pages, const AttentionKernels& kernels
 void PagedAttentionTilePart(const CpuKvPages& pages, const AttentionKernels& kernels, int layer,
                             int kv_head, std::span<const int32_t> block_table, int partition,
                             int n_ctx, int n_tokens, const float* q, int64_t q_stride, int n_q,
-                            float scale, AttentionScratch* scratch, float* out, int64_t out_stride,
-                            PartialSoftmax* parts);
+                            const ScoreRule& rule, AttentionScratch* scratch, float* out,
+                            int64_t out_stride, PartialSoftmax* parts);
 
 // out[head_dim] = one head's attention from its n_parts partitions:
 // partition p's output at part_outputs + p * part_stride and its softmax at

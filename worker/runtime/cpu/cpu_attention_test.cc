@@ -460,5 +460,95 @@ TEST(PagedAttentionTest, PartitionedTilesEqualEachTokenAlone) {
   }
 }
 
+// A window and a soft cap (Gemma 2's attention), against their definitions
+// computed in double from the same K and V: a query at position p attends
+// [p - window + 1, p], each score becomes cap · tanh(score / cap).
+TEST(PagedAttentionTest, WindowAndSoftCapFollowTheirDefinitions) {
+  const KvLayout layout = SmallLayout(TensorType::kF32, TensorType::kF32);
+  constexpr int kContext = 40;
+  std::vector<int32_t> table(kContext / layout.block_size);
+  std::iota(table.begin(), table.end(), 0);
+  CpuKvPages pages(layout, static_cast<int>(table.size()));
+  FillPositions(&pages, table, kContext);
+  // The rows FillPositions wrote for layer 1, head 0.
+  std::vector<std::vector<float>> k, v;
+  kernels::TestRandom rows(1000 * 1 + 10 * 0 + 1);
+  for (int j = 0; j < kContext; ++j) {
+    k.push_back(kernels::MakeTestRow(rows, layout.head_dim));
+    v.push_back(kernels::MakeTestRow(rows, layout.head_dim));
+  }
+  kernels::TestRandom rng(9);
+  const std::vector<float> q = kernels::MakeTestRow(rng, layout.head_dim);
+  for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::ActiveIsa()}) {
+    const AttentionKernels kernels = AttentionKernels::For(layout, isa);
+    for (const ScoreRule& rule :
+         {ScoreRule(0.125f, 0.0f, 7), ScoreRule(0.125f, 0.5f, 0), ScoreRule(0.125f, 0.5f, 13)}) {
+      for (int n_ctx : {1, 6, 7, 8, 20, kContext}) {
+        const int first = rule.window > 0 ? std::max(0, n_ctx - rule.window) : 0;
+        std::vector<double> score;
+        for (int j = first; j < n_ctx; ++j) {
+          double s = 0.0;
+          for (int d = 0; d < layout.head_dim; ++d) s += static_cast<double>(q[d]) * k[j][d];
+          s *= rule.scale;
+          if (rule.softcap > 0.0f) s = rule.softcap * std::tanh(s / rule.softcap);
+          score.push_back(s);
+        }
+        const double top = *std::max_element(score.begin(), score.end());
+        double sum = 0.0;
+        for (double& s : score) sum += (s = std::exp(s - top));
+        std::vector<double> want(layout.head_dim, 0.0);
+        for (int j = first; j < n_ctx; ++j) {
+          for (int d = 0; d < layout.head_dim; ++d) want[d] += score[j - first] / sum * v[j][d];
+        }
+        AttentionScratch scratch;
+        std::vector<float> got(layout.head_dim);
+        PagedAttention(pages, kernels, 1, 0, table, n_ctx, q.data(), rule, &scratch, got.data());
+        for (int d = 0; d < layout.head_dim; ++d) {
+          ASSERT_NEAR(got[d], want[d], 1e-5) << kernels::IsaName(isa) << " window " << rule.window
+                                             << " cap " << rule.softcap << " n_ctx " << n_ctx;
+        }
+      }
+    }
+  }
+}
+
+// With a window and a cap, tiles and partitions still give each token what
+// it gets alone, bit for bit, also where the window crosses a partition
+// boundary.
+TEST(PagedAttentionTest, WindowedTilesAndPartitionsEqualEachTokenAlone) {
+  for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::ActiveIsa()}) {
+    SCOPED_TRACE(kernels::IsaName(isa));
+    KvLayout layout = SmallLayout(TensorType::kF16, TensorType::kF16);
+    layout.block_size = 16;
+    constexpr int kMaxCtx = kAttentionPartition + 64;
+    std::vector<int32_t> table(kMaxCtx / layout.block_size + 1);
+    std::iota(table.begin(), table.end(), 0);
+    CpuKvPages pages(layout, static_cast<int>(table.size()));
+    FillPositions(&pages, table, kMaxCtx);
+    const AttentionKernels kernels = AttentionKernels::For(layout, isa);
+    kernels::TestRandom rng(6);
+    constexpr int n_q = 2;
+    const ScoreRule rule(0.125f, 0.5f, 100);
+    for (int n_tokens : {1, 3}) {
+      for (int n_ctx : {5, 150, kAttentionPartition - 1, kAttentionPartition + 30}) {
+        const int64_t stride = n_q * layout.head_dim;
+        std::vector<float> q(n_tokens * stride);
+        for (float& x : q) x = rng.Bell();
+        std::vector<float> got(q.size(), -1.0f), want(q.size(), -1.0f);
+        AttentionScratch scratch;
+        PagedAttentionTile(pages, kernels, 1, 1, table, n_ctx, n_tokens, q.data(), stride, n_q,
+                           rule, &scratch, got.data(), stride);
+        for (int i = 0; i < n_tokens; ++i) {
+          PagedAttentionGroup(pages, kernels, 1, 1, table, n_ctx + i, q.data() + i * stride, n_q,
+                              rule, &scratch, want.data() + i * stride);
+        }
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(got[i], want[i]) << "tokens " << n_tokens << " n_ctx " << n_ctx << " at " << i;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvmesh

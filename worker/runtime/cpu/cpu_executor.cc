@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "common/half.h"
 #include "worker/kv/kv_transform.h"
 #include "worker/model/moe_routing.h"
 #include "worker/runtime/cpu/kv_quantizer.h"
@@ -227,7 +228,9 @@ void CpuExecutor::Attention(int layer) {
   // Causal attention: token t attends to positions 0..positions[t] of its
   // own sequence. Work items are (token, KV head) pairs; an item computes the
   // `group` query heads that share the KV head, reading its rows once.
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const ScoreRule scale(
+      config_.query_scale > 0.0f ? 1.0f : 1.0f / std::sqrt(static_cast<float>(head_dim)),
+      config_.attn_softcap, config_.LayerWindow(layer));
   const int group = n_head / n_head_kv;
   float* attn = Buf(Act::kAttention).data.data();
   // Tiles of consecutive positions of one sequence (a prefill chunk), so
@@ -346,6 +349,52 @@ void CpuExecutor::SwiGlu(Act gate, Act up) {
   const int64_t n_ff = g.width;
   ForEachRow(n_tokens_, [&](int64_t t) {
     row_ops_.swiglu(g.data.data() + t * n_ff, u + t * n_ff, g.data.data() + t * n_ff, n_ff);
+  });
+}
+
+namespace {
+
+// GELU's tanh approximation of every f16 value, rounded to f16 (indexed by
+// the f16 bits): the GGUF ecosystem's CPU code computes GELU as this table
+// at the input rounded to f16.
+const std::vector<float>& GeluHalfTable() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t bits = 0; bits < 65536; ++bits) {
+      const float x = HalfToFloat(static_cast<uint16_t>(bits));
+      const float gelu =
+          0.5f * x * (1.0f + std::tanh(0.79788456080286535588f * x * (1.0f + 0.044715f * x * x)));
+      t[bits] = HalfToFloat(FloatToHalf(gelu));
+    }
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+void CpuExecutor::GeGlu(Act gate, Act up) {
+  Buffer& g = Buf(gate);
+  const float* u = Buf(up).data.data();
+  const int64_t n_ff = g.width;
+  const float* table = GeluHalfTable().data();
+  ForEachRow(n_tokens_, [&](int64_t t) {
+    float* x = g.data.data() + t * n_ff;
+    const float* v = u + t * n_ff;
+    for (int64_t i = 0; i < n_ff; ++i) {
+      // Outside (-10, 10) GELU is 0 or x to f32 precision.
+      const float a = x[i];
+      const float gelu = a <= -10.0f ? 0.0f : a >= 10.0f ? a : table[FloatToHalf(a)];
+      x[i] = gelu * v[i];
+    }
+  });
+}
+
+void CpuExecutor::Scale(Act a, float factor) {
+  Buffer& buf = Buf(a);
+  ForEachRow(Rows(a), [&](int64_t t) {
+    float* x = buf.data.data() + t * buf.width;
+    for (int64_t i = 0; i < buf.width; ++i) x[i] *= factor;
   });
 }
 

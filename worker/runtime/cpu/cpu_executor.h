@@ -58,6 +58,8 @@ class CpuExecutor : public GraphBackend {
   void Rope(Act a) override;
   void Attention(int layer) override;
   void SwiGlu(Act gate, Act up) override;
+  void GeGlu(Act gate, Act up) override;
+  void Scale(Act a, float factor) override;
   void MoeFeedForward(int layer) override;
   void Add(Act dst, Act src) override;
   void AllReduce(Act a) override;

@@ -94,6 +94,14 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const Model& model,
                               " experts), which the CUDA executor does not run yet; "
                               "serve it on CPU devices");
   }
+  const ModelConfig& c = model.config();
+  if (c.ffn_activation != FfnActivation::kSilu || c.embed_scale > 0.0f || c.query_scale > 0.0f ||
+      c.attn_softcap > 0.0f || c.final_softcap > 0.0f || c.has_post_norms || c.sliding_window > 0) {
+    return UnimplementedError("device " + shard.device.Name() + ": " + c.arch_name +
+                              " needs GeGLU, soft-capping, post-norms and sliding-window "
+                              "attention, which the CUDA executor does not run yet; "
+                              "serve it on CPU devices");
+  }
   auto impl = std::make_unique<Impl>(model, layout, shard, num_blocks, comm, options);
   RETURN_IF_ERROR(impl->Init(model));
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(impl)));

@@ -105,6 +105,9 @@ struct LayerVectors {
   const float* bv = nullptr;
   const float* q_norm = nullptr;
   const float* k_norm = nullptr;
+  // Gemma-style post-norms: never set (the executor refuses gemma2).
+  const float* attn_post_norm = nullptr;
+  const float* ffn_post_norm = nullptr;
 };
 
 }  // namespace cuda_internal
