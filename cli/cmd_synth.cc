@@ -73,9 +73,9 @@ int Synth(const SynthOptions& o) {
   }
   const std::optional<SyntheticMix> mix = ParseSyntheticMix(o.type);
   if (!mix) {
-    return Fail(
-        InvalidArgumentError("unknown --type " + o.type +
-                             " (f16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, q2_k, iq4_nl, iq4_xs, iq3_s)"));
+    return Fail(InvalidArgumentError(
+        "unknown --type " + o.type +
+        " (f16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, q2_k, iq4_nl, iq4_xs, iq3_s)"));
   }
   SynthesizeOptions options;
   options.shape = *shape;
