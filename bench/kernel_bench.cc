@@ -200,7 +200,8 @@ int RunModel(const Args& args) {
   for (TensorType type :
        {TensorType::kF16, TensorType::kF32, TensorType::kBF16, TensorType::kQ8_0, TensorType::kQ4_0,
         TensorType::kIQ4_NL, TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
-        TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_XS}) {
+        TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_XS, TensorType::kIQ3_S,
+        TensorType::kIQ3_XXS, TensorType::kIQ2_XS}) {
     uint64_t type_bytes = 0;
     for (const PackedMatrix* m : matrices) {
       if (m->type() == type) type_bytes += m->panel_bytes() * m->num_panels();

@@ -51,6 +51,15 @@ alignas(64) inline constexpr std::array<uint32_t, 256> kIq3xxsGrid =
 alignas(64) inline constexpr std::array<uint64_t, 512> kIq2xsGrid =
     grid_internal::Expand<512, uint64_t>(kIq2xsGridLevels, 8, 2, grid_internal::kIq2xsValues);
 
+// The IQ3_S point whose level indices are `levels` (3 bits per value, as
+// kIq3sGridLevels), or -1 where no point has them.
+inline constexpr std::array<int16_t, 4096> kIq3sPointOfLevels = [] {
+  std::array<int16_t, 4096> table{};
+  for (int16_t& p : table) p = -1;
+  for (int i = 0; i < 512; ++i) table[kIq3sGridLevels[i]] = static_cast<int16_t>(i);
+  return table;
+}();
+
 // The eight sign bits a 7-bit sign code stands for: the code and, as bit 7,
 // its parity.
 constexpr uint8_t GridSigns(int code) {

@@ -6,6 +6,7 @@
 #include "common/check.h"
 #include "common/half.h"
 #include "worker/kernels/cpu/block_types.h"
+#include "worker/kernels/cpu/iq_grids.h"
 
 namespace kvmesh::kernels {
 namespace {
@@ -165,28 +166,58 @@ void UnpackIQ4_XS(const uint8_t* in, int r, BlockIQ4_XS* b) {
   UnpackLanes(in + kIq4XsQs, sizeof b->qs, r, b->qs);
 }
 
-// The grid types keep their GGUF bytes as lanes too, after d[16].
-constexpr int kIq3sQs = 32;
-constexpr int kIq3sQh = 32 + 16 * 64;
-constexpr int kIq3sSigns = kIq3sQh + 2 * 64;
-constexpr int kIq3sScales = kIq3sSigns + 8 * 64;
+// IQ3_XXS and IQ2_XS keep their GGUF bytes as lanes too, after d[16].
+constexpr int kIq3sScales = 32;
+constexpr int kIq3sNibbles = 96;
+constexpr size_t kIq3sPanelBytes = (kIq3sNibbles + 32 * 64) / kPanelRows;  // 134
 constexpr int kIq3xxsQs = 32;
 constexpr int kIq2xsQs = 32;
 constexpr int kIq2xsScales = 32 + 16 * 64;
 
+// IQ3_S is expanded: each value as a nibble, its level (0..7, the value
+// 2 * level + 1) with its sign as bit 3, so the kernels look values up with a
+// byte shuffle instead of gathering codebook points (panel_layout.h).
 void PackIQ3_S(const BlockIQ3_S& b, int r, uint8_t* out) {
   PackHalves(b.d, r, out);
-  PackLanes(b.qs, sizeof b.qs, r, out + kIq3sQs);
-  PackLanes(b.qh, sizeof b.qh, r, out + kIq3sQh);
-  PackLanes(b.signs, sizeof b.signs, r, out + kIq3sSigns);
   PackLanes(b.scales, sizeof b.scales, r, out + kIq3sScales);
+  auto nibble = [&](int e) {
+    const int group = e / 4;
+    const int point = b.qs[group] | ((b.qh[group / 8] >> (group % 8)) & 1) << 8;
+    const int level = (kIq3sGridLevels[point] >> (3 * (e % 4))) & 7;
+    const int sign = (b.signs[e / 8] >> (e % 8)) & 1;
+    return level | sign << 3;
+  };
+  for (int j = 0; j < 8; ++j) {
+    for (int c = 0; c < 4; ++c) {
+      uint8_t* lane = Lane(out + kIq3sNibbles, 4 * j + c, r);
+      for (int k = 0; k < 4; ++k) {
+        const int low = 32 * j + 4 * c + k;
+        lane[k] = static_cast<uint8_t>(nibble(low) | nibble(low + 16) << 4);
+      }
+    }
+  }
 }
 void UnpackIQ3_S(const uint8_t* in, int r, BlockIQ3_S* b) {
+  *b = {};
   b->d = UnpackHalves(in, r);
-  UnpackLanes(in + kIq3sQs, sizeof b->qs, r, b->qs);
-  UnpackLanes(in + kIq3sQh, sizeof b->qh, r, b->qh);
-  UnpackLanes(in + kIq3sSigns, sizeof b->signs, r, b->signs);
   UnpackLanes(in + kIq3sScales, sizeof b->scales, r, b->scales);
+  for (int g = 0; g < 64; ++g) {
+    const int j = g / 8;
+    const int c = g % 8 % 4;
+    const int shift = g % 8 < 4 ? 0 : 4;
+    const uint8_t* lane = Lane(in + kIq3sNibbles, 4 * j + c, r);
+    int levels = 0;
+    for (int k = 0; k < 4; ++k) {
+      const int n = (lane[k] >> shift) & 0x0F;
+      levels |= (n & 7) << (3 * k);
+      const int e = 4 * g + k;
+      if (n & 8) b->signs[e / 8] |= static_cast<uint8_t>(1 << (e % 8));
+    }
+    const int point = kIq3sPointOfLevels[static_cast<size_t>(levels)];
+    KVMESH_CHECK(point >= 0);
+    b->qs[g] = static_cast<uint8_t>(point & 0xFF);
+    b->qh[g / 8] |= static_cast<uint8_t>((point >> 8) << (g % 8));
+  }
 }
 
 void PackIQ3_XXS(const BlockIQ3_XXS& b, int r, uint8_t* out) {
@@ -353,43 +384,44 @@ void UnpackFloatRow(T type, const uint8_t* panel, int64_t cols, int r, uint8_t* 
 
 struct BlockInfo {
   int64_t block_size;
-  size_t bytes;
+  size_t bytes;        // of a GGUF block
+  size_t panel_bytes;  // of one row's share of a panel-block (bytes, or more where expanded)
 };
 
 BlockInfo QuantBlockInfo(T type) {
   switch (type) {
     case T::kQ4_0:
-      return {kLegacyBlockSize, sizeof(BlockQ4_0)};
+      return {kLegacyBlockSize, sizeof(BlockQ4_0), sizeof(BlockQ4_0)};
     case T::kQ4_1:
-      return {kLegacyBlockSize, sizeof(BlockQ4_1)};
+      return {kLegacyBlockSize, sizeof(BlockQ4_1), sizeof(BlockQ4_1)};
     case T::kQ5_0:
-      return {kLegacyBlockSize, sizeof(BlockQ5_0)};
+      return {kLegacyBlockSize, sizeof(BlockQ5_0), sizeof(BlockQ5_0)};
     case T::kQ5_1:
-      return {kLegacyBlockSize, sizeof(BlockQ5_1)};
+      return {kLegacyBlockSize, sizeof(BlockQ5_1), sizeof(BlockQ5_1)};
     case T::kQ8_0:
-      return {kLegacyBlockSize, sizeof(BlockQ8_0)};
+      return {kLegacyBlockSize, sizeof(BlockQ8_0), sizeof(BlockQ8_0)};
     case T::kQ4_K:
-      return {kSuperBlockSize, sizeof(BlockQ4_K)};
+      return {kSuperBlockSize, sizeof(BlockQ4_K), sizeof(BlockQ4_K)};
     case T::kQ5_K:
-      return {kSuperBlockSize, sizeof(BlockQ5_K)};
+      return {kSuperBlockSize, sizeof(BlockQ5_K), sizeof(BlockQ5_K)};
     case T::kQ6_K:
-      return {kSuperBlockSize, sizeof(BlockQ6_K)};
+      return {kSuperBlockSize, sizeof(BlockQ6_K), sizeof(BlockQ6_K)};
     case T::kQ2_K:
-      return {kSuperBlockSize, sizeof(BlockQ2_K)};
+      return {kSuperBlockSize, sizeof(BlockQ2_K), sizeof(BlockQ2_K)};
     case T::kQ3_K:
-      return {kSuperBlockSize, sizeof(BlockQ3_K)};
+      return {kSuperBlockSize, sizeof(BlockQ3_K), sizeof(BlockQ3_K)};
     case T::kIQ4_NL:
-      return {kLegacyBlockSize, sizeof(BlockIQ4_NL)};
+      return {kLegacyBlockSize, sizeof(BlockIQ4_NL), sizeof(BlockIQ4_NL)};
     case T::kIQ4_XS:
-      return {kSuperBlockSize, sizeof(BlockIQ4_XS)};
+      return {kSuperBlockSize, sizeof(BlockIQ4_XS), sizeof(BlockIQ4_XS)};
     case T::kIQ3_S:
-      return {kSuperBlockSize, sizeof(BlockIQ3_S)};
+      return {kSuperBlockSize, sizeof(BlockIQ3_S), kIq3sPanelBytes};
     case T::kIQ3_XXS:
-      return {kSuperBlockSize, sizeof(BlockIQ3_XXS)};
+      return {kSuperBlockSize, sizeof(BlockIQ3_XXS), sizeof(BlockIQ3_XXS)};
     case T::kIQ2_XS:
-      return {kSuperBlockSize, sizeof(BlockIQ2_XS)};
+      return {kSuperBlockSize, sizeof(BlockIQ2_XS), sizeof(BlockIQ2_XS)};
     default:
-      return {0, 0};
+      return {0, 0, 0};
   }
 }
 
@@ -488,7 +520,7 @@ size_t PanelBytes(TensorType type, int64_t cols) {
     default: {
       const BlockInfo info = QuantBlockInfo(type);
       KVMESH_CHECK(info.block_size != 0 && cols % info.block_size == 0);
-      return static_cast<size_t>(cols / info.block_size) * kPanelRows * info.bytes;
+      return static_cast<size_t>(cols / info.block_size) * kPanelRows * info.panel_bytes;
     }
   }
 }
@@ -512,7 +544,8 @@ void PackPanels(TensorType type, const uint8_t* src, size_t src_row_bytes, int64
       }
       const BlockInfo info = QuantBlockInfo(type);
       for (int64_t b = 0; b < cols / info.block_size; ++b) {
-        PackQuantBlock(type, src_row + b * info.bytes, r, panel + b * kPanelRows * info.bytes);
+        PackQuantBlock(type, src_row + b * info.bytes, r,
+                       panel + b * kPanelRows * info.panel_bytes);
       }
     }
   }
@@ -523,7 +556,7 @@ void UnpackPanelRow(TensorType type, const uint8_t* panel, int64_t cols, int r, 
   const BlockInfo info = QuantBlockInfo(type);
   KVMESH_CHECK(info.block_size != 0);
   for (int64_t b = 0; b < cols / info.block_size; ++b) {
-    UnpackQuantBlock(type, panel + b * kPanelRows * info.bytes, r, row + b * info.bytes);
+    UnpackQuantBlock(type, panel + b * kPanelRows * info.panel_bytes, r, row + b * info.bytes);
   }
 }
 

@@ -13,7 +13,7 @@
 // Weights. Rows are grouped in panels of kPanelRows; the last panel is padded
 // with zero rows. A panel holds the same bytes as its 16 rows in GGUF order
 // (so repacking costs no extra memory traffic per token), rearranged per block
-// of the type. In a panel-block, a "group vector" is 64 bytes holding 4
+// of the type - except IQ3_S's, expanded below. In a panel-block, a "group vector" is 64 bytes holding 4
 // consecutive elements of each of the 16 rows (bytes 4r..4r+3 belong to row
 // r); a "mask" is 8 bytes with one bit per byte of a group vector. Per type:
 //
@@ -46,11 +46,12 @@
 //   IQ4_XS  d[16] f16 | scales_h[16] u16 | 1 vector: scales_l as lanes |
 //         32 vectors: the qs bytes as lanes (vector 4j + c: group c of
 //         sub-block j in its low nibbles, group c + 4 in its high nibbles)
-//   IQ3_S  d[16] f16 | 16 vectors: the qs bytes as lanes (vector 2j + h:
-//         the point indices' low bytes of groups 4h..4h+3 of sub-block j) |
-//         2 vectors: qh as lanes | 8 vectors: the signs as lanes (vector j:
-//         bit l of a lane is the sign of element l of sub-block j) |
-//         1 vector: the scales as lanes
+//   IQ3_S  expanded, 134 bytes per row and block against the file's 110:
+//         d[16] f16 | 1 vector: the scales as lanes | 32 vectors of nibbles
+//         ordered as IQ4_XS's, each value's codebook level (0..7, the
+//         magnitude 2 * level + 1) with its sign as bit 3. Gathering
+//         codebook points per group cost more than the bytes saved; the
+//         GGUF block comes back exactly on unpacking (kIq3sPointOfLevels)
 //   IQ3_XXS  d[16] f16 | 24 vectors: the qs bytes as lanes (16 of point
 //         indices, then vector 16 + j: sub-block j's signs-and-scale word)
 //   IQ2_XS  d[16] f16 | 16 vectors: the qs words as lanes (vector v: the

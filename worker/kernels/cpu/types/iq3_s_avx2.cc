@@ -1,33 +1,32 @@
 // IQ3_S on the AVX2 tier: panel GEMM equal to the scalar reference bit for
 // bit (see panel_gemm.h).
 //
-// As the AVX-512 kernel (iq3_s_avx512.cc), 8 rows at a time: points gathered
-// from the codebook, signed around 16, vpmaddubsw against x (a pair is at
-// most 2 * 31 * 127) widened to int32 per group, from -16 times bsum32.
+// As the AVX-512 kernel (iq3_s_avx512.cc), 8 rows at a time: a byte shuffle
+// turns each nibble into 16 + its signed value; vpmaddubsw pairs (at most
+// 2 * 31 * 127) of four groups add up in int16 before widening.
 #include "worker/kernels/cpu/block_types.h"
-#include "worker/kernels/cpu/iq_grids.h"
 #include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx2_kquant.h"
 
 namespace kvmesh::kernels::avx2 {
 namespace {
 
-constexpr size_t kBlockBytes = 16 * 110;
-constexpr int kQs = 32;
-constexpr int kQh = kQs + 16 * 64;
-constexpr int kSigns = kQh + 2 * 64;
-constexpr int kScales = kSigns + 8 * 64;
-constexpr int kOffset = 16;
+constexpr size_t kBlockBytes = 16 * 134;
+constexpr int kScales = 32;
+constexpr int kNibbles = 96;
 
 struct IQ3STile : SuperBlockPanel {
-  LaneByteSpread spread;
-
   template <int kTokens>
   void Run(int half, int64_t t0) const {
     const Q8KRows<kTokens> rows(x, x_stride, layout, t0);
-    const int* grid = reinterpret_cast<const int*>(kIq3sGrid.data());
-    const __m256i byte_mask = _mm256_set1_epi32(0xFF);
-    const __m256i high_bit = _mm256_set1_epi32(0x100);
+    alignas(32) int8_t bytes[32];
+    for (int i = 0; i < 32; ++i) {
+      const int n = i % 16;
+      const int value = 2 * (n & 7) + 1;
+      bytes[i] = static_cast<int8_t>(n & 8 ? 16 - value : 16 + value);
+    }
+    const __m256i table = _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes));
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
     __m256 acc[kTokens];
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < super_blocks; ++sb) {
@@ -41,28 +40,24 @@ struct IQ3STile : SuperBlockPanel {
             _mm256_slli_epi32(
                 _mm256_and_si256(_mm256_srli_epi32(scales, 4 * j), _mm256_set1_epi32(0x0F)), 1),
             _mm256_set1_epi32(1));
-        const __m256i qs[2] = {Load256(pb + kQs + 64 * (2 * j) + 32 * half),
-                               Load256(pb + kQs + 64 * (2 * j + 1) + 32 * half)};
-        const __m256i qh =
-            _mm256_srli_epi32(Load256(pb + kQh + 64 * (j / 4) + 32 * half), 8 * (j % 4));
-        const __m256i signs = Load256(pb + kSigns + 64 * j + 32 * half);
-        __m256i part[kTokens];
-        for (int t = 0; t < kTokens; ++t) {
-          part[t] = _mm256_set1_epi32(-kOffset * rows.bsum32[t][8 * sb + j]);
+        __m256i w[8];
+        for (int c = 0; c < 4; ++c) {
+          const __m256i v = Load256(pb + kNibbles + 64 * (4 * j + c) + 32 * half);
+          w[c] = _mm256_shuffle_epi8(table, _mm256_and_si256(v, nibble));
+          w[c + 4] = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
         }
-        for (int l = 0; l < 8; ++l) {
-          const __m256i index = _mm256_or_si256(
-              _mm256_and_si256(_mm256_srli_epi32(qs[l / 4], 8 * (l % 4)), byte_mask),
-              _mm256_and_si256(_mm256_slli_epi32(qh, 8 - l), high_bit));
-          const __m256i magnitudes = _mm256_i32gather_epi32(grid, index, 4);
-          const __m256i w = OffsetSigned(magnitudes, GridNegativeBytes(signs, spread, l), kOffset);
-          for (int t = 0; t < kTokens; ++t) {
-            const int8_t* lv = rows.levels[t] + 256 * sb + 32 * j + 4 * l;
-            part[t] = _mm256_add_epi32(part[t], PairSums(_mm256_maddubs_epi16(w, Broadcast4(lv))));
+        for (int t = 0; t < kTokens; ++t) {
+          const int8_t* lv = rows.levels[t] + 256 * sb + 32 * j;
+          __m256i sum = _mm256_set1_epi32(-16 * rows.bsum32[t][8 * sb + j]);
+          for (int h = 0; h < 2; ++h) {
+            __m256i pairs = _mm256_maddubs_epi16(w[4 * h], Broadcast4(lv + 16 * h));
+            for (int g = 1; g < 4; ++g) {
+              pairs = _mm256_add_epi16(
+                  pairs, _mm256_maddubs_epi16(w[4 * h + g], Broadcast4(lv + 16 * h + 4 * g)));
+            }
+            sum = _mm256_add_epi32(sum, PairSums(pairs));
           }
-        }
-        for (int t = 0; t < kTokens; ++t) {
-          scaled[t] = _mm256_add_epi32(scaled[t], _mm256_mullo_epi32(part[t], odd));
+          scaled[t] = _mm256_add_epi32(scaled[t], _mm256_mullo_epi32(sum, odd));
         }
       }
       const __m256 dw = LoadHalves8(pb + 16 * half);
@@ -75,9 +70,7 @@ struct IQ3STile : SuperBlockPanel {
   }
 };
 
-void GemmIQ3_S(const PanelGemmArgs& a) {
-  SuperBlockGemm<IQ3STile>(a, kBlockBytes, LaneByteSpread());
-}
+void GemmIQ3_S(const PanelGemmArgs& a) { SuperBlockGemm<IQ3STile>(a, kBlockBytes); }
 
 }  // namespace
 }  // namespace kvmesh::kernels::avx2

@@ -1,34 +1,29 @@
 // IQ3_S on the AVX-512 tier: panel GEMM equal to the scalar reference bit for
 // bit (see panel_gemm.h).
 //
-// Each group of 4 values of the 16 rows is gathered from the codebook as
-// bytes, signed around 16 (16 +- value, unsigned) and summed against x by
-// vpdpbusd, starting from -16 times the planar row's bsum32 so the sub-block
-// sum is exact; the odd scale 1 + 2 * scale_j multiplies it in int32.
+// The panel holds each value as a nibble (level, sign; panel_layout.h): a
+// byte shuffle turns it into 16 + its signed value (unsigned, 1..31),
+// vpdpbusd sums a sub-block of 32 against x from -16 times the planar row's
+// bsum32 so the sum is exact, and the odd scale 1 + 2 * scale_j multiplies
+// it in int32.
 #include "worker/kernels/cpu/block_types.h"
-#include "worker/kernels/cpu/iq_grids.h"
 #include "worker/kernels/cpu/kernel_records.h"
 #include "worker/kernels/cpu/simd/avx512_kquant.h"
 
 namespace kvmesh::kernels::avx512 {
 namespace {
 
-constexpr size_t kBlockBytes = 16 * 110;
-constexpr int kQs = 32;
-constexpr int kQh = kQs + 16 * 64;
-constexpr int kSigns = kQh + 2 * 64;
-constexpr int kScales = kSigns + 8 * 64;
-constexpr int kOffset = 16;
+constexpr size_t kBlockBytes = 16 * 134;
+constexpr int kScales = 32;
+constexpr int kNibbles = 96;
 
 struct IQ3STile : SuperBlockPanel {
-  LaneByteSpread spread;
+  __m512i table;  // 16 + the signed value of nibble n, in byte n of every 128-bit lane
 
   template <int kTokens>
   void Run(int64_t t0) const {
     const Q8KRows<kTokens> rows(x, x_stride, layout, t0);
-    const int* grid = reinterpret_cast<const int*>(kIq3sGrid.data());
-    const __m512i byte_mask = _mm512_set1_epi32(0xFF);
-    const __m512i high_bit = _mm512_set1_epi32(0x100);
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
     __m512 acc[kTokens];
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < super_blocks; ++sb) {
@@ -37,32 +32,29 @@ struct IQ3STile : SuperBlockPanel {
       const __m512i scales = _mm512_loadu_si512(pb + kScales);
       __m512i scaled[kTokens];
       for (int t = 0; t < kTokens; ++t) scaled[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
         const __m512i odd = _mm512_add_epi32(
             _mm512_slli_epi32(
                 _mm512_and_si512(_mm512_srli_epi32(scales, 4 * j), _mm512_set1_epi32(0x0F)), 1),
             _mm512_set1_epi32(1));
-        const __m512i qs[2] = {_mm512_loadu_si512(pb + kQs + 64 * (2 * j)),
-                               _mm512_loadu_si512(pb + kQs + 64 * (2 * j + 1))};
-        const __m512i qh =
-            _mm512_srli_epi32(_mm512_loadu_si512(pb + kQh + 64 * (j / 4)), 8 * (j % 4));
-        const __m512i signs = _mm512_loadu_si512(pb + kSigns + 64 * j);
+        __m512i w[8];  // group c of the sub-block in w[c]
+        for (int c = 0; c < 4; ++c) {
+          const __m512i v = _mm512_loadu_si512(pb + kNibbles + 64 * (4 * j + c));
+          w[c] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, nibble));
+          w[c + 4] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble));
+        }
         __m512i part[kTokens];
 #pragma GCC unroll 16
         for (int t = 0; t < kTokens; ++t) {
-          part[t] = _mm512_set1_epi32(-kOffset * rows.bsum32(t)[8 * sb + j]);
+          part[t] = _mm512_set1_epi32(-16 * rows.bsum32(t)[8 * sb + j]);
         }
 #pragma GCC unroll 8
-        for (int l = 0; l < 8; ++l) {
-          const __m512i index = _mm512_or_si512(
-              _mm512_and_si512(_mm512_srli_epi32(qs[l / 4], 8 * (l % 4)), byte_mask),
-              _mm512_and_si512(_mm512_slli_epi32(qh, 8 - l), high_bit));
-          const __m512i magnitudes = _mm512_i32gather_epi32(index, grid, 4);
-          const __m512i w = OffsetSigned(magnitudes, GridSignMask(signs, spread, l), kOffset);
+        for (int g = 0; g < 8; ++g) {
 #pragma GCC unroll 16
           for (int t = 0; t < kTokens; ++t) {
             const int8_t* lv = rows.levels(t) + 256 * sb + 32 * j;
-            part[t] = _mm512_dpbusd_epi32(part[t], w, Broadcast4(lv + 4 * l));
+            part[t] = _mm512_dpbusd_epi32(part[t], w[g], Broadcast4(lv + 4 * g));
           }
         }
 #pragma GCC unroll 16
@@ -80,9 +72,18 @@ struct IQ3STile : SuperBlockPanel {
   }
 };
 
-void GemmIQ3_S(const PanelGemmArgs& a) {
-  SuperBlockGemm<IQ3STile>(a, kBlockBytes, LaneByteSpread());
+// 16 + (2 * level + 1) for nibbles 0..7, 16 - (2 * level + 1) for 8..15.
+__m512i NibbleTable() {
+  alignas(64) int8_t bytes[64];
+  for (int i = 0; i < 64; ++i) {
+    const int n = i % 16;
+    const int value = 2 * (n & 7) + 1;
+    bytes[i] = static_cast<int8_t>(n & 8 ? 16 - value : 16 + value);
+  }
+  return _mm512_load_si512(bytes);
 }
+
+void GemmIQ3_S(const PanelGemmArgs& a) { SuperBlockGemm<IQ3STile>(a, kBlockBytes, NibbleTable()); }
 
 }  // namespace
 }  // namespace kvmesh::kernels::avx512
