@@ -13,9 +13,9 @@
 // Weights. Rows are grouped in panels of kPanelRows; the last panel is padded
 // with zero rows. A panel holds the same bytes as its 16 rows in GGUF order
 // (so repacking costs no extra memory traffic per token), rearranged per block
-// of the type - except IQ3_S's, expanded below. In a panel-block, a "group vector" is 64 bytes holding 4
-// consecutive elements of each of the 16 rows (bytes 4r..4r+3 belong to row
-// r); a "mask" is 8 bytes with one bit per byte of a group vector. Per type:
+// of the type - except IQ3_S's, expanded below. In a panel-block, a "group vector" is 64 bytes
+// holding 4 consecutive elements of each of the 16 rows (bytes 4r..4r+3 belong to row r); a "mask"
+// is 8 bytes with one bit per byte of a group vector. Per type:
 //
 //   Q4_0  d[16] f16 | 4 vectors of nibbles: vector c has group c (elements
 //         4c..4c+3) in its low nibbles and group c+4 in its high nibbles
