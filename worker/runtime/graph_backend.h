@@ -111,9 +111,11 @@ class GraphBackend {
   // ecosystem's CPU code does (on the input rounded to f16, the result
   // rounded to f16). Only for models whose config asks for it; a backend
   // without it refuses such models when it is built.
-  virtual void GeGlu(Act gate, Act up) { KVMESH_CHECK(false && "GeGlu not implemented"); }
+  virtual void GeGlu(Act gate, Act up) { KVMESH_CHECK(false && "a backend without GeGlu ran it"); }
   // a ← a · factor (every element). Same condition as GeGlu.
-  virtual void Scale(Act a, float factor) { KVMESH_CHECK(false && "Scale not implemented"); }
+  virtual void Scale(Act a, float factor) {
+    KVMESH_CHECK(false && "a backend without Scale ran it");
+  }
   // kProjection ← the layer's mixture of experts applied to kNormed: per
   // token, softmax over the router's logits, the top n_expert_used experts
   // (their weights renormalised to sum 1 where the model says so), and the

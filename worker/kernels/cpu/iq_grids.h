@@ -11,14 +11,19 @@
 // at compile time.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "common/half.h"
 #include "worker/kernels/cpu/iq_grids_data.h"
+#include "worker/kernels/cpu/k_quant_common.h"
 
 namespace kvmesh::kernels {
+
+inline constexpr int kGridSuperBlock = 256;
 
 namespace grid_internal {
 
@@ -120,6 +125,60 @@ uint8_t GridSignBits(const float* x, const float* w, const float* m, int count, 
 // largest magnitude near the codebook's largest value, then refined by
 // weighted least squares for the chosen points. 0 for a run of zeros.
 float FitGridStep(const GridCodebook& book, const float* x, const float* w, int n, bool even_signs);
+
+// A super-block of a grid type as its quantizer chose it.
+struct GridSuperBlock {
+  uint16_t d = 0;                       // the f16 super-scale
+  int scales[16] = {};                  // per run, 0..15
+  uint16_t points[64] = {};             // per group of the codebook's width
+  float weights[kGridSuperBlock] = {};  // the search's per-value weights
+};
+
+// Quantizes 256 values as runs of `run` values (16 or 32) that share a 4-bit
+// scale s, whose step is step(d, s) computed exactly as the type's decoder
+// computes it, with step(d, s) = step(d, 0) * (2s + 1). Each run's step is
+// fitted (FitGridStep); d maps the largest to scale 15; then each run keeps
+// the scale near its rounded one, and the points, of least error as the
+// kernels decode them. A super-block of zeros (or one whose d underflows)
+// gets d = 0, which decodes to zeros.
+template <typename Step>
+void QuantizeGridSuperBlock(const GridCodebook& book, const float* x, int run, bool even_signs,
+                            Step step, GridSuperBlock* out) {
+  constexpr int kMaxScale = 15;
+  const int runs = kGridSuperBlock / run;
+  const int groups_per_run = run / book.width();
+  *out = {};
+  float steps[16];
+  float max_step = 0.0f;
+  for (int r = 0; r < runs; ++r) {
+    // Weights over 32-value sub-blocks, so two runs of 16 weigh alike.
+    if (run * r % 32 == 0) MagnitudeWeights(x + run * r, 32, out->weights + run * r);
+    steps[r] = FitGridStep(book, x + run * r, out->weights + run * r, run, even_signs);
+    max_step = std::max(max_step, steps[r]);
+  }
+  if (max_step == 0.0f) return;
+  out->d = FloatToHalf(max_step / step(1.0f, kMaxScale));
+  const float d = HalfToFloat(out->d);
+  if (d == 0.0f) {
+    out->d = 0;
+    return;
+  }
+  const float unit = step(d, 0);
+  uint16_t trial[8];
+  for (int r = 0; r < runs; ++r) {
+    const int rounded = std::clamp(NearestInt((steps[r] / unit - 1.0f) * 0.5f), 0, kMaxScale);
+    float best_error = -1.0f;
+    for (int s = std::max(0, rounded - 1); s <= std::min(kMaxScale, rounded + 1); ++s) {
+      const float error = GridRunError(book, x + run * r, out->weights + run * r, run, step(d, s),
+                                       even_signs, trial);
+      if (best_error < 0.0f || error < best_error) {
+        best_error = error;
+        out->scales[r] = s;
+        std::copy(trial, trial + groups_per_run, out->points + groups_per_run * r);
+      }
+    }
+  }
+}
 
 const GridCodebook& Iq3sCodebook();
 const GridCodebook& Iq3xxsCodebook();

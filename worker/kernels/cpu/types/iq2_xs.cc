@@ -19,7 +19,6 @@ namespace {
 
 constexpr int kRunSize = 16;
 constexpr int kRuns = kSuperBlockSize / kRunSize;
-constexpr int kMaxScale = 15;
 
 int Scale(const BlockIQ2_XS& block, int r) { return (block.scales[r / 2] >> (4 * (r % 2))) & 0x0F; }
 
@@ -35,45 +34,20 @@ float Step(float d, int scale) { return d * (0.5f + static_cast<float>(scale)) *
 
 void QuantizeBlock(const float* x, BlockIQ2_XS* block) {
   const GridCodebook& book = Iq2xsCodebook();
-  float weights[kSuperBlockSize];
-  float steps[kRuns];
-  float max_step = 0.0f;
-  for (int r = 0; r < kRuns; ++r) {
-    // Weights from the run's sub-block of 32, so two runs weigh alike.
-    if (r % 2 == 0) MagnitudeWeights(x + kRunSize * r, 2 * kRunSize, weights + kRunSize * r);
-    steps[r] = FitGridStep(book, x + kRunSize * r, weights + kRunSize * r, kRunSize,
-                           /*even_signs=*/true);
-    max_step = std::max(max_step, steps[r]);
-  }
+  GridSuperBlock q;
+  QuantizeGridSuperBlock(book, x, kRunSize, /*even_signs=*/true, Step, &q);
   *block = {};
-  if (max_step == 0.0f) return;  // all zeros: d = 0 decodes every value to 0
-  block->d = FloatToHalf(max_step / Step(1.0f, kMaxScale));
-  const float d = HalfToFloat(block->d);
-  if (d == 0.0f) return;
-  uint16_t points[2];
-  uint16_t trial[2];
+  block->d = q.d;
+  if (q.d == 0) return;
+  const float d = HalfToFloat(q.d);
   for (int r = 0; r < kRuns; ++r) {
-    const float* run = x + kRunSize * r;
-    const float* w = weights + kRunSize * r;
-    // steps[r] / d = (2 scale + 1) / 8.
-    const int rounded = std::clamp(NearestInt((8.0f * steps[r] / d - 1.0f) * 0.5f), 0, kMaxScale);
-    float best_error = -1.0f;
-    int scale = rounded;
-    for (int s = std::max(0, rounded - 1); s <= std::min(kMaxScale, rounded + 1); ++s) {
-      const float error = GridRunError(book, run, w, kRunSize, Step(d, s), true, trial);
-      if (best_error < 0.0f || error < best_error) {
-        best_error = error;
-        scale = s;
-        std::copy(trial, trial + 2, points);
-      }
-    }
-    const float step = Step(d, scale);
-    block->scales[r / 2] |= static_cast<uint8_t>(scale << (4 * (r % 2)));
-    for (int g = 0; g < 2; ++g) {
+    const float step = Step(d, q.scales[r]);
+    block->scales[r / 2] |= static_cast<uint8_t>(q.scales[r] << (4 * (r % 2)));
+    for (int g = 2 * r; g < 2 * r + 2; ++g) {
       float m[8];
-      for (int k = 0; k < 8; ++k) m[k] = step * book.Value(points[g], k);
-      const uint8_t signs = GridSignBits(run + 8 * g, w + 8 * g, m, 8, /*even_signs=*/true);
-      block->qs[2 * r + g] = static_cast<uint16_t>(points[g] | (signs & 127) << 9);
+      for (int k = 0; k < 8; ++k) m[k] = step * book.Value(q.points[g], k);
+      const uint8_t signs = GridSignBits(x + 8 * g, q.weights + 8 * g, m, 8, /*even_signs=*/true);
+      block->qs[g] = static_cast<uint16_t>(q.points[g] | (signs & 127) << 9);
     }
   }
 }

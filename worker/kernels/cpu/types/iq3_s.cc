@@ -17,7 +17,6 @@ namespace {
 
 constexpr int kSubBlockSize = 32;
 constexpr int kSubBlocks = kSuperBlockSize / kSubBlockSize;
-constexpr int kMaxScale = 15;
 
 int Point(const BlockIQ3_S& block, int group) {
   return block.qs[group] | ((block.qh[group / 8] >> (group % 8)) & 1) << 8;
@@ -32,44 +31,20 @@ int Magnitude(const BlockIQ3_S& block, int e) {
                           0xFF);
 }
 
+float Step(float d, int scale) { return d * static_cast<float>(1 + 2 * scale); }
+
 void QuantizeBlock(const float* x, BlockIQ3_S* block) {
-  const GridCodebook& book = Iq3sCodebook();
-  float weights[kSuperBlockSize];
-  float steps[kSubBlocks];
-  float max_step = 0.0f;
-  for (int j = 0; j < kSubBlocks; ++j) {
-    MagnitudeWeights(x + kSubBlockSize * j, kSubBlockSize, weights + kSubBlockSize * j);
-    steps[j] = FitGridStep(book, x + kSubBlockSize * j, weights + kSubBlockSize * j, kSubBlockSize,
-                           /*even_signs=*/false);
-    max_step = std::max(max_step, steps[j]);
-  }
+  GridSuperBlock q;
+  QuantizeGridSuperBlock(Iq3sCodebook(), x, kSubBlockSize, /*even_signs=*/false, Step, &q);
   *block = {};
-  if (max_step == 0.0f) return;  // all zeros: d = 0 decodes every value to 0
-  block->d = FloatToHalf(max_step / (2 * kMaxScale + 1));
-  const float d = HalfToFloat(block->d);
-  if (d == 0.0f) return;
-  uint16_t points[kSuperBlockSize / 4];
-  uint16_t trial[kSubBlockSize / 4];
+  block->d = q.d;
+  if (q.d == 0) return;
   for (int j = 0; j < kSubBlocks; ++j) {
-    const float* sub = x + kSubBlockSize * j;
-    const float* w = weights + kSubBlockSize * j;
-    const int rounded = std::clamp(NearestInt((steps[j] / d - 1.0f) * 0.5f), 0, kMaxScale);
-    float best_error = -1.0f;
-    int scale = rounded;
-    for (int s = std::max(0, rounded - 1); s <= std::min(kMaxScale, rounded + 1); ++s) {
-      const float step = d * static_cast<float>(1 + 2 * s);
-      const float error = GridRunError(book, sub, w, kSubBlockSize, step, false, trial);
-      if (best_error < 0.0f || error < best_error) {
-        best_error = error;
-        scale = s;
-        std::copy(trial, trial + kSubBlockSize / 4, points + kSubBlockSize / 4 * j);
-      }
-    }
-    block->scales[j / 2] |= static_cast<uint8_t>(scale << (4 * (j % 2)));
+    block->scales[j / 2] |= static_cast<uint8_t>(q.scales[j] << (4 * (j % 2)));
   }
   for (int g = 0; g < kSuperBlockSize / 4; ++g) {
-    block->qs[g] = static_cast<uint8_t>(points[g] & 0xFF);
-    block->qh[g / 8] |= static_cast<uint8_t>((points[g] >> 8) << (g % 8));
+    block->qs[g] = static_cast<uint8_t>(q.points[g] & 0xFF);
+    block->qh[g / 8] |= static_cast<uint8_t>((q.points[g] >> 8) << (g % 8));
   }
   for (int e = 0; e < kSuperBlockSize; ++e) {
     if (x[e] < 0.0f) block->signs[e / 8] |= static_cast<uint8_t>(1 << (e % 8));
@@ -85,8 +60,8 @@ void DequantizeRowIQ3_S(const void* src, float* dst, int64_t n) {
     const float d = HalfToFloat(blocks[b].d);
     float* y = dst + b * kSuperBlockSize;
     for (int e = 0; e < kSuperBlockSize; ++e) {
-      const float step = d * static_cast<float>(1 + 2 * Scale(blocks[b], e / kSubBlockSize));
-      const float v = step * static_cast<float>(Magnitude(blocks[b], e));
+      const float v = Step(d, Scale(blocks[b], e / kSubBlockSize)) *
+                      static_cast<float>(Magnitude(blocks[b], e));
       y[e] = Negative(blocks[b], e) ? -v : v;
     }
   }

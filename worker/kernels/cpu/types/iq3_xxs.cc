@@ -21,7 +21,6 @@ namespace {
 
 constexpr int kSubBlockSize = 32;
 constexpr int kSubBlocks = kSuperBlockSize / kSubBlockSize;
-constexpr int kMaxScale = 15;
 constexpr int kWords = kSuperBlockSize / 4;  // offset of the sub-blocks' words in qs
 
 uint32_t Word(const BlockIQ3_XXS& block, int j) {
@@ -47,43 +46,21 @@ float Step(float d, int scale) { return d * (0.5f + static_cast<float>(scale)) *
 
 void QuantizeBlock(const float* x, BlockIQ3_XXS* block) {
   const GridCodebook& book = Iq3xxsCodebook();
-  float weights[kSuperBlockSize];
-  float steps[kSubBlocks];
-  float max_step = 0.0f;
-  for (int j = 0; j < kSubBlocks; ++j) {
-    MagnitudeWeights(x + kSubBlockSize * j, kSubBlockSize, weights + kSubBlockSize * j);
-    steps[j] = FitGridStep(book, x + kSubBlockSize * j, weights + kSubBlockSize * j, kSubBlockSize,
-                           /*even_signs=*/true);
-    max_step = std::max(max_step, steps[j]);
-  }
+  GridSuperBlock q;
+  QuantizeGridSuperBlock(book, x, kSubBlockSize, /*even_signs=*/true, Step, &q);
   *block = {};
-  if (max_step == 0.0f) return;  // all zeros: d = 0 decodes every value to 0
-  block->d = FloatToHalf(max_step / Step(1.0f, kMaxScale));
-  const float d = HalfToFloat(block->d);
-  if (d == 0.0f) return;
-  uint16_t points[kSubBlockSize / 4];
-  uint16_t trial[kSubBlockSize / 4];
+  block->d = q.d;
+  if (q.d == 0) return;
+  const float d = HalfToFloat(q.d);
   for (int j = 0; j < kSubBlocks; ++j) {
-    const float* sub = x + kSubBlockSize * j;
-    const float* w = weights + kSubBlockSize * j;
-    // steps[j] / d = (2 scale + 1) / 4.
-    const int rounded = std::clamp(NearestInt((4.0f * steps[j] / d - 1.0f) * 0.5f), 0, kMaxScale);
-    float best_error = -1.0f;
-    int scale = rounded;
-    for (int s = std::max(0, rounded - 1); s <= std::min(kMaxScale, rounded + 1); ++s) {
-      const float error = GridRunError(book, sub, w, kSubBlockSize, Step(d, s), true, trial);
-      if (best_error < 0.0f || error < best_error) {
-        best_error = error;
-        scale = s;
-        std::copy(trial, trial + kSubBlockSize / 4, points);
-      }
-    }
-    const float step = Step(d, scale);
-    uint32_t word = static_cast<uint32_t>(scale) << 28;
+    const uint16_t* points = q.points + kSubBlockSize / 4 * j;
+    const float step = Step(d, q.scales[j]);
+    uint32_t word = static_cast<uint32_t>(q.scales[j]) << 28;
     for (int l = 0; l < 4; ++l) {
       float m[8];
       for (int k = 0; k < 8; ++k) m[k] = step * book.Value(points[2 * l + k / 4], k % 4);
-      const uint8_t signs = GridSignBits(sub + 8 * l, w + 8 * l, m, 8, /*even_signs=*/true);
+      const int e = kSubBlockSize * j + 8 * l;
+      const uint8_t signs = GridSignBits(x + e, q.weights + e, m, 8, /*even_signs=*/true);
       word |= static_cast<uint32_t>(signs & 127) << (7 * l);
     }
     std::memcpy(block->qs + kWords + 4 * j, &word, 4);
