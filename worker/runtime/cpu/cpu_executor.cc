@@ -228,7 +228,9 @@ void CpuExecutor::Attention(int layer) {
   // Causal attention: token t attends to positions 0..positions[t] of its
   // own sequence. Work items are (token, KV head) pairs; an item computes the
   // `group` query heads that share the KV head, reading its rows once.
-  const ScoreRule scale(
+  // Scores scaled by 1/sqrt(head_dim) unless the graph scaled the queries;
+  // the model's cap and this layer's window.
+  const ScoreRule rule(
       config_.query_scale > 0.0f ? 1.0f : 1.0f / std::sqrt(static_cast<float>(head_dim)),
       config_.attn_softcap, config_.LayerWindow(layer));
   const int group = n_head / n_head_kv;
@@ -285,7 +287,7 @@ void CpuExecutor::Attention(int layer) {
         const SequenceChunk& seq = sequences[step_.token_seq[t]];
         const int64_t first = t * q_dim + static_cast<int64_t>(kv_head) * group * head_dim;
         PagedAttentionTile(pages_, attention_kernels_, local_layer, kv_head, seq.block_table,
-                           context_of(tile), tile.num_tokens, q_all + first, q_dim, group, scale,
+                           context_of(tile), tile.num_tokens, q_all + first, q_dim, group, rule,
                            &scratch, attn + first, q_dim);
         finish(tile, kv_head);
       }
@@ -314,7 +316,7 @@ void CpuExecutor::Attention(int layer) {
       PagedAttentionTilePart(pages_, attention_kernels_, local_layer, kv_head, seq.block_table,
                              static_cast<int>(slot - part_first_[i]), context_of(tile),
                              tile.num_tokens, q_all + t * q_dim + head0 * head_dim, q_dim, group,
-                             scale, &scratch,
+                             rule, &scratch,
                              part_outputs_.data() + slot * slot_floats + head0 * head_dim, q_dim,
                              part_softmax_.data() + slot * slot_heads + head0 * tile_tokens);
     }
