@@ -180,6 +180,53 @@ void QuantizeGridSuperBlock(const GridCodebook& book, const float* x, int run, b
   }
 }
 
+// --- the row functions every grid type shares -------------------------------
+//
+// G describes one type's block: G::Block; G::kRun, the values sharing a
+// scale; G::Step(d, s), the step of scale s exactly as the format defines it,
+// which is d * G::kDotFactor * (2s + 1); G::Scale(block, r) of run r; and
+// G::Magnitude(block, e), G::Negative(block, e) of element e.
+
+template <typename G>
+void DequantizeGridRow(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const typename G::Block*>(src);
+  const int64_t num_blocks = NumBlocks(n, kGridSuperBlock);
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    const float d = HalfToFloat(blocks[b].d);
+    float* y = dst + b * kGridSuperBlock;
+    for (int e = 0; e < kGridSuperBlock; ++e) {
+      const float v = G::Step(d, G::Scale(blocks[b], e / G::kRun)) *
+                      static_cast<float>(G::Magnitude(blocks[b], e));
+      y[e] = G::Negative(blocks[b], e) ? -v : v;
+    }
+  }
+}
+
+// The dot product with Q8_K: per run, the exact integer sum of signed values
+// times levels, times the odd integer 2s + 1; per block, d * kDotFactor * the
+// activations' d times that sum (the order the SIMD kernels follow).
+template <typename G>
+float GridVecDotQ8_K(int64_t n, const void* w, const void* x) {
+  const auto* wb = static_cast<const typename G::Block*>(w);
+  const auto* xb = static_cast<const BlockQ8_K*>(x);
+  const int64_t num_blocks = NumBlocks(n, kGridSuperBlock);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < num_blocks; ++b) {
+    int32_t scaled_sum = 0;
+    for (int r = 0; r < kGridSuperBlock / G::kRun; ++r) {
+      int32_t run_sum = 0;
+      for (int l = 0; l < G::kRun; ++l) {
+        const int e = G::kRun * r + l;
+        const int v = G::Magnitude(wb[b], e);
+        run_sum += (G::Negative(wb[b], e) ? -v : v) * xb[b].qs[e];
+      }
+      scaled_sum += (2 * G::Scale(wb[b], r) + 1) * run_sum;
+    }
+    sum += HalfToFloat(wb[b].d) * G::kDotFactor * xb[b].d * static_cast<float>(scaled_sum);
+  }
+  return sum;
+}
+
 const GridCodebook& Iq3sCodebook();
 const GridCodebook& Iq3xxsCodebook();
 const GridCodebook& Iq2xsCodebook();

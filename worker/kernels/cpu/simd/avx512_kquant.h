@@ -82,6 +82,43 @@ inline __m512i LaneBytePicker(int k, int second) {
   return _mm512_load_si512(control);
 }
 
+// --- 4-bit codes looked up in a table (IQ4_XS, IQ3_S's expanded panels) -----
+
+// Sub-block j of super-block sb, 32 four-bit codes per row in 4 vectors at
+// `codes` (vector c: group c in the low nibbles, group c + 4 in the high),
+// each looked up in `table` (its value + offset, unsigned): scaled[t] +=
+// scale * (the exact sum of values times token t's 32 activation levels),
+// the sum starting from -offset * bsum32 to take the offset back out.
+template <int kTokens>
+inline void AddNibbleTableSubBlock(const uint8_t* codes, __m512i table, int offset,
+                                   const Q8KRows<kTokens>& rows, int64_t sb, int j, __m512i scale,
+                                   __m512i scaled[kTokens]) {
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m512i w[8];  // group c of the sub-block in w[c]
+  for (int c = 0; c < 4; ++c) {
+    const __m512i v = _mm512_loadu_si512(codes + 64 * c);
+    w[c] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, nibble));
+    w[c + 4] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble));
+  }
+  __m512i part[kTokens];
+#pragma GCC unroll 16
+  for (int t = 0; t < kTokens; ++t) {
+    part[t] = _mm512_set1_epi32(-offset * rows.bsum32(t)[8 * sb + j]);
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {
+#pragma GCC unroll 16
+    for (int t = 0; t < kTokens; ++t) {
+      const int8_t* lv = rows.levels(t) + 256 * sb + 32 * j;
+      part[t] = _mm512_dpbusd_epi32(part[t], w[g], Broadcast4(lv + 4 * g));
+    }
+  }
+#pragma GCC unroll 16
+  for (int t = 0; t < kTokens; ++t) {
+    scaled[t] = _mm512_add_epi32(scaled[t], _mm512_mullo_epi32(part[t], scale));
+  }
+}
+
 // --- grid types (IQ3_S, IQ3_XXS, IQ2_XS) ------------------------------------
 //
 // A group of 4 values of each row is a codebook point (iq_grids.h): the

@@ -52,20 +52,21 @@ void QuantizeBlock(const float* x, BlockIQ2_XS* block) {
   }
 }
 
+// The block's accessors for the shared row functions (iq_grids.h).
+struct Iq2xs {
+  using Block = BlockIQ2_XS;
+  static constexpr int kRun = kRunSize;
+  static constexpr float kDotFactor = 0.125f;
+  static float Step(float d, int s) { return kvmesh::kernels::Step(d, s); }
+  static int Scale(const Block& b, int r) { return kvmesh::kernels::Scale(b, r); }
+  static int Magnitude(const Block& b, int e) { return kvmesh::kernels::Magnitude(b, e); }
+  static bool Negative(const Block& b, int e) { return kvmesh::kernels::Negative(b, e); }
+};
+
 }  // namespace
 
 void DequantizeRowIQ2_XS(const void* src, float* dst, int64_t n) {
-  const BlockIQ2_XS* blocks = static_cast<const BlockIQ2_XS*>(src);
-  const int64_t num_blocks = NumBlocks(n, kSuperBlockSize);
-  for (int64_t b = 0; b < num_blocks; ++b) {
-    const float d = HalfToFloat(blocks[b].d);
-    float* y = dst + b * kSuperBlockSize;
-    for (int e = 0; e < kSuperBlockSize; ++e) {
-      const float v =
-          Step(d, Scale(blocks[b], e / kRunSize)) * static_cast<float>(Magnitude(blocks[b], e));
-      y[e] = Negative(blocks[b], e) ? -v : v;
-    }
-  }
+  DequantizeGridRow<Iq2xs>(src, dst, n);
 }
 
 void QuantizeRowIQ2_XS(const float* src, void* dst, int64_t n) {
@@ -75,24 +76,7 @@ void QuantizeRowIQ2_XS(const float* src, void* dst, int64_t n) {
 }
 
 float VecDotIQ2_XSQ8_K(int64_t n, const void* w, const void* x) {
-  const BlockIQ2_XS* wb = static_cast<const BlockIQ2_XS*>(w);
-  const BlockQ8_K* xb = static_cast<const BlockQ8_K*>(x);
-  const int64_t num_blocks = NumBlocks(n, kSuperBlockSize);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < num_blocks; ++b) {
-    int32_t scaled_sum = 0;  // sum_r (2 scale_r + 1) * sum_l value * q
-    for (int r = 0; r < kRuns; ++r) {
-      int32_t run_sum = 0;
-      for (int l = 0; l < kRunSize; ++l) {
-        const int e = kRunSize * r + l;
-        const int v = Magnitude(wb[b], e);
-        run_sum += (Negative(wb[b], e) ? -v : v) * xb[b].qs[e];
-      }
-      scaled_sum += (2 * Scale(wb[b], r) + 1) * run_sum;
-    }
-    sum += HalfToFloat(wb[b].d) * 0.125f * xb[b].d * static_cast<float>(scaled_sum);
-  }
-  return sum;
+  return GridVecDotQ8_K<Iq2xs>(n, w, x);
 }
 
 constinit const TypeRecord<TensorType::kIQ2_XS> kIQ2_XSScalar = {

@@ -51,20 +51,21 @@ void QuantizeBlock(const float* x, BlockIQ3_S* block) {
   }
 }
 
+// The block's accessors for the shared row functions (iq_grids.h).
+struct Iq3s {
+  using Block = BlockIQ3_S;
+  static constexpr int kRun = kSubBlockSize;
+  static constexpr float kDotFactor = 1.0f;
+  static float Step(float d, int s) { return kvmesh::kernels::Step(d, s); }
+  static int Scale(const Block& b, int r) { return kvmesh::kernels::Scale(b, r); }
+  static int Magnitude(const Block& b, int e) { return kvmesh::kernels::Magnitude(b, e); }
+  static bool Negative(const Block& b, int e) { return kvmesh::kernels::Negative(b, e); }
+};
+
 }  // namespace
 
 void DequantizeRowIQ3_S(const void* src, float* dst, int64_t n) {
-  const BlockIQ3_S* blocks = static_cast<const BlockIQ3_S*>(src);
-  const int64_t num_blocks = NumBlocks(n, kSuperBlockSize);
-  for (int64_t b = 0; b < num_blocks; ++b) {
-    const float d = HalfToFloat(blocks[b].d);
-    float* y = dst + b * kSuperBlockSize;
-    for (int e = 0; e < kSuperBlockSize; ++e) {
-      const float v = Step(d, Scale(blocks[b], e / kSubBlockSize)) *
-                      static_cast<float>(Magnitude(blocks[b], e));
-      y[e] = Negative(blocks[b], e) ? -v : v;
-    }
-  }
+  DequantizeGridRow<Iq3s>(src, dst, n);
 }
 
 void QuantizeRowIQ3_S(const float* src, void* dst, int64_t n) {
@@ -74,24 +75,7 @@ void QuantizeRowIQ3_S(const float* src, void* dst, int64_t n) {
 }
 
 float VecDotIQ3_SQ8_K(int64_t n, const void* w, const void* x) {
-  const BlockIQ3_S* wb = static_cast<const BlockIQ3_S*>(w);
-  const BlockQ8_K* xb = static_cast<const BlockQ8_K*>(x);
-  const int64_t num_blocks = NumBlocks(n, kSuperBlockSize);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < num_blocks; ++b) {
-    int32_t scaled_sum = 0;  // sum_j (1 + 2 scale_j) * sum_l value * q
-    for (int j = 0; j < kSubBlocks; ++j) {
-      int32_t sub_sum = 0;
-      for (int l = 0; l < kSubBlockSize; ++l) {
-        const int e = kSubBlockSize * j + l;
-        const int v = Magnitude(wb[b], e);
-        sub_sum += (Negative(wb[b], e) ? -v : v) * xb[b].qs[e];
-      }
-      scaled_sum += (1 + 2 * Scale(wb[b], j)) * sub_sum;
-    }
-    sum += HalfToFloat(wb[b].d) * xb[b].d * static_cast<float>(scaled_sum);
-  }
-  return sum;
+  return GridVecDotQ8_K<Iq3s>(n, w, x);
 }
 
 constinit const TypeRecord<TensorType::kIQ3_S> kIQ3_SScalar = {

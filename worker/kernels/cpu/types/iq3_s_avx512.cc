@@ -23,7 +23,6 @@ struct IQ3STile : SuperBlockPanel {
   template <int kTokens>
   void Run(int64_t t0) const {
     const Q8KRows<kTokens> rows(x, x_stride, layout, t0);
-    const __m512i nibble = _mm512_set1_epi8(0x0F);
     __m512 acc[kTokens];
     for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < super_blocks; ++sb) {
@@ -38,29 +37,7 @@ struct IQ3STile : SuperBlockPanel {
             _mm512_slli_epi32(
                 _mm512_and_si512(_mm512_srli_epi32(scales, 4 * j), _mm512_set1_epi32(0x0F)), 1),
             _mm512_set1_epi32(1));
-        __m512i w[8];  // group c of the sub-block in w[c]
-        for (int c = 0; c < 4; ++c) {
-          const __m512i v = _mm512_loadu_si512(pb + kNibbles + 64 * (4 * j + c));
-          w[c] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, nibble));
-          w[c + 4] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble));
-        }
-        __m512i part[kTokens];
-#pragma GCC unroll 16
-        for (int t = 0; t < kTokens; ++t) {
-          part[t] = _mm512_set1_epi32(-16 * rows.bsum32(t)[8 * sb + j]);
-        }
-#pragma GCC unroll 8
-        for (int g = 0; g < 8; ++g) {
-#pragma GCC unroll 16
-          for (int t = 0; t < kTokens; ++t) {
-            const int8_t* lv = rows.levels(t) + 256 * sb + 32 * j;
-            part[t] = _mm512_dpbusd_epi32(part[t], w[g], Broadcast4(lv + 4 * g));
-          }
-        }
-#pragma GCC unroll 16
-        for (int t = 0; t < kTokens; ++t) {
-          scaled[t] = _mm512_add_epi32(scaled[t], _mm512_mullo_epi32(part[t], odd));
-        }
+        AddNibbleTableSubBlock(pb + kNibbles + 64 * 4 * j, table, 16, rows, sb, j, odd, scaled);
       }
       const __m512 dw = LoadHalves16(pb);
       for (int t = 0; t < kTokens; ++t) {

@@ -70,20 +70,21 @@ void QuantizeBlock(const float* x, BlockIQ3_XXS* block) {
   }
 }
 
+// The block's accessors for the shared row functions (iq_grids.h).
+struct Iq3xxs {
+  using Block = BlockIQ3_XXS;
+  static constexpr int kRun = kSubBlockSize;
+  static constexpr float kDotFactor = 0.25f;
+  static float Step(float d, int s) { return kvmesh::kernels::Step(d, s); }
+  static int Scale(const Block& b, int r) { return kvmesh::kernels::Scale(b, r); }
+  static int Magnitude(const Block& b, int e) { return kvmesh::kernels::Magnitude(b, e); }
+  static bool Negative(const Block& b, int e) { return kvmesh::kernels::Negative(b, e); }
+};
+
 }  // namespace
 
 void DequantizeRowIQ3_XXS(const void* src, float* dst, int64_t n) {
-  const BlockIQ3_XXS* blocks = static_cast<const BlockIQ3_XXS*>(src);
-  const int64_t num_blocks = NumBlocks(n, kSuperBlockSize);
-  for (int64_t b = 0; b < num_blocks; ++b) {
-    const float d = HalfToFloat(blocks[b].d);
-    float* y = dst + b * kSuperBlockSize;
-    for (int e = 0; e < kSuperBlockSize; ++e) {
-      const float v = Step(d, Scale(blocks[b], e / kSubBlockSize)) *
-                      static_cast<float>(Magnitude(blocks[b], e));
-      y[e] = Negative(blocks[b], e) ? -v : v;
-    }
-  }
+  DequantizeGridRow<Iq3xxs>(src, dst, n);
 }
 
 void QuantizeRowIQ3_XXS(const float* src, void* dst, int64_t n) {
@@ -93,24 +94,7 @@ void QuantizeRowIQ3_XXS(const float* src, void* dst, int64_t n) {
 }
 
 float VecDotIQ3_XXSQ8_K(int64_t n, const void* w, const void* x) {
-  const BlockIQ3_XXS* wb = static_cast<const BlockIQ3_XXS*>(w);
-  const BlockQ8_K* xb = static_cast<const BlockQ8_K*>(x);
-  const int64_t num_blocks = NumBlocks(n, kSuperBlockSize);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < num_blocks; ++b) {
-    int32_t scaled_sum = 0;  // sum_j (2 scale_j + 1) * sum_l value * q
-    for (int j = 0; j < kSubBlocks; ++j) {
-      int32_t sub_sum = 0;
-      for (int l = 0; l < kSubBlockSize; ++l) {
-        const int e = kSubBlockSize * j + l;
-        const int v = Magnitude(wb[b], e);
-        sub_sum += (Negative(wb[b], e) ? -v : v) * xb[b].qs[e];
-      }
-      scaled_sum += (2 * Scale(wb[b], j) + 1) * sub_sum;
-    }
-    sum += HalfToFloat(wb[b].d) * 0.25f * xb[b].d * static_cast<float>(scaled_sum);
-  }
-  return sum;
+  return GridVecDotQ8_K<Iq3xxs>(n, w, x);
 }
 
 constinit const TypeRecord<TensorType::kIQ3_XXS> kIQ3_XXSScalar = {
