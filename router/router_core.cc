@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "router/chat/tool_call_grammar.h"
 #include "router/chat_relay.h"
+#include "router/request_text_log.h"
 #include "router/worker_views.h"
 
 namespace kvmesh::router {
@@ -261,7 +262,7 @@ StatusOr<v1::TokenizeResponse> RouterCore::Tokenize(const v1::TokenizeRequest& r
 
 Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_t> tokens,
                          const v1::GenerationOptions& options, std::string request_id,
-                         const MessageCallback& on_message, const ChatExtras& extras) {
+                         const MessageCallback& client, const ChatExtras& extras) {
   const Clock::time_point arrival = Clock::now();
   ModelGroup& group = *first_snapshot.group;
   std::string gbnf = extras.grammar;
@@ -306,6 +307,9 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
   forward.set_top_logprobs(options.top_logprobs());
   forward.set_prompt_logprobs(options.prompt_logprobs());
   forward.set_n(options.n());
+  const RequestTextLog text_log(options_.log_request_text, request_id, group.tokenizer.get(),
+                                tokens, client);
+  const MessageCallback& on_message = text_log.callback();
   RouteRequest r;
   r.group = &group;
   r.request_id = request_id;

@@ -51,6 +51,9 @@ struct RouterCoreOptions {
   // holding part of the prompt, the session's worker and this many others
   // drawn at random (SampleCandidates); 0 weighs every candidate.
   int decision_sample = 64;
+  // Logs each request's prompt and output text (RequestTextLog); off, logs
+  // hold neither.
+  bool log_request_text = false;
 };
 
 class RouterCore final : public InferenceCore {

@@ -112,6 +112,9 @@ void RouterOptions::Register(ConfigSchema* s) {
   s->MarkSecret("worker_token");
   s->AddInt("http_threads", &http_threads, 4, 4096, "HTTP connection threads (concurrent streams)");
   s->AddString("log_level", &log_level, "debug, info, warning, error");
+  s->AddBool("log_request_text", &log_request_text,
+             "log each request's prompt and output text (at info level); off, logs hold "
+             "neither at any level");
   s->AddString("router_id", &router_id, "name in logs (empty: host:grpc_port)");
   s->AddDouble("shutdown_grace_seconds", &shutdown_grace_seconds, 0, 3600,
                "on SIGTERM, time requests in flight (streams too) get to finish; /healthz "

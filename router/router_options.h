@@ -43,6 +43,7 @@ struct RouterOptions {
   std::string chat_template;               // family name overriding the models' templates
   std::vector<std::string> model_aliases;  // PATTERN=MODEL (router/model_names.h)
   bool strict_model_names = false;
+  bool log_request_text = false;
   std::vector<std::string> volatile_prefixes = {"x-anthropic-billing-header:"};
   int64_t max_attempts = 3;
   int64_t default_max_tokens = 256;

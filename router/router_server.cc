@@ -37,6 +37,7 @@ StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterOptions&
   co.session_guard_slack = o.weights().guard_slack;
   co.disagg_min_prompt_tokens = static_cast<int32_t>(o.disagg_min_prompt_tokens);
   co.decision_sample = static_cast<int>(o.decision_sample);
+  co.log_request_text = o.log_request_text;
   co.request_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_seconds * 1000));
   r->core_ =

@@ -1,5 +1,6 @@
-// Who may reach a cluster and how much: API keys, overload, per-key rate
-// limits, and workers on a Unix domain socket, with real processes.
+// Who may reach a cluster, how much, and what its logs tell: API keys,
+// overload, per-key rate limits, workers on a Unix domain socket, and logs
+// that hold no prompt or output text unless asked, with real processes.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -7,7 +8,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "kvmesh/v1/inference.grpc.pb.h"
@@ -139,6 +143,104 @@ TEST(ClusterProcessTest, EachApiKeyHasItsOwnRateLimit) {
   while (reader->Read(&m)) {
   }
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string LogFile(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name + ".log";
+}
+
+// At debug level, on every path a request takes (OpenAI and Anthropic,
+// streamed or not, refused as malformed or too long), neither the router's
+// nor the worker's log holds the prompt's text or the model's answer. A
+// router started with --log-request-text logs both.
+TEST(ClusterProcessTest, LogsHoldNoPromptOrOutputTextUnlessAsked) {
+  const std::string marker = "Quokka7319 sails";
+  ProcessHandle w = StartWorker(kWorkerBin, {"--log-level", "debug"}, 0, "privacy_worker");
+  ProcessHandle r = StartRouter(kRouterBin, {w.grpc}, {"--log-level", "debug"}, "privacy_router");
+  ProcessHandle asked = StartRouter(
+      kRouterBin, {w.grpc}, {"--log-request-text", "--log-level", "info"}, "privacy_asked_router");
+  ASSERT_TRUE(w.ok() && r.ok() && asked.ok());
+  ASSERT_TRUE(WaitForHealthyWorkers(r.grpc, 1, std::chrono::seconds(30)));
+  ASSERT_TRUE(WaitForHealthyWorkers(asked.grpc, 1, std::chrono::seconds(30)));
+  httplib::Client c("http://" + r.http);
+  c.set_read_timeout(60);
+  const std::string chat =
+      R"({"messages":[{"role":"user","content":")" + marker + R"( to the moon"}],"max_tokens":24)";
+  std::vector<std::string> outputs;
+  auto plain = c.Post("/v1/chat/completions", chat + "}", "application/json");
+  ASSERT_TRUE(plain);
+  ASSERT_EQ(plain->status, 200) << plain->body;
+  outputs.push_back(
+      nlohmann::json::parse(plain->body)["choices"][0]["message"]["content"].get<std::string>());
+  auto streamed = c.Post("/v1/chat/completions", chat + R"(,"stream":true})", "application/json");
+  ASSERT_TRUE(streamed);
+  EXPECT_EQ(streamed->status, 200);
+  auto anthropic =
+      c.Post("/v1/messages",
+             R"({"max_tokens":24,"zz_probe":1,"messages":[{"role":"user","content":")" + marker +
+                 R"("}]})",
+             "application/json");
+  ASSERT_TRUE(anthropic);
+  ASSERT_EQ(anthropic->status, 200) << anthropic->body;
+  outputs.push_back(
+      nlohmann::json::parse(anthropic->body)["content"][0]["text"].get<std::string>());
+  // Refused: a bad schema whose text holds the marker, and a prompt past the
+  // model's context.
+  auto bad_schema = c.Post(
+      "/v1/chat/completions",
+      chat + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":)" +
+          R"({"type":")" + marker + R"("}}}})",
+      "application/json");
+  ASSERT_TRUE(bad_schema);
+  EXPECT_EQ(bad_schema->status, 400) << bad_schema->body;
+  std::string long_text;
+  for (int i = 0; i < 400; ++i) long_text += marker + " ";
+  auto too_long = c.Post("/v1/chat/completions",
+                         R"({"messages":[{"role":"user","content":")" + long_text + R"("}]})",
+                         "application/json");
+  ASSERT_TRUE(too_long);
+  EXPECT_EQ(too_long->status, 400) << too_long->body;
+
+  const std::string router_log = ReadFile(LogFile("privacy_router"));
+  const std::string worker_log = ReadFile(LogFile("privacy_worker"));
+  // Debug logging was on: the ignored Anthropic field is named.
+  EXPECT_THAT(router_log, HasSubstr("zz_probe"));
+  for (const std::string* log : {&router_log, &worker_log}) {
+    EXPECT_EQ(log->find("Quokka7319"), std::string::npos) << *log;
+    for (const std::string& out : outputs) {
+      ASSERT_GE(out.size(), 16u) << out;
+      EXPECT_EQ(log->find(out.substr(0, 16)), std::string::npos) << out << "\n" << *log;
+    }
+  }
+
+  // Asked: the prompt (chat template applied) and the answer are logged.
+  httplib::Client ac("http://" + asked.http);
+  ac.set_read_timeout(60);
+  auto logged = ac.Post("/v1/chat/completions", chat + "}", "application/json");
+  ASSERT_TRUE(logged);
+  ASSERT_EQ(logged->status, 200) << logged->body;
+  const std::string answer =
+      nlohmann::json::parse(logged->body)["choices"][0]["message"]["content"].get<std::string>();
+  const std::string asked_log = ReadFile(LogFile("privacy_asked_router"));
+  EXPECT_THAT(asked_log, HasSubstr(marker + " to the moon"));
+  std::string quoted;  // the answer's start as the log quotes it
+  for (const char ch : answer.substr(0, 12)) {
+    if (ch == '"' || ch == '\\') quoted += '\\';
+    if (ch == '\n') {
+      quoted += "\\n";
+    } else {
+      quoted += ch;
+    }
+  }
+  EXPECT_THAT(asked_log, HasSubstr(" output: \"" + quoted)) << answer;
 }
 
 }  // namespace
