@@ -274,11 +274,13 @@ PrefixMatch PrefixIndex::Match(std::span<const BlockHash> hashes,
     }
   }
   const uint32_t now_ms = NowMs();
-  // The walk reads blocks in batches: each shard a batch touches is locked
-  // twice, once to ask the memory for all its buckets and once to read them,
-  // so the cache misses of a batch (the map is far larger than the cache)
-  // overlap instead of following one another. Batches grow from 4 blocks,
-  // so a miss at the first block (a new prompt) reads few.
+  // The walk reads blocks in batches. A batch locks every shard it touches
+  // at once (in shard order; writers hold one shard at a time, so this
+  // cannot deadlock), asks the memory for all its buckets, then reads them:
+  // with no lock operation (a fence) between the reads, their cache misses
+  // (the map is far larger than the cache) overlap instead of following one
+  // another. Batches grow from 4 blocks, so a miss at the first block (a new
+  // prompt) reads few.
   struct Holders {
     bool found = false;
     Words device, host, guessed;  // words [lo, hi) only
@@ -288,33 +290,32 @@ PrefixMatch PrefixIndex::Match(std::span<const BlockHash> hashes,
   for (size_t base = 0; base < hashes.size() && lo < hi;
        base += batch_size, batch_size = kMatchBatch) {
     const size_t n = std::min(batch_size, hashes.size() - base);
+    uint32_t shards_touched = 0;  // bit k: shard k holds a block of the batch
     for (size_t j = 0; j < n; ++j) {
       Holders& h = batch[j];
       h.found = false;
       std::fill(h.device.begin() + lo, h.device.begin() + hi, 0);
       std::fill(h.host.begin() + lo, h.host.begin() + hi, 0);
       std::fill(h.guessed.begin() + lo, h.guessed.begin() + hi, 0);
+      shards_touched |= 1u << ShardIndex(hashes[base + j]);
     }
-    uint32_t shards_touched = 0;  // bit k: shard k holds a block of the batch
-    for (size_t j = 0; j < n; ++j) shards_touched |= 1u << ShardIndex(hashes[base + j]);
-    for (int pass = 0; pass < 2; ++pass) {
-      for (uint32_t bits = shards_touched; bits != 0; bits &= bits - 1) {
-        const int k = std::countr_zero(bits);
-        const Shard& shard = shards_[k];
-        std::lock_guard<std::mutex> lock(shard.mu);
-        for (size_t j = 0; j < n; ++j) {
-          const BlockHash& hash = hashes[base + j];
-          if (ShardIndex(hash) != k) continue;
-          if (pass == 0) {
-            shard.map.prefetch(hash);
-            continue;
-          }
-          auto it = shard.map.find(hash);
-          if (it == shard.map.end()) continue;
-          batch[j].found = true;
-          it->second.Collect(now_ms, lo, hi, &batch[j].device, &batch[j].host, &batch[j].guessed);
-        }
-      }
+    for (uint32_t bits = shards_touched; bits != 0; bits &= bits - 1) {
+      shards_[std::countr_zero(bits)].mu.lock();
+    }
+    for (size_t j = 0; j < n; ++j) {
+      const BlockHash& hash = hashes[base + j];
+      shards_[ShardIndex(hash)].map.prefetch(hash);
+    }
+    for (size_t j = 0; j < n; ++j) {
+      const BlockHash& hash = hashes[base + j];
+      const auto& map = shards_[ShardIndex(hash)].map;
+      auto it = map.find(hash);
+      if (it == map.end()) continue;
+      batch[j].found = true;
+      it->second.Collect(now_ms, lo, hi, &batch[j].device, &batch[j].host, &batch[j].guessed);
+    }
+    for (uint32_t bits = shards_touched; bits != 0; bits &= bits - 1) {
+      shards_[std::countr_zero(bits)].mu.unlock();
     }
     for (size_t j = 0; j < n && lo < hi; ++j) {
       const Holders& h = batch[j];
