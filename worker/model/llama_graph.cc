@@ -16,8 +16,8 @@ void LlamaGraph::AttentionBlock(GraphBackend& b, int layer) const {
     b.HeadRmsNorm(Act::kQuery, layer, Vector::kQNorm);
     b.HeadRmsNorm(Act::kKey, layer, Vector::kKNorm);
   }
-  b.Rope(Act::kQuery);
-  b.Rope(Act::kKey);
+  b.Rope(Act::kQuery, layer);
+  b.Rope(Act::kKey, layer);
   if (config_.query_scale > 0.0f) b.Scale(Act::kQuery, config_.query_scale);
   b.Attention(layer);
   const MatMulOut out[] = {{Matrix::kO, Act::kProjection}};

@@ -22,6 +22,8 @@ std::string_view ModelArchName(ModelArch arch) {
       return "phi3";
     case ModelArch::kGemma2:
       return "gemma2";
+    case ModelArch::kGemma3:
+      return "gemma3";
   }
   return "?";
 }
@@ -167,6 +169,37 @@ Status ReadGemma2(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* c
   return Status::Ok();
 }
 
+// Gemma 3's options, read after the rotation: a window only when the file
+// gives one (attention.sliding_window), on every layer but each period-th
+// (attention.sliding_window_pattern, 6 unless given); the windowed layers
+// rotate with their own base (rope.freq_base_swa, 10000 unless given) and no
+// scaling factor, the others with rope.*; no score cap; a final cap only when
+// the file gives one; the query scale as Gemma 2's, for the 27B model at 62
+// layers. As llama.cpp reads it.
+Status ReadGemma3(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* c) {
+  c->embed_scale = std::sqrt(static_cast<float>(c->n_embd));
+  c->query_scale = c->n_layer == 62 ? 1.0f / std::sqrt(static_cast<float>(c->n_embd / c->n_head))
+                                    : 1.0f / std::sqrt(static_cast<float>(c->head_dim));
+  ASSIGN_OR_RETURN(c->final_softcap, r.OptionalFloat("final_logit_softcapping", 0.0f));
+  if (!(c->final_softcap >= 0.0f) || !std::isfinite(c->final_softcap)) {
+    return r.Bad(r.Key("final_logit_softcapping"), "must be >= 0");
+  }
+  ASSIGN_OR_RETURN(const int window, r.OptionalPositiveInt("attention.sliding_window", 0));
+  if (window == 0) return Status::Ok();
+  c->sliding_window = window;
+  c->sliding_window_period = 6;
+  if (file.Find(r.Key("attention.sliding_window_pattern")) != nullptr) {
+    ASSIGN_OR_RETURN(c->sliding_window_period, r.PositiveInt("attention.sliding_window_pattern"));
+  }
+  RopeConfig local = c->rope;
+  ASSIGN_OR_RETURN(local.freq_base, r.OptionalFloat("rope.freq_base_swa", 10000.0f));
+  if (!(local.freq_base > 1.0f)) return r.Bad(r.Key("rope.freq_base_swa"), "must be > 1");
+  local.freq_scale = 1.0f;
+  if (local.scaling == RopeScaling::kLinear) local.scaling = RopeScaling::kNone;
+  c->window_rope = local;
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
@@ -199,15 +232,16 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
     // whole context.
     c.arch = ModelArch::kPhi3;
     c.rope.style = RopeStyle::kHalves;
-  } else if (arch == "gemma2") {
-    c.arch = ModelArch::kGemma2;
+  } else if (arch == "gemma2" || arch == "gemma3") {
+    c.arch = arch == "gemma2" ? ModelArch::kGemma2 : ModelArch::kGemma3;
     c.rope.style = RopeStyle::kHalves;
     c.ffn_activation = FfnActivation::kGeluTanh;
     c.has_post_norms = true;
+    c.has_qk_norm = arch == "gemma3";
   } else {
     return UnimplementedError(file.name() + ": architecture \"" + std::string(arch) +
                               "\" is not supported (supported: llama, qwen2, qwen3, qwen3moe, "
-                              "qwen2moe, phi3, gemma2)");
+                              "qwen2moe, phi3, gemma2, gemma3)");
   }
   if (auto n = file.GetString("general.name"); n.ok()) {
     c.name = std::string(*n);
@@ -310,6 +344,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
     return UnimplementedError(file.name() + ": rope scaling type \"" + scaling_type +
                               "\" is not supported (supported: none, linear, yarn)");
   }
+  if (c.arch == ModelArch::kGemma3) RETURN_IF_ERROR(ReadGemma3(file, r, &c));
   return c;
 }
 

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/gguf/gguf_file.h"
@@ -28,7 +29,7 @@
 
 namespace kvmesh {
 
-enum class ModelArch { kLlama, kQwen2, kQwen3, kQwen3Moe, kQwen2Moe, kPhi3, kGemma2 };
+enum class ModelArch { kLlama, kQwen2, kQwen3, kQwen3Moe, kQwen2Moe, kPhi3, kGemma2, kGemma3 };
 // The feed-forward's activation: act(gate) · up.
 enum class FfnActivation {
   kSilu,      // SwiGLU
@@ -96,6 +97,9 @@ struct ModelConfig {
   bool has_post_norms = false;    // RMSNorm on the attention and FFN outputs
   int sliding_window = 0;         // > 0: windowed layers attend this many positions
   int sliding_window_period = 0;  // layer l is windowed when l % period < period - 1
+  // Gemma 3: the windowed layers rotate with their own base and no scaling;
+  // `rope` is then the global layers' rotation.
+  std::optional<RopeConfig> window_rope;
 
   bool is_moe() const { return n_expert > 0; }
   // The positions a query of windowed layer `layer` attends, itself
@@ -105,6 +109,10 @@ struct ModelConfig {
     const bool windowed =
         sliding_window_period <= 0 || layer % sliding_window_period < sliding_window_period - 1;
     return windowed ? sliding_window : 0;
+  }
+  // The rotation of layer `layer`.
+  const RopeConfig& LayerRope(int layer) const {
+    return window_rope && LayerWindow(layer) > 0 ? *window_rope : rope;
   }
 
   int n_embd_q() const { return n_head * head_dim; }

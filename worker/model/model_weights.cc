@@ -134,7 +134,7 @@ StatusOr<ModelWeights> ModelWeights::Load(const gguf::GgufFile& file, const Mode
   ASSIGN_OR_RETURN(w.output_norm, load.Vector("output_norm.weight", c.n_embd, true));
   ASSIGN_OR_RETURN(const gguf::TensorInfo* out, load.Find("output.weight", false));
   // Gemma 2's head is its embedding, whatever else the file holds (as
-  // llama.cpp reads it).
+  // llama.cpp reads it); Gemma 3 reads output.weight when there is one.
   if (out != nullptr && c.arch != ModelArch::kGemma2) {
     ASSIGN_OR_RETURN(w.output, load.MatrixFrom(*out, c.n_embd, c.n_vocab));
   } else {

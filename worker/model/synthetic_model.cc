@@ -209,7 +209,7 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
       plans.push_back({p + "attn_k.bias", T::kF32, kv_dim, 0, 0, 0.0f});
       plans.push_back({p + "attn_v.bias", T::kF32, kv_dim, 0, 0, 0.0f});
     }
-    if (s.arch == "qwen3" || s.arch == "qwen3moe") {
+    if (s.arch == "qwen3" || s.arch == "qwen3moe" || s.arch == "gemma3") {
       plans.push_back({p + "attn_q_norm.weight", T::kF32, head_dim, 0, 0, 1.0f});
       plans.push_back({p + "attn_k_norm.weight", T::kF32, head_dim, 0, 0, 1.0f});
     }
@@ -217,7 +217,7 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
     // Gemma 2's post-norms bring each block's output to RMS 6, so the
     // layers move the residual more than the (tied) embedding does, and the
     // model does not merely repeat the last token.
-    if (s.arch == "gemma2")
+    if (s.arch == "gemma2" || s.arch == "gemma3")
       plans.push_back({p + "post_attention_norm.weight", T::kF32, s.n_embd, 0, 0, 6.0f});
     plans.push_back({p + "ffn_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
     if (s.n_expert > 0) {
@@ -248,7 +248,7 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
       matrix(p + "ffn_up.weight", s.n_embd, s.n_ff, sigma);
     }
     matrix(p + "ffn_down.weight", s.n_ff, s.n_embd, sigma_out_proj);
-    if (s.arch == "gemma2")
+    if (s.arch == "gemma2" || s.arch == "gemma3")
       plans.push_back({p + "post_ffw_norm.weight", T::kF32, s.n_embd, 0, 0, 6.0f});
   }
   plans.push_back({"output_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
@@ -386,6 +386,23 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     shape.final_softcap = 15.0f;
     return shape;
   }
+  if (name == "tiny-gemma3") {
+    // Gemma 3's layout on the tiny body, 6 layers deep so that both kinds
+    // of layer repeat: every third layer attends the whole context and
+    // rotates with a large base under linear scaling (as the 4B-27B models'
+    // global layers do), the others a 32-position window with their own
+    // base. The final cap (15, which Gemma 3 files may carry) bites.
+    SyntheticShape shape{"tiny-gemma3", 6,          256,  4,    2,
+                         768,           1000000.0f, true, 8192, "vocab/ggml-vocab-llama-spm.gguf"};
+    shape.arch = "gemma3";
+    shape.head_dim = 64;
+    shape.sliding_window = 32;
+    shape.sliding_window_pattern = 3;
+    shape.rope_freq_base_swa = 10000.0f;
+    shape.rope_linear_factor = 8.0f;
+    shape.final_softcap = 15.0f;
+    return shape;
+  }
   if (name == "tiny-llama3") {
     // Llama 3's 128k vocabulary on a tiny body: for checks that need a real
     // large vocabulary (token masks) and run in seconds.
@@ -412,7 +429,7 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
 std::vector<std::string> SyntheticShapeNames() {
   return {"llama-1b",     "llama-8b",     "tinyllama-1.1b", "tiny-qwen3",
           "tiny-llama3",  "qwen3-moe-5b", "qwen2-moe-tiny", "qwen3-moe-tiny",
-          "mixtral-tiny", "tiny-phi3",    "tiny-gemma2"};
+          "mixtral-tiny", "tiny-phi3",    "tiny-gemma2",    "tiny-gemma3"};
 }
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {
@@ -502,9 +519,10 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   if (s.n_layer <= 0 || s.n_embd <= 0 || s.n_head <= 0 || s.n_head_kv <= 0 || s.n_ff <= 0 ||
       (s.head_dim == 0 && s.n_embd % s.n_head != 0) || s.n_head % s.n_head_kv != 0 ||
       (s.arch != "llama" && s.arch != "qwen3" && s.arch != "qwen3moe" && s.arch != "qwen2moe" &&
-       s.arch != "phi3" && s.arch != "gemma2") ||
+       s.arch != "phi3" && s.arch != "gemma2" && s.arch != "gemma3") ||
       (s.arch == "gemma2" && (!s.tied_embeddings || s.sliding_window <= 0 ||
                               !(s.attn_softcap > 0.0f) || !(s.final_softcap > 0.0f))) ||
+      (s.arch == "gemma3" && (!s.tied_embeddings || s.attn_softcap != 0.0f)) ||
       ((s.arch == "qwen3moe" || s.arch == "qwen2moe") && s.n_expert == 0) ||
       (s.n_expert > 0 && s.arch != "qwen3moe" && s.arch != "qwen2moe" && s.arch != "llama") ||
       (s.n_ff_shexp > 0 && s.arch != "qwen2moe") ||
@@ -542,11 +560,21 @@ StatusOr<SynthesizeReport> SynthesizeModel(const SynthesizeOptions& options, Thr
   writer.SetFloat32(a + "rope.freq_base", s.rope_freq_base);
   writer.SetFloat32(a + "attention.layer_norm_rms_epsilon",
                     s.arch == "llama" || s.arch == "phi3" ? 1e-5f : 1e-6f);
-  if (s.arch == "gemma2") {
+  if (s.sliding_window > 0) {
     writer.SetUint32(a + "attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
-    writer.SetFloat32(a + "attn_logit_softcapping", s.attn_softcap);
-    writer.SetFloat32(a + "final_logit_softcapping", s.final_softcap);
   }
+  if (s.sliding_window_pattern > 0) {
+    writer.SetUint32(a + "attention.sliding_window_pattern",
+                     static_cast<uint32_t>(s.sliding_window_pattern));
+  }
+  if (s.rope_freq_base_swa > 0.0f)
+    writer.SetFloat32(a + "rope.freq_base_swa", s.rope_freq_base_swa);
+  if (s.rope_linear_factor > 0.0f) {
+    writer.SetString(a + "rope.scaling.type", "linear");
+    writer.SetFloat32(a + "rope.scaling.factor", s.rope_linear_factor);
+  }
+  if (s.attn_softcap > 0.0f) writer.SetFloat32(a + "attn_logit_softcapping", s.attn_softcap);
+  if (s.final_softcap > 0.0f) writer.SetFloat32(a + "final_logit_softcapping", s.final_softcap);
   if (s.n_expert > 0) {
     writer.SetUint32(a + "expert_count", static_cast<uint32_t>(s.n_expert));
     writer.SetUint32(a + "expert_used_count", static_cast<uint32_t>(s.n_expert_used));

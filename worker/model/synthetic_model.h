@@ -45,7 +45,10 @@ struct SyntheticShape {
   // mixture of experts in place of each dense feed-forward), "qwen2moe"
   // (Q/K/V biases, a mixture of experts and a shared expert) or "phi3"
   // (attn_qkv and a gate/up ffn_up fused) or "gemma2" (post-norms, GeGLU,
-  // soft caps, windowed attention on every other layer, tied head)
+  // soft caps, windowed attention on every other layer, tied head) or
+  // "gemma3" (Gemma 2's layout with per-head q/k norms, no score cap, a
+  // window on all but each sliding_window_pattern-th layer, which rotate
+  // with their own base)
   std::string arch = "llama";
   int head_dim = 0;  // 0: n_embd / n_head
   // Chat template written into the file when none is given, relative to the
@@ -65,10 +68,16 @@ struct SyntheticShape {
   // Control tokens appended to the vocab's (Phi-3's chat tokens: its files
   // have them, and llama.cpp looks them up by text in a phi3 file).
   std::vector<std::string_view> added_tokens = {};
-  // gemma2: the window of the windowed layers, and the two soft caps.
+  // gemma2, gemma3: the window of the windowed layers, and the soft caps
+  // (0: none; gemma3 has no score cap).
   int sliding_window = 0;
   float attn_softcap = 0.0f;
   float final_softcap = 0.0f;
+  // gemma3: each this-many-th layer attends the whole context; the windowed
+  // layers' rotation base; the others' linear scaling factor (0: none).
+  int sliding_window_pattern = 0;
+  float rope_freq_base_swa = 0.0f;
+  float rope_linear_factor = 0.0f;
 
   int HeadDim() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
@@ -88,7 +97,11 @@ struct SyntheticShape {
 // layout: Q, K and V fused in attn_qkv, gate and up fused in ffn_up, no
 // GQA), and "tiny-gemma2" (Gemma 2's layout on the tiny body: a 32-position
 // window on layers 0 and 2, and soft caps lowered to 0.25 for scores and 15
-// for logits so that both bite on random weights); nullopt for other names.
+// for logits so that both bite on random weights), and "tiny-gemma3"
+// (Gemma 3's layout on a 6-layer tiny body: q/k norms, a 32-position window
+// on all layers but 2 and 5, which rotate with base 1e6 scaled by 1/8, the
+// windowed ones with base 10000, and a final cap of 15); nullopt for other
+// names.
 std::optional<SyntheticShape> FindSyntheticShape(std::string_view name);
 std::vector<std::string> SyntheticShapeNames();
 

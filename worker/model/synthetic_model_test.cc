@@ -45,7 +45,7 @@ TEST(SyntheticShapeTest, NamedShapesAreTheRealModels) {
   EXPECT_FALSE(tiny->tied_embeddings);
   EXPECT_EQ(tiny->default_vocab, "vocab/ggml-vocab-llama-spm.gguf");
   EXPECT_FALSE(FindSyntheticShape("llama-7b").has_value());
-  EXPECT_EQ(SyntheticShapeNames().back(), "tiny-gemma2");
+  EXPECT_EQ(SyntheticShapeNames().back(), "tiny-gemma3");
   for (const std::string& name : SyntheticShapeNames()) {
     EXPECT_TRUE(FindSyntheticShape(name).has_value()) << name;
   }
@@ -246,6 +246,62 @@ TEST(SynthesizedFileTest, Gemma2ReadsItsWindowCapsAndPostNorms) {
     EXPECT_EQ(l.ffn_post_norm.size(), 256u);
   }
   std::remove(options.output_path.c_str());
+}
+
+// Gemma 3's options: its window pattern, a rotation per kind of layer
+// (the windowed ones with rope.freq_base_swa and no scaling), q/k norms, no
+// score cap; llama.cpp's defaults where a file has no key (a period of 6,
+// and no window at all without attention.sliding_window).
+TEST(SynthesizedFileTest, Gemma3ReadsItsWindowPatternAndTwoRotations) {
+  ThreadPool pool(2);
+  auto synth = [&](const SyntheticShape& shape) {
+    SynthesizeOptions options;
+    options.shape = shape;
+    options.mix = SyntheticMix::kF16;
+    options.vocab_path = kVocab;
+    options.output_path = testing::TempDir() + "/synth_tiny_gemma3.gguf";
+    EXPECT_TRUE(SynthesizeModel(options, pool).ok());
+    auto model = Model::Load(options.output_path);
+    std::remove(options.output_path.c_str());
+    return model;
+  };
+  SyntheticShape shape = *FindSyntheticShape("tiny-gemma3");
+  auto model = synth(shape);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.arch, ModelArch::kGemma3);
+  EXPECT_EQ(c.ffn_activation, FfnActivation::kGeluTanh);
+  EXPECT_TRUE(c.has_post_norms);
+  EXPECT_TRUE(c.has_qk_norm);
+  EXPECT_EQ(c.embed_scale, 16.0f);
+  EXPECT_EQ(c.query_scale, 0.125f);
+  EXPECT_EQ(c.attn_softcap, 0.0f);
+  EXPECT_EQ(c.final_softcap, 15.0f);
+  const std::vector<int> windows = {32, 32, 0, 32, 32, 0};
+  for (int l = 0; l < c.n_layer; ++l) {
+    EXPECT_EQ(c.LayerWindow(l), windows[l]) << l;
+    const RopeConfig& rope = c.LayerRope(l);
+    EXPECT_EQ(rope.freq_base, windows[l] > 0 ? 10000.0f : 1000000.0f) << l;
+    EXPECT_EQ(rope.freq_scale, windows[l] > 0 ? 1.0f : 0.125f) << l;
+    EXPECT_EQ(rope.scaling, windows[l] > 0 ? RopeScaling::kNone : RopeScaling::kLinear) << l;
+    EXPECT_EQ(rope.style, RopeStyle::kHalves);
+  }
+  for (const LayerWeights& l : (*model)->weights().layers) {
+    EXPECT_EQ(l.q_norm.size(), 64u);
+    EXPECT_EQ(l.attn_post_norm.size(), 256u);
+  }
+
+  shape.sliding_window_pattern = 0;  // no key: every sixth layer is global
+  auto six = synth(shape);
+  ASSERT_TRUE(six.ok());
+  EXPECT_EQ((*six)->config().sliding_window_period, 6);
+  EXPECT_EQ((*six)->config().LayerWindow(5), 0);
+  EXPECT_EQ((*six)->config().LayerWindow(2), 32);
+  shape.sliding_window = 0;  // no key: no window, one rotation
+  auto global = synth(shape);
+  ASSERT_TRUE(global.ok());
+  EXPECT_EQ((*global)->config().LayerWindow(0), 0);
+  EXPECT_FALSE((*global)->config().window_rope.has_value());
 }
 
 // Phi-3 fuses Q, K and V in one tensor and the gate and up in another: the

@@ -97,8 +97,9 @@ class GraphBackend {
   // outs[i].out ← in · matrixᵀ for each target; targets share one conversion
   // of `in` (Q, K and V; gate and up). At most 4 targets.
   virtual void MatMul(Act in, int layer, std::span<const MatMulOut> outs) = 0;
-  // Rotary position embedding on every head of kQuery or kKey.
-  virtual void Rope(Act a) = 0;
+  // Rotary position embedding on every head of kQuery or kKey, with the
+  // rotation of `layer` (ModelConfig::LayerRope).
+  virtual void Rope(Act a, int layer) = 0;
   // Writes kKey and kValue into the step's KV pages of `layer`, then
   // kAttention ← causal attention of kQuery over each sequence's pages:
   // scores scaled by 1/sqrt(head_dim) (by 1 where ModelConfig::query_scale

@@ -52,6 +52,9 @@ CpuExecutor::CpuExecutor(const Model& model, const KvLayout& layout, const Devic
       row_ops_(kernels::GetRowOps(MatMulIsa(isa))),
       rope_(model.config().rope, model.weights().rope_freq_factors),
       comm_(comm) {
+  if (config_.window_rope) {
+    window_rope_.emplace(*config_.window_rope, model.weights().rope_freq_factors);
+  }
   // The packed copy is what the kernels read: the column slices' copies go.
   for (LayerWeights& l : weights_.weights.layers) {
     for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down,
@@ -96,6 +99,7 @@ void CpuExecutor::BeginStep(const StepView& step) {
   step_ = step;
   n_tokens_ = static_cast<int64_t>(step.positions.size());
   rope_.Compute(step.positions);
+  if (window_rope_) window_rope_->Compute(step.positions);
   for (int a = 0; a <= static_cast<int>(Act::kLogits); ++a) {
     Buffer& b = buffers_[a];
     b.data.resize(Rows(static_cast<Act>(a)) * b.width);
@@ -180,13 +184,14 @@ void CpuExecutor::MatMul(Act in, int layer, std::span<const MatMulOut> outs) {
   }
 }
 
-void CpuExecutor::Rope(Act a) {
+void CpuExecutor::Rope(Act a, int layer) {
+  const RopeTable& rope = window_rope_ && config_.LayerWindow(layer) > 0 ? *window_rope_ : rope_;
   Buffer& buf = Buf(a);
   const int head_dim = config_.head_dim;
   const int64_t heads = buf.width / head_dim;
   ForEachRow(n_tokens_, [&](int64_t t) {
     for (int64_t h = 0; h < heads; ++h)
-      rope_.Apply(t, buf.data.data() + t * buf.width + h * head_dim);
+      rope.Apply(t, buf.data.data() + t * buf.width + h * head_dim);
   });
 }
 

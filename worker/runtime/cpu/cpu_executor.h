@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "common/thread_pool.h"
@@ -55,7 +56,7 @@ class CpuExecutor : public GraphBackend {
   void HeadRmsNorm(Act a, int layer, Vector weight) override;
   void AddBias(Act a, int layer, Vector bias) override;
   void MatMul(Act in, int layer, std::span<const MatMulOut> outs) override;
-  void Rope(Act a) override;
+  void Rope(Act a, int layer) override;
   void Attention(int layer) override;
   void SwiGlu(Act gate, Act up) override;
   void GeGlu(Act gate, Act up) override;
@@ -107,6 +108,7 @@ class CpuExecutor : public GraphBackend {
   PackedWeights packed_;
   const kernels::RowOps& row_ops_;  // norm and SwiGLU of the same tier
   RopeTable rope_;
+  std::optional<RopeTable> window_rope_;  // ModelConfig::window_rope's
   // Attention's tiles of consecutive positions (rebuilt per layer call).
   struct Tile {
     int64_t first_token = 0;

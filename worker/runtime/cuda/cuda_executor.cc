@@ -96,7 +96,8 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(const Model& model,
   }
   const ModelConfig& c = model.config();
   if (c.ffn_activation != FfnActivation::kSilu || c.embed_scale > 0.0f || c.query_scale > 0.0f ||
-      c.attn_softcap > 0.0f || c.final_softcap > 0.0f || c.has_post_norms || c.sliding_window > 0) {
+      c.attn_softcap > 0.0f || c.final_softcap > 0.0f || c.has_post_norms || c.sliding_window > 0 ||
+      c.window_rope) {
     return UnimplementedError("device " + shard.device.Name() + ": " + c.arch_name +
                               " needs GeGLU, soft-capping, post-norms and sliding-window "
                               "attention, which the CUDA executor does not run yet; "
@@ -260,7 +261,8 @@ void CudaExecutor::MatMul(Act in, int layer, std::span<const MatMulOut> outs) {
   }
 }
 
-void CudaExecutor::Rope(Act a) {
+// One rotation for every layer: Create refuses models with a window rotation.
+void CudaExecutor::Rope(Act a, int /*layer*/) {
   Impl& m = *impl_;
   if (m.Skip()) return;
   const RopeConfig& r = m.rope.config();

@@ -56,7 +56,7 @@ class CudaExecutor : public GraphBackend {
   void HeadRmsNorm(Act a, int layer, Vector weight) override;
   void AddBias(Act a, int layer, Vector bias) override;
   void MatMul(Act in, int layer, std::span<const MatMulOut> outs) override;
-  void Rope(Act a) override;
+  void Rope(Act a, int layer) override;
   void Attention(int layer) override;
   void SwiGlu(Act gate, Act up) override;
   void MoeFeedForward(int layer) override;
