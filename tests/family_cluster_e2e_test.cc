@@ -1,9 +1,11 @@
-// Mixture-of-experts models served end to end: a worker process loads a
-// synthetic model (8 experts, 2 per token: qwen3moe and Mixtral on one
-// device, qwen2moe with its shared expert cut over 2 devices by a tensor
-// split) and a router in front of it answers a greedy request with the
-// tokens the same model gives in process on the same plan (prefill, then one
-// token a step on the executor).
+// Model families served end to end: a worker process loads a synthetic
+// model and a router in front of it answers a greedy request with the tokens
+// the same model gives in process on the same plan (prefill, then one token
+// a step on the executor). Mixtures of experts (8 experts, 2 per token:
+// qwen3moe and Mixtral on one device, qwen2moe with its shared expert cut
+// over 2 devices by a tensor split), gemma2 on one device, and gemma3 split
+// by layer over 2 devices (its windowed and global layers rotate
+// differently, and the split must keep each layer's own).
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -26,24 +28,25 @@ namespace {
 
 const std::string kShared = KVMESH_SHARED_DIR;
 
-// A served mixture of experts: a synthetic shape, and how the worker holds it.
+// A served model: a synthetic shape, and how the worker holds it.
 struct Case {
   std::string shape;
-  std::string split;  // "": one device; "tensor": every expert cut over 2
+  std::string split;  // "": one device; "tensor" or "layer" over 2 devices
 };
 void PrintTo(const Case& c, std::ostream* os) {
   *os << c.shape << (c.split.empty() ? " on one device" : " split " + c.split);
 }
 
-std::string SyntheticMoe(const std::string& shape) {
+std::string SyntheticFile(const std::string& shape) {
   SynthesizeOptions o;
   o.shape = *FindSyntheticShape(shape);
-  o.shape.n_layer = 2;
+  // Two layers, or one period of a window pattern (both kinds of layer).
+  o.shape.n_layer = std::max(2, o.shape.sliding_window_pattern);
   o.shape.default_chat_template.clear();
   o.mix = SyntheticMix::kQ8_0;
   o.vocab_path = kShared + "/vocab/ggml-vocab-llama-spm.gguf";
   o.output_path =
-      ::testing::TempDir() + "/moe_e2e_" + shape + "_" + std::to_string(::getpid()) + ".gguf";
+      ::testing::TempDir() + "/family_e2e_" + shape + "_" + std::to_string(::getpid()) + ".gguf";
   ThreadPool pool(2);
   auto report = SynthesizeModel(o, pool);
   EXPECT_TRUE(report.ok()) << report.status().ToString();
@@ -78,11 +81,11 @@ std::vector<int32_t> GreedyInProcess(const Model& model, const std::string& spli
   return out;
 }
 
-class MoeClusterTest : public ::testing::TestWithParam<Case> {};
+class FamilyClusterTest : public ::testing::TestWithParam<Case> {};
 
-TEST_P(MoeClusterTest, ARouterServesAMixtureOfExpertsAsTheEngineComputesIt) {
+TEST_P(FamilyClusterTest, ARouterServesTheModelAsTheEngineComputesIt) {
   const Case c = GetParam();
-  const std::string path = SyntheticMoe(c.shape);
+  const std::string path = SyntheticFile(c.shape);
   struct RemoveWhenDone {  // tens of MB, named by process
     std::string path;
     ~RemoveWhenDone() { std::filesystem::remove(path); }
@@ -96,10 +99,10 @@ TEST_P(MoeClusterTest, ARouterServesAMixtureOfExpertsAsTheEngineComputesIt) {
   if (!c.split.empty()) {
     args.insert(args.end(), {"--devices", "cpu:0,cpu:1", "--split", c.split, "--threads", "1"});
   }
-  testing::ProcessHandle worker = testing::StartWorker(KVMESH_WORKER_BINARY, args, 0, "moe_w0");
+  testing::ProcessHandle worker = testing::StartWorker(KVMESH_WORKER_BINARY, args, 0, "family_w0");
   ASSERT_TRUE(worker.ok());
   testing::ProcessHandle router =
-      testing::StartRouter(KVMESH_ROUTER_BINARY, {worker.grpc}, {}, "moe_router");
+      testing::StartRouter(KVMESH_ROUTER_BINARY, {worker.grpc}, {}, "family_router");
   ASSERT_TRUE(router.ok());
   ASSERT_TRUE(testing::WaitForHealthyWorkers(router.grpc, 1, std::chrono::seconds(30)));
   auto stub =
@@ -120,9 +123,10 @@ TEST_P(MoeClusterTest, ARouterServesAMixtureOfExpertsAsTheEngineComputesIt) {
   EXPECT_EQ(got, want);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, MoeClusterTest,
+INSTANTIATE_TEST_SUITE_P(Shapes, FamilyClusterTest,
                          ::testing::Values(Case{"qwen3-moe-tiny", ""}, Case{"mixtral-tiny", ""},
-                                           Case{"qwen2-moe-tiny", "tensor"}),
+                                           Case{"qwen2-moe-tiny", "tensor"},
+                                           Case{"tiny-gemma2", ""}, Case{"tiny-gemma3", "layer"}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string name =
                                info.param.shape + "_" +
