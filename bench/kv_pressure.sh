@@ -8,7 +8,7 @@
 # markdown row per (demand, policy) and the machine load.
 #
 #   [WORKERS=4] [ROUTERS=1] [KV_TOKENS=4096] [CONTEXT=1024] [USERS=4] [TURNS=2]
-#   [CONCURRENCY=8] [RATE=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
+#   [CONCURRENCY=8] [RATE=0] [SKEW=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
 #   least_load round_robin"] [MODEL=../shared/models/stories260K.gguf] [BUILD_DIR=build]
 #   bench/kv_pressure.sh
 #
@@ -16,6 +16,9 @@
 # RATE > 0 makes the traffic open loop: RATE requests per second offered
 # whatever the cluster serves (router_sessions --rate), as llm-d's benchmark
 # offers a fixed QPS; 0 keeps CONCURRENCY sessions in flight (closed loop).
+# SKEW > 0 draws each session's tenant with Zipf weights 1/(k+1)^SKEW
+# (router_sessions --tenant-skew) instead of in turn: a few tenants far
+# busier than the rest. The KV demand still counts every tenant's context.
 # ROUTERS > 1 puts that many routers over the same workers, turn t of
 # session s going through router (s + t) mod ROUTERS, as requests behind a
 # Service over a deployment's router replicas land on any of them.
@@ -29,6 +32,7 @@ USERS=${USERS:-4}
 TURNS=${TURNS:-2}
 CONCURRENCY=${CONCURRENCY:-8}
 RATE=${RATE:-0}
+SKEW=${SKEW:-0}
 DEMANDS=${DEMANDS:-"0.5 1.0 1.5"}
 POLICIES=${POLICIES:-"prefix prefix+fetch approx_prefix least_load round_robin"}
 MODEL=${MODEL:-../shared/models/stories260K.gguf}
@@ -40,6 +44,7 @@ bytes_per_token=$("$B/cli/kvmesh" kv-plan -m "$MODEL" --context "$CONTEXT" --kv-
 kv_memory=$((bytes_per_token * KV_TOKENS))
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "${ROUTERS:-1} router(s), $WORKERS workers x $KV_TOKENS KV tokens ($kv_memory bytes), contexts of $CONTEXT tokens," \
+  "tenant skew $SKEW," \
   "$USERS users per tenant x $TURNS turns, $([[ $RATE != 0 ]] && echo "open loop at $RATE requests/s" ||
   echo "concurrency $CONCURRENCY"), $(basename "$MODEL")"
 echo
@@ -51,7 +56,7 @@ for demand in $DEMANDS; do
     start_cluster "$WORKERS" "$policy" --model "$MODEL" --kv-memory "$kv_memory"
     json=$("$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
-      --concurrency "$CONCURRENCY" --rate "$RATE" --system-tokens "$CONTEXT" --user-tokens 32 \
+      --concurrency "$CONCURRENCY" --rate "$RATE" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens 32 \
       --reply-tokens 16 | tail -1 || true)
     if ! python3 -c 'import json,sys; json.loads(sys.argv[1])' "$json" 2>/dev/null; then
       echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | |"

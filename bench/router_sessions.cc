@@ -1,13 +1,16 @@
 // Agent-like traffic through a kvmesh-router: N sessions × M turns. Every
 // session starts with its tenant's system prefix (one tenant unless
 // --tenants says more; session s belongs to tenant s mod T, so all tenants
-// are active at once), then each turn appends a user message and the model's
+// are active at once and equally busy; with --tenant-skew S > 0 a session's
+// tenant is drawn instead, tenant k with weight 1/(k+1)^S (Zipf), the same
+// draws for every run, as a few tenants of a real service are far busier
+// than the rest), then each turn appends a user message and the model's
 // reply, so prompts grow and share prefixes — the traffic prefix-aware
 // routing is for.
 //
 //   build/bench/router_sessions --router 127.0.0.1:50050[,HOST:PORT…] [--sessions 16] [--turns 6]
 //       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
-//       [--tenants 1] [--rate 0]
+//       [--tenants 1] [--tenant-skew 0] [--rate 0]
 //
 // Closed loop by default: --concurrency sessions at a time, each next one
 // starting when one ends. With --rate R (requests per second), open loop:
@@ -24,6 +27,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -51,7 +55,7 @@ int main(int argc, char** argv) {
   std::string router = "127.0.0.1:50050";
   int sessions = 16, turns = 6, concurrency = 4, system_tokens = 256, user_tokens = 48,
       reply_tokens = 32, tenants = 1;
-  double rate = 0;
+  double rate = 0, skew = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::atoi(argv[i + 1]);
@@ -73,6 +77,12 @@ int main(int argc, char** argv) {
       tenants = std::max(1, v);
     else if (a == "--rate")
       rate = std::atof(argv[i + 1]);
+    else if (a == "--tenant-skew")
+      skew = std::atof(argv[i + 1]);
+  }
+  if (!(skew >= 0)) {
+    std::fprintf(stderr, "router_sessions: --tenant-skew must be >= 0\n");
+    return 2;
   }
   // Several routers (comma-separated): turn t of session s goes through
   // router (s + t) mod R, as requests behind a load balancer (a Kubernetes
@@ -87,6 +97,12 @@ int main(int argc, char** argv) {
   std::mt19937 seed_rng(2024);
   std::vector<std::vector<int32_t>> systems;
   for (int t = 0; t < tenants; ++t) systems.push_back(Random(seed_rng, system_tokens));
+  std::vector<int> tenant_of(sessions);
+  std::vector<double> popularity(tenants);
+  for (int t = 0; t < tenants; ++t) popularity[t] = 1.0 / std::pow(t + 1.0, skew);
+  std::discrete_distribution<int> draw(popularity.begin(), popularity.end());
+  std::mt19937 tenant_rng(7);
+  for (int s = 0; s < sessions; ++s) tenant_of[s] = skew > 0 ? draw(tenant_rng) : s % tenants;
 
   std::mutex mu;
   std::vector<double> ttfts;
@@ -103,7 +119,7 @@ int main(int argc, char** argv) {
   auto run_session = [&](int s) {
     std::mt19937 rng(100 + s);
     std::vector<int32_t> history = {1};
-    const std::vector<int32_t>& system = systems[s % tenants];
+    const std::vector<int32_t>& system = systems[tenant_of[s]];
     history.insert(history.end(), system.begin(), system.end());
     std::string previous;
     for (int t = 0; t < turns; ++t) {
