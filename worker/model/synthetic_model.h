@@ -97,7 +97,8 @@ struct SyntheticShape {
 // layout: Q, K and V fused in attn_qkv, gate and up fused in ffn_up, no
 // GQA), and "tiny-gemma2" (Gemma 2's layout on the tiny body: a 32-position
 // window on layers 0 and 2, and soft caps lowered to 0.25 for scores and 15
-// for logits so that both bite on random weights), and "tiny-gemma3"
+// for logits so that both bite on random weights), "gemma2-2b" (Gemma 2
+// 2B's layers and widths with a 32,000-token vocabulary), and "tiny-gemma3"
 // (Gemma 3's layout on a 6-layer tiny body: q/k norms, a 32-position window
 // on all layers but 2 and 5, which rotate with base 1e6 scaled by 1/8, the
 // windowed ones with base 10000, and a final cap of 15); nullopt for other
