@@ -56,7 +56,9 @@ struct Q4KTile {
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
         // Spread over the sub-blocks: a burst of prefetches would stall.
-        if (kTokens == 1 || t0 == 0) PrefetchAhead(pb + j * (kBlockBytes / 8), kBlockBytes / 8);
+        if (kTokens == 1 || t0 == 0) {
+          PrefetchAhead<kPrefetchAheadFar>(pb + j * (kBlockBytes / 8), kBlockBytes / 8);
+        }
         // Sub-block j: nibble vectors 8 * (j / 2) + g, low nibbles for even j.
         const __m512i scale_j = AffineKScale(scale_bytes, pickers->scale, j);
         const uint8_t* nibbles = pb + kNibbles + 64 * 8 * (j / 2);

@@ -37,7 +37,7 @@ struct Q6KTile {
     for (int j = 4 * kQ; j < 4 * kQ + 4; ++j) {
       // Spread over the sub-blocks: a burst of prefetches would stall.
       if (prefetch) {
-        PrefetchAhead(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
+        PrefetchAhead<kPrefetchAheadFar>(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
         // The next super-block's first quarter reads all its top-bit vectors
         // and the first half of its nibbles, out of the order PrefetchAhead
         // walks; the last two quarters read nothing new, so they bring those
