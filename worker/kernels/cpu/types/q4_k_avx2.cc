@@ -38,7 +38,7 @@ struct Q4KTile {
       for (int t = 0; t < kTokens; ++t) scaled[t] = _mm256_setzero_si256();
       for (int j = 0; j < 8; ++j) {
         if ((kTokens == 1 || t0 == 0) && half == 0) {
-          PrefetchAhead(pb + j * (kBlockBytes / 8), kBlockBytes / 8);
+          PrefetchAhead<kPrefetchAheadFar>(pb + j * (kBlockBytes / 8), kBlockBytes / 8);
         }
         const uint8_t* nibbles = pb + kNibbles + 64 * 8 * (j / 2) + 32 * half;
         __m256i w[8];

@@ -48,7 +48,7 @@ struct Q6KTile {
       for (int t = 0; t < kTokens; ++t) scaled[t] = _mm256_setzero_si256();
       for (int j = 0; j < 16; ++j) {
         if ((kTokens == 1 || t0 == 0) && half == 0) {
-          PrefetchAhead(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
+          PrefetchAhead<kPrefetchAheadFar>(pb + j * (kBlockBytes / 16), kBlockBytes / 16);
         }
         // (scale, scale) int16 pairs of the 8 rows of this half.
         const __m128i s8 =
