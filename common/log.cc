@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <mutex>
 
@@ -60,6 +61,32 @@ void Log(LogLevel level, std::string_view component, std::string_view message) {
   std::fprintf(stderr, "%s.%03dZ %c %.*s: %.*s\n", stamp, ms, kLetters[static_cast<int>(level)],
                static_cast<int>(component.size()), component.data(),
                static_cast<int>(message.size()), message.data());
+}
+
+std::string QuotedText(std::string_view text, size_t max_bytes) {
+  std::string out = "\"";
+  size_t n = 0;
+  for (const char c : text) {
+    if (n++ == max_bytes) {
+      out += "...";
+      break;
+    }
+    const auto uc = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (uc < 0x20) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", uc);
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
 }
 
 }  // namespace kvmesh

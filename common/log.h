@@ -19,4 +19,9 @@ std::string_view LogLevelName(LogLevel level);
 // Writes "2026-11-30T03:44:30.123Z I component: message" when `level` is on.
 void Log(LogLevel level, std::string_view component, std::string_view message);
 
+// `text` quoted on one line, for logs and messages: quotes and backslashes
+// escaped, a newline as \n, other control bytes as \xNN; past `max_bytes`
+// bytes, "..." ends it.
+std::string QuotedText(std::string_view text, size_t max_bytes = std::string_view::npos);
+
 }  // namespace kvmesh

@@ -1,34 +1,9 @@
 #include "router/request_text_log.h"
 
-#include <cstdio>
-
 #include "common/log.h"
 #include "common/tokenizer/tokenizer.h"
 
 namespace kvmesh::router {
-
-std::string QuotedLogText(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (u < 0x20 || u == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof(hex), "\\x%02x", u);
-      out += hex;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
 
 RequestTextLog::RequestTextLog(bool on, std::string_view request_id, const Tokenizer* tokenizer,
                                std::span<const int32_t> prompt, const MessageCallback& client)
@@ -36,7 +11,7 @@ RequestTextLog::RequestTextLog(bool on, std::string_view request_id, const Token
   if (!on_) return;
   std::string text;
   if (tokenizer != nullptr) {
-    text = QuotedLogText(tokenizer->Decode(prompt, false, /*render_special=*/true));
+    text = QuotedText(tokenizer->Decode(prompt, false, /*render_special=*/true));
   } else {
     for (const int32_t id : prompt) text += (text.empty() ? "[" : ",") + std::to_string(id);
     text += ']';
@@ -59,7 +34,7 @@ RequestTextLog::~RequestTextLog() {
     Log(LogLevel::kInfo, "router",
         "request " + request_id_ + " output" +
             (outputs_.size() > 1 ? " (choice " + std::to_string(choice) + ")" : std::string()) +
-            ": " + QuotedLogText(text));
+            ": " + QuotedText(text));
   }
 }
 

@@ -7,7 +7,7 @@
 // operator debugging a deployment can switch this on; it logs, at info level,
 // the prompt as the model sees it (the detokenized prompt, chat template
 // applied) when the request is routed, and each choice's output text when it
-// ends, escaped so that a line of the log stays one line.
+// ends, quoted on one line (QuotedText).
 #pragma once
 
 #include <map>
@@ -44,9 +44,5 @@ class RequestTextLog {
   MessageCallback recording_;
   std::map<uint32_t, std::string> outputs_;  // by choice
 };
-
-// `text` as one line: quoted, with quotes, backslashes and control bytes
-// escaped (\n, \t, \xNN).
-std::string QuotedLogText(std::string_view text);
 
 }  // namespace kvmesh::router

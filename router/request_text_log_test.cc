@@ -2,12 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include "common/log.h"
+
 namespace kvmesh::router {
 namespace {
 
 TEST(RequestTextLogTest, QuotesTextOnOneLine) {
-  EXPECT_EQ(QuotedLogText("a \"b\"\\c\nd\te\x01\x7f"), R"("a \"b\"\\c\nd\te\x01\x7f")");
-  EXPECT_EQ(QuotedLogText("héllo"), "\"héllo\"");
+  EXPECT_EQ(QuotedText("a \"b\"\\c\nd\te\x01"), R"("a \"b\"\\c\nd\x09e\x01")");
+  EXPECT_EQ(QuotedText("héllo"), "\"héllo\"");
+  EXPECT_EQ(QuotedText("abcdef", 3), "\"abc...\"");
 }
 
 TEST(RequestTextLogTest, OffPassesTheClientThroughAndOnRecordsEachChoice) {

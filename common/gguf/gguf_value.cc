@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "common/log.h"
+
 namespace kvmesh::gguf {
 
 std::string_view ValueTypeName(ValueType type) {
@@ -135,36 +137,10 @@ std::optional<std::string_view> Value::AsString() const {
   return s_;
 }
 
-static std::string Quote(std::string_view s, size_t max_len) {
-  std::string out = "\"";
-  size_t n = 0;
-  for (char c : s) {
-    if (n++ == max_len) {
-      out += "...";
-      break;
-    }
-    const auto uc = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (uc < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", uc);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
-
 std::string Value::ToString(size_t max_elements) const {
   switch (type_) {
     case ValueType::kString:
-      return Quote(s_, 200);
+      return QuotedText(s_, 200);
     case ValueType::kBool:
       return u_ ? "true" : "false";
     case ValueType::kFloat32:

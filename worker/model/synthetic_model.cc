@@ -392,15 +392,15 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     // rotates with a large base under linear scaling (as the 4B-27B models'
     // global layers do), the others a 32-position window with their own
     // base. The final cap (15, which Gemma 3 files may carry) bites.
-    SyntheticShape shape{"tiny-gemma3", 6,          256,  4,    2,
-                         768,           1000000.0f, true, 8192, "vocab/ggml-vocab-llama-spm.gguf"};
+    SyntheticShape shape = *FindSyntheticShape("tiny-gemma2");
+    shape.name = "tiny-gemma3";
     shape.arch = "gemma3";
-    shape.head_dim = 64;
-    shape.sliding_window = 32;
+    shape.n_layer = 6;
+    shape.rope_freq_base = 1000000.0f;
     shape.sliding_window_pattern = 3;
     shape.rope_freq_base_swa = 10000.0f;
     shape.rope_linear_factor = 8.0f;
-    shape.final_softcap = 15.0f;
+    shape.attn_softcap = 0.0f;  // Gemma 3 has none
     return shape;
   }
   if (name == "gemma2-2b") {
