@@ -79,8 +79,8 @@ inline constexpr size_t kPrefetchNear = 1024;
 // EPYC VM (2 cores) their decode stream on one thread rose from 15.7-17.5
 // to 18.6-20.1 GB/s (Q4_K) and 12.2-15.1 to 18.9-21.8 GB/s (Q6_K), and held
 // on two (kvmesh_kernel_bench --model llama-1b-q4_k_m). The other types'
-// kernels stay at 4 KiB: IQ4_XS and IQ3_S fell by 15-40% at 16 KiB, and
-// Q2_K and Q3_K moved both ways.
+// kernels stay at 4 KiB: IQ4_XS and IQ3_S fell by 15-40% at 16 KiB, Q2_K
+// and Q3_K moved both ways, and Q5_K gained nothing.
 inline constexpr size_t kPrefetchAheadFar = 16384;
 
 // Prefetches the cache lines that start in [p, p + bytes), shifted ahead;
