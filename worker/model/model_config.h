@@ -110,9 +110,10 @@ struct ModelConfig {
         sliding_window_period <= 0 || layer % sliding_window_period < sliding_window_period - 1;
     return windowed ? sliding_window : 0;
   }
-  // The rotation of layer `layer`.
+  // Whether layer `layer` rotates with window_rope (else with rope).
+  bool UsesWindowRope(int layer) const { return window_rope && LayerWindow(layer) > 0; }
   const RopeConfig& LayerRope(int layer) const {
-    return window_rope && LayerWindow(layer) > 0 ? *window_rope : rope;
+    return UsesWindowRope(layer) ? *window_rope : rope;
   }
 
   int n_embd_q() const { return n_head * head_dim; }

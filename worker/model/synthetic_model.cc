@@ -187,6 +187,7 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
   const float sigma_out_proj = sigma / std::sqrt(2.0f * static_cast<float>(s.n_layer));
   // Logits spread with a standard deviation of about 3 for unit-RMS inputs.
   const float sigma_head = 3.0f / std::sqrt(static_cast<float>(s.n_embd));
+  const bool gemma = s.arch == "gemma2" || s.arch == "gemma3";  // post-norms
   std::vector<TensorPlan> plans;
   auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, float sd) {
     plans.push_back(
@@ -209,7 +210,7 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
       plans.push_back({p + "attn_k.bias", T::kF32, kv_dim, 0, 0, 0.0f});
       plans.push_back({p + "attn_v.bias", T::kF32, kv_dim, 0, 0, 0.0f});
     }
-    if (s.arch == "qwen3" || s.arch == "qwen3moe" || s.arch == "gemma3") {
+    if (s.arch == "qwen3" || s.arch == "qwen3moe" || s.arch == "gemma3") {  // q/k norms
       plans.push_back({p + "attn_q_norm.weight", T::kF32, head_dim, 0, 0, 1.0f});
       plans.push_back({p + "attn_k_norm.weight", T::kF32, head_dim, 0, 0, 1.0f});
     }
@@ -217,8 +218,7 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
     // Gemma 2's post-norms bring each block's output to RMS 6, so the
     // layers move the residual more than the (tied) embedding does, and the
     // model does not merely repeat the last token.
-    if (s.arch == "gemma2" || s.arch == "gemma3")
-      plans.push_back({p + "post_attention_norm.weight", T::kF32, s.n_embd, 0, 0, 6.0f});
+    if (gemma) plans.push_back({p + "post_attention_norm.weight", T::kF32, s.n_embd, 0, 0, 6.0f});
     plans.push_back({p + "ffn_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
     if (s.n_expert > 0) {
       // The router stays F32 (llama.cpp never quantizes ffn_gate_inp); its
@@ -248,8 +248,7 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
       matrix(p + "ffn_up.weight", s.n_embd, s.n_ff, sigma);
     }
     matrix(p + "ffn_down.weight", s.n_ff, s.n_embd, sigma_out_proj);
-    if (s.arch == "gemma2" || s.arch == "gemma3")
-      plans.push_back({p + "post_ffw_norm.weight", T::kF32, s.n_embd, 0, 0, 6.0f});
+    if (gemma) plans.push_back({p + "post_ffw_norm.weight", T::kF32, s.n_embd, 0, 0, 6.0f});
   }
   plans.push_back({"output_norm.weight", T::kF32, s.n_embd, 0, 0, 1.0f});
   if (!s.tied_embeddings) matrix("output.weight", s.n_embd, n_vocab, sigma_head);
@@ -279,6 +278,18 @@ std::vector<TensorPlan> PlanTensors(const SyntheticShape& s, SyntheticMix mix, i
     }
   }
   return plans;
+}
+
+// Gemma 2's layout on `body`: its head size, the window of every other
+// layer, and the caps on scores and logits (the body ties its head).
+SyntheticShape Gemma2Layout(SyntheticShape body, int head_dim, int window, float attn_cap,
+                            float final_cap) {
+  body.arch = "gemma2";
+  body.head_dim = head_dim;
+  body.sliding_window = window;
+  body.attn_softcap = attn_cap;
+  body.final_softcap = final_cap;
+  return body;
 }
 
 }  // namespace
@@ -377,14 +388,9 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     // after attention and after the FFN, GeGLU, windows on every other
     // layer. The window (32 positions) and the caps are small so that a
     // short test exercises them.
-    SyntheticShape shape{"tiny-gemma2", 4,        256,  4,    2,
-                         768,           10000.0f, true, 8192, "vocab/ggml-vocab-llama-spm.gguf"};
-    shape.arch = "gemma2";
-    shape.head_dim = 64;
-    shape.sliding_window = 32;
-    shape.attn_softcap = 0.25f;
-    shape.final_softcap = 15.0f;
-    return shape;
+    return Gemma2Layout(
+        {"tiny-gemma2", 4, 256, 4, 2, 768, 10000.0f, true, 8192, "vocab/ggml-vocab-llama-spm.gguf"},
+        64, 32, 0.25f, 15.0f);
   }
   if (name == "tiny-gemma3") {
     // Gemma 3's layout on the tiny body, 6 layers deep so that both kinds
@@ -408,14 +414,9 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     // on every other layer, caps of 50 and 30), with the llama vocabulary
     // of 32,000 in place of its 256,000: a file for speed against
     // llama.cpp.
-    SyntheticShape shape{"gemma2-2b", 26,       2304, 8,    4,
-                         9216,        10000.0f, true, 8192, "vocab/ggml-vocab-llama-spm.gguf"};
-    shape.arch = "gemma2";
-    shape.head_dim = 256;
-    shape.sliding_window = 4096;
-    shape.attn_softcap = 50.0f;
-    shape.final_softcap = 30.0f;
-    return shape;
+    return Gemma2Layout({"gemma2-2b", 26, 2304, 8, 4, 9216, 10000.0f, true, 8192,
+                         "vocab/ggml-vocab-llama-spm.gguf"},
+                        256, 4096, 50.0f, 30.0f);
   }
   if (name == "tiny-llama3") {
     // Llama 3's 128k vocabulary on a tiny body: for checks that need a real

@@ -185,7 +185,7 @@ void CpuExecutor::MatMul(Act in, int layer, std::span<const MatMulOut> outs) {
 }
 
 void CpuExecutor::Rope(Act a, int layer) {
-  const RopeTable& rope = window_rope_ && config_.LayerWindow(layer) > 0 ? *window_rope_ : rope_;
+  const RopeTable& rope = config_.UsesWindowRope(layer) ? *window_rope_ : rope_;
   Buffer& buf = Buf(a);
   const int head_dim = config_.head_dim;
   const int64_t heads = buf.width / head_dim;
