@@ -19,7 +19,10 @@ StatusOr<std::string> ToolCallGrammar(ToolCallFormat format, const nlohmann::ord
   for (const auto& tool : tools) {
     if (!tool.is_object() || !tool.contains("function")) continue;
     const auto& function = tool["function"];
-    const std::string name = function.value("name", "");
+    if (!function.is_object() || !function.contains("name") || !function["name"].is_string()) {
+      continue;
+    }
+    const std::string name = function["name"].get<std::string>();
     if (name.empty() || (!only.empty() && name != only)) continue;
     const std::string entry = "tool" + std::to_string(count);
     nlohmann::json schema = nlohmann::json::parse(

@@ -321,8 +321,11 @@ Status ParseSystem(const JsonObjectReader& body, const AnthropicParseOptions& op
   if (value != nullptr && value->is_array() && !options.volatile_prefixes.empty()) {
     json kept = json::array();
     for (const json& block : *value) {
-      const bool text_block = block.is_object() && block.value("type", "") == "text" &&
-                              block.contains("text") && block["text"].is_string();
+      // Any block that is not a well-formed text block is kept, for
+      // ParseTextBlocks to accept or reject with a message naming it.
+      const bool text_block = block.is_object() && block.contains("type") &&
+                              block["type"] == "text" && block.contains("text") &&
+                              block["text"].is_string();
       if (text_block &&
           IsVolatile(block["text"].get_ref<const std::string&>(), options.volatile_prefixes)) {
         continue;

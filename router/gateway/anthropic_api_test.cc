@@ -283,6 +283,18 @@ TEST(AnthropicApiTest, VolatileSystemTextIsDroppedUnlessDisabled) {
             "x-anthropic-billing-header: cc_version=2.1.3;\nStable.");
 }
 
+// A system block whose type is not a string is an error naming the block,
+// not an exception (found by gateway_fuzz).
+TEST(AnthropicApiTest, SystemBlockWithNonStringTypeIsAnError) {
+  const auto body = nlohmann::json::parse(R"({"max_tokens": 4,
+    "system": [{"type": ["text"], "text": "x"}],
+    "messages": [{"role": "user", "content": "hi"}]})");
+  const auto parsed = ParseAnthropicMessagesRequest(body);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("system"), std::string::npos)
+      << parsed.status().message();
+}
+
 }  // namespace kvmesh::router::gateway
 
 namespace kvmesh::router::gateway {
