@@ -5,7 +5,11 @@
 // qwen3moe and Mixtral on one device, qwen2moe with its shared expert cut
 // over 2 devices by a tensor split), gemma2 on one device, and gemma3 split
 // by layer over 2 devices (its windowed and global layers rotate
-// differently, and the split must keep each layer's own).
+// differently, and the split must keep each layer's own). The gemmas also
+// with window pages (--kv-window-pages on): the prompt is longer than their
+// 32-position window, so pages the window has passed are released while the
+// request runs, and the same request again is served from the prefix cache
+// (with the window pages of its last blocks) and gets the same tokens.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -32,9 +36,11 @@ const std::string kShared = KVMESH_SHARED_DIR;
 struct Case {
   std::string shape;
   std::string split;  // "": one device; "tensor" or "layer" over 2 devices
+  bool window_pages = false;
 };
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.shape << (c.split.empty() ? " on one device" : " split " + c.split);
+  *os << c.shape << (c.split.empty() ? " on one device" : " split " + c.split)
+      << (c.window_pages ? " with window pages" : "");
 }
 
 std::string SyntheticFile(const std::string& shape) {
@@ -92,13 +98,18 @@ TEST_P(FamilyClusterTest, ARouterServesTheModelAsTheEngineComputesIt) {
   } cleanup{path};
   auto model = Model::Load(path);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 432, 29892, 338};
+  // 72 tokens: past the gemmas' 32-position window, within the 128
+  // positions GreedyInProcess holds.
+  std::vector<int32_t> prompt = {1};
+  const std::vector<int32_t> words = {450, 4996, 17354, 1701, 432, 29892, 338, 263, 1243};
+  while (prompt.size() < 72) prompt.push_back(words[prompt.size() % words.size()]);
   const std::vector<int32_t> want = GreedyInProcess(**model, c.split, prompt, 8);
 
   std::vector<std::string> args = {"--model", path};
   if (!c.split.empty()) {
     args.insert(args.end(), {"--devices", "cpu:0,cpu:1", "--split", c.split, "--threads", "1"});
   }
+  if (c.window_pages) args.insert(args.end(), {"--kv-window-pages", "on"});
   testing::ProcessHandle worker = testing::StartWorker(KVMESH_WORKER_BINARY, args, 0, "family_w0");
   ASSERT_TRUE(worker.ok());
   testing::ProcessHandle router =
@@ -112,25 +123,35 @@ TEST_P(FamilyClusterTest, ARouterServesTheModelAsTheEngineComputesIt) {
   req.mutable_options()->set_max_tokens(8);
   req.mutable_options()->mutable_sampling()->set_temperature(0);
   req.mutable_options()->set_ignore_eos(true);
-  grpc::ClientContext ctx;
-  auto reader = stub->Generate(&ctx, req);
-  v1::GenerateTextResponse message;
-  std::vector<int32_t> got;
-  while (reader->Read(&message))
-    got.insert(got.end(), message.tokens().begin(), message.tokens().end());
-  const grpc::Status status = reader->Finish();
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(got, want);
+  for (int round = 0; round < 2; ++round) {
+    grpc::ClientContext ctx;
+    auto reader = stub->Generate(&ctx, req);
+    v1::GenerateTextResponse message;
+    std::vector<int32_t> got;
+    uint32_t cached = 0;
+    while (reader->Read(&message)) {
+      got.insert(got.end(), message.tokens().begin(), message.tokens().end());
+      if (message.has_usage()) cached = message.usage().cached_tokens();
+    }
+    const grpc::Status status = reader->Finish();
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(got, want) << "round " << round;
+    // The whole blocks of the prompt before its last token: 4 of 16.
+    EXPECT_EQ(cached, round == 0 ? 0u : 64u) << "round " << round;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FamilyClusterTest,
                          ::testing::Values(Case{"qwen3-moe-tiny", ""}, Case{"mixtral-tiny", ""},
                                            Case{"qwen2-moe-tiny", "tensor"},
-                                           Case{"tiny-gemma2", ""}, Case{"tiny-gemma3", "layer"}),
+                                           Case{"tiny-gemma2", ""}, Case{"tiny-gemma3", "layer"},
+                                           Case{"tiny-gemma2", "", true},
+                                           Case{"tiny-gemma3", "layer", true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string name =
                                info.param.shape + "_" +
-                               (info.param.split.empty() ? "one_device" : info.param.split);
+                               (info.param.split.empty() ? "one_device" : info.param.split) +
+                               (info.param.window_pages ? "_window_pages" : "");
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });

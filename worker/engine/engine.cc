@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/check.h"
+
 namespace kvmesh {
 namespace {
 
@@ -42,6 +44,12 @@ Engine::Engine(const ModelConfig& model, const Tokenizer& tokenizer,
   copier_ = std::make_unique<ExecutorCopier>(executor_.get());
   kv_.SetCopier(copier_.get(), executor_->kv_layout().bytes_per_block());
   page_format_ = KvPageFormat(executor_->kv_layout());
+  if (const int64_t window_blocks = executor_->kv_layout().window_blocks; window_blocks > 0) {
+    // The host tier copies whole blocks; a worker chooses one or the other
+    // (WorkerServer::Start).
+    KVMESH_CHECK(config_.kv_host_memory_bytes == 0 && model.MaxWindow() > 0);
+    kv_.EnableWindowPages(static_cast<int32_t>(window_blocks), model.MaxWindow());
+  }
   if (config_.kv_host_memory_bytes > 0) {
     kv_.EnableHostTier(config_.kv_host_memory_bytes, executor_->kv_layout().bytes_per_block(),
                        copier_.get());
@@ -350,6 +358,7 @@ bool Engine::Step() {
     seq.num_tokens = c.num_tokens;
     seq.start_pos = r->num_computed;
     seq.block_table = r->kv.table;
+    seq.window_table = r->kv.window_table;
     // Scoring the prompt needs every position's logits.
     const bool score_prompt = r->wants_prompt_logprobs() && r->num_computed < r->num_prompt_tokens;
     seq.logits = score_prompt ? LogitsMode::kAll : c.sample ? LogitsMode::kLast : LogitsMode::kNone;
@@ -374,6 +383,7 @@ bool Engine::Step() {
     const SequenceChunk& seq = batch.sequences[i];
     r->num_computed += c.num_tokens;
     kv_.CommitComputed(&r->kv, r->tokens, r->num_computed);
+    kv_.ReleaseOutsideWindow(&r->kv, r->num_computed);
     int64_t last_row = fo.first_row[i];
     if (seq.logits == LogitsMode::kAll) {
       ScorePrompt(r, fo, fo.first_row[i], seq.start_pos, c.num_tokens);

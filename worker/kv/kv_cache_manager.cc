@@ -23,10 +23,21 @@ int32_t KvCacheManager::BlocksNeeded(int32_t have_blocks, int32_t num_tokens) co
   return want > have_blocks ? want - have_blocks : 0;
 }
 
+int32_t KvCacheManager::WindowSpan() const {
+  return window_ <= 1 ? 0 : (window_ - 1 + block_size() - 1) / block_size();
+}
+
+void KvCacheManager::EnableWindowPages(int32_t window_blocks, int32_t window) {
+  KVMESH_CHECK(host_ == nullptr && window_pool_ == nullptr && window_blocks > 0 && window > 0 &&
+               pool_.num_used() == 0);
+  window_pool_ = std::make_unique<BlockPool>(window_blocks, block_size());
+  window_ = window;
+}
+
 void KvCacheManager::EnableHostTier(int64_t capacity_bytes, size_t block_bytes,
                                     KvBlockCopier* copier) {
   if (!enable_prefix_caching_ || capacity_bytes <= 0) return;
-  KVMESH_CHECK(copier != nullptr);
+  KVMESH_CHECK(copier != nullptr && window_pool_ == nullptr);
   host_ = std::make_unique<HostKvTier>(capacity_bytes, block_bytes, block_size());
   SetCopier(copier, block_bytes);
   pool_.set_evict_hook(
@@ -43,7 +54,7 @@ void KvCacheManager::SetCopier(KvBlockCopier* copier, size_t block_bytes) {
 int32_t KvCacheManager::ImportPages(std::span<const BlockHash> hashes,
                                     std::span<const int32_t> prompt, int32_t first_block,
                                     std::span<const KvPage> pages) {
-  if (!enable_prefix_caching_ || copier_ == nullptr || first_block < 0) return 0;
+  if (!enable_prefix_caching_ || copier_ == nullptr || window_pool_ || first_block < 0) return 0;
   const size_t bs = static_cast<size_t>(block_size());
   std::vector<int32_t> held;
   // The prompt's device prefix before the pages stays put meanwhile.
@@ -90,7 +101,7 @@ int32_t KvCacheManager::ImportPages(std::span<const BlockHash> hashes,
 std::vector<KvPage> KvCacheManager::ExportPages(std::span<const BlockHash> hashes,
                                                 size_t max_bytes) {
   std::vector<KvPage> pages;
-  if (!enable_prefix_caching_ || copier_ == nullptr) return pages;
+  if (!enable_prefix_caching_ || copier_ == nullptr || window_pool_) return pages;
   size_t bytes = 0;
   for (const BlockHash& hash : hashes) {
     if (bytes + block_bytes_ > max_bytes) break;
@@ -163,6 +174,26 @@ CachedPrefix KvCacheManager::FindCachedPrefix(SequenceBlocks* seq,
     if (!block) break;
     prefix.blocks.push_back(*block);
   }
+  if (window_pool_) {
+    // The prefix ends where the window pages its next position attends to
+    // are all cached: scanning down from its end, a missing page moves the
+    // end before it.
+    const int32_t span = WindowSpan();
+    int32_t end = static_cast<int32_t>(prefix.blocks.size());
+    std::vector<int32_t> tail;  // window pages of blocks [j + 1, end), last first
+    for (int32_t j = end - 1; j >= 0 && j >= end - span; --j) {
+      const auto page = window_pool_->FindCached(seq->hashes[j], prompt.subspan(j * bs, bs));
+      if (!page) {
+        end = j;
+        tail.clear();
+        continue;
+      }
+      tail.push_back(*page);
+    }
+    prefix.blocks.resize(end);
+    prefix.window_first = end - static_cast<int32_t>(tail.size());
+    prefix.window_blocks.assign(tail.rbegin(), tail.rend());
+  }
   if (host_ == nullptr) return prefix;
   // Device blocks first, then host blocks: a device block after a host one
   // (computed again while its copy sat on the host) ends the prefix.
@@ -185,6 +216,20 @@ bool KvCacheManager::AllocateSlots(SequenceBlocks* seq, int32_t num_tokens,
   int32_t prefix_free = 0;
   for (int32_t i = 0; i < device_blocks; ++i) prefix_free += pool_.is_free(prefix->blocks[i]);
   if (fresh > pool_.num_free() - prefix_free) return false;
+  if (window_pool_) {
+    int32_t window_free = 0;
+    if (take_prefix) {
+      for (int32_t b : prefix->window_blocks) window_free += window_pool_->is_free(b);
+    }
+    if (fresh > window_pool_->num_free() - window_free) return false;
+  }
+  if (take_prefix && window_pool_) {
+    for (int32_t b : prefix->window_blocks) window_pool_->Acquire(b);
+    seq->window_table.assign(prefix->window_first, -1);
+    seq->window_table.insert(seq->window_table.end(), prefix->window_blocks.begin(),
+                             prefix->window_blocks.end());
+    seq->window_released = prefix->window_first;
+  }
   if (take_prefix) {
     for (int32_t b : prefix->blocks) pool_.Acquire(b);
     seq->table = prefix->blocks;
@@ -197,6 +242,10 @@ bool KvCacheManager::AllocateSlots(SequenceBlocks* seq, int32_t num_tokens,
   if (fresh > 0) {
     const bool ok = pool_.Allocate(fresh, &seq->table);
     KVMESH_CHECK(ok);
+    if (window_pool_) {
+      const bool window_ok = window_pool_->Allocate(fresh, &seq->window_table);
+      KVMESH_CHECK(window_ok);
+    }
   }
   if (take_prefix && !prefix->host_slots.empty()) RestoreFromHost(seq, prefix->host_slots);
   return true;
@@ -235,6 +284,8 @@ bool KvCacheManager::Fork(const SequenceBlocks& parent, int32_t num_tokens, Sequ
   KVMESH_CHECK(child->table.empty() &&
                static_cast<int32_t>(parent.table.size()) >= full + (partial ? 1 : 0));
   *copy_from = *copy_to = -1;
+  // A block is not one id's pages with window pages: the child computes.
+  if (window_pool_) return false;
   if (partial && pool_.num_free() < 1) return false;
   child->root = parent.root;
   child->table.assign(parent.table.begin(), parent.table.begin() + full);
@@ -264,9 +315,13 @@ void KvCacheManager::CommitComputed(SequenceBlocks* seq, std::span<const int32_t
     const int32_t i = seq->num_cached_blocks;
     // Another sequence may have cached the same block meanwhile: keep ours
     // (duplicates are legal; the hash is announced once).
-    pool_.Cache(seq->table[i], seq->hashes[i],
-                i == 0 ? std::nullopt : std::optional<BlockHash>(seq->hashes[i - 1]),
-                tokens.subspan(static_cast<size_t>(i) * bs, bs));
+    const std::optional<BlockHash> parent =
+        i == 0 ? std::nullopt : std::optional<BlockHash>(seq->hashes[i - 1]);
+    const auto block_tokens = tokens.subspan(static_cast<size_t>(i) * bs, bs);
+    pool_.Cache(seq->table[i], seq->hashes[i], parent, block_tokens);
+    if (window_pool_ && seq->window_table[i] >= 0) {
+      window_pool_->Cache(seq->window_table[i], seq->hashes[i], parent, block_tokens);
+    }
     ++seq->num_cached_blocks;
   }
 }
@@ -275,7 +330,10 @@ void KvCacheManager::Retain(const SequenceBlocks& seq, int32_t num_tokens, int64
   const int32_t blocks =
       std::min(seq.num_cached_blocks, num_tokens / static_cast<int32_t>(pool_.block_size()));
   const int64_t until = pool_.now_ms() + for_ms;
-  for (int32_t i = 0; i < blocks; ++i) pool_.Retain(seq.table[i], until);
+  for (int32_t i = 0; i < blocks; ++i) {
+    pool_.Retain(seq.table[i], until);
+    if (window_pool_ && seq.window_table[i] >= 0) window_pool_->Retain(seq.window_table[i], until);
+  }
 }
 
 void KvCacheManager::Release(SequenceBlocks* seq) {
@@ -283,15 +341,40 @@ void KvCacheManager::Release(SequenceBlocks* seq) {
   pool_.Release(reversed);
   seq->table.clear();
   seq->num_cached_blocks = 0;
+  if (window_pool_) {
+    std::vector<int32_t> pages;
+    for (auto it = seq->window_table.rbegin(); it != seq->window_table.rend() && *it >= 0; ++it) {
+      pages.push_back(*it);
+    }
+    window_pool_->Release(pages);
+    seq->window_table.clear();
+    seq->window_released = 0;
+  }
+}
+
+void KvCacheManager::ReleaseOutsideWindow(SequenceBlocks* seq, int32_t next_pos) {
+  if (!window_pool_) return;
+  const int32_t first_seen = std::max(0, next_pos - window_ + 1);
+  const int32_t end =
+      std::min(first_seen / block_size(), static_cast<int32_t>(seq->window_table.size()));
+  std::vector<int32_t> pages;
+  for (; seq->window_released < end; ++seq->window_released) {
+    pages.push_back(seq->window_table[seq->window_released]);
+    seq->window_table[seq->window_released] = -1;
+  }
+  window_pool_->Release(pages);
 }
 
 int64_t KvCacheManager::ClearCache() {
   const int64_t device = pool_.ClearCache();
+  if (window_pool_) window_pool_->ClearCache();
   return device + (host_ ? host_->Clear() : 0);
 }
 
 void KvCacheManager::EndStep() {
   if (host_) host_->EndStep();
+  // Routers learn of blocks, not of their window pages.
+  if (window_pool_) window_pool_->TakeEvents();
 }
 
 std::vector<BlockHash> KvCacheManager::SnapshotHashes(CacheTier tier) const {

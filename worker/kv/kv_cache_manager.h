@@ -17,6 +17,18 @@
 // SequenceBlocks and survive Release (preemption), since they depend only on
 // the tokens.
 //
+// With window pages (EnableWindowPages), the model's sliding-window layers
+// keep pages of their own in a second pool, one per block of the block
+// table (SequenceBlocks::window_table). Once no later position of a
+// sequence can attend to a block (it lies wholly before the window of the
+// next position to compute), ReleaseOutsideWindow gives its window page
+// back: the pool then holds a window's worth of pages per running sequence
+// instead of whole contexts. The window pages are cached under the block
+// hashes like the others (but not announced to routers), and a cached
+// prefix counts only as far as the window pages its next position needs are
+// cached too. Window pages exclude the host tier and page transfer (a
+// block's bytes are no longer one id's pages).
+//
 // Running out of blocks is an ordinary outcome (AllocateSlots returns false
 // and changes nothing); the scheduler then preempts a sequence or waits.
 //
@@ -38,8 +50,12 @@ namespace kvmesh {
 
 // The KV state of one sequence.
 struct SequenceBlocks {
-  BlockHash root;                 // chain root (model identity + cache salt)
-  std::vector<int32_t> table;     // block ids, in position order
+  BlockHash root;              // chain root (model identity + cache salt)
+  std::vector<int32_t> table;  // block ids, in position order
+  // With window pages: the window page of each block of `table`, -1 once
+  // released.
+  std::vector<int32_t> window_table;
+  int32_t window_released = 0;    // leading window_table entries released
   std::vector<BlockHash> hashes;  // hashes of the leading full blocks known so far
   int32_t num_cached_blocks = 0;  // leading blocks registered in (or taken from) the cache
 };
@@ -48,6 +64,10 @@ struct SequenceBlocks {
 struct CachedPrefix {
   std::vector<int32_t> blocks;      // device blocks of the first blocks.size() positions
   std::vector<int32_t> host_slots;  // host-tier slots of the blocks after those
+  // With window pages: the cached window pages of blocks
+  // [window_first, blocks.size()), what the next position attends to.
+  std::vector<int32_t> window_blocks;
+  int32_t window_first = 0;
   int32_t num_blocks() const { return static_cast<int32_t>(blocks.size() + host_slots.size()); }
   int32_t num_tokens() const { return num_blocks() * block_size; }
   int32_t block_size = 0;
@@ -96,6 +116,13 @@ class KvCacheManager {
   // blocks of `block_bytes`; must outlive the manager.
   void SetCopier(KvBlockCopier* copier, size_t block_bytes);
   const HostKvTier* host_tier() const { return host_.get(); }
+  // Gives the sliding-window layers `window_blocks` pages of their own, for
+  // windows of `window` positions (the widest layer's). Before anything is
+  // allocated, and never with a host tier.
+  void EnableWindowPages(int32_t window_blocks, int32_t window);
+  bool window_pages() const { return window_pool_ != nullptr; }
+  // The window pages' pool, or null.
+  const BlockPool* window_pool() const { return window_pool_.get(); }
   const KvTierStats& stats() const { return stats_; }
 
   // Extends seq->hashes to every full block of `tokens` (the sequence's
@@ -136,6 +163,10 @@ class KvCacheManager {
   // Returns all of the sequence's blocks (its tail is evicted first) and
   // empties its block table (its hashes stay).
   void Release(SequenceBlocks* seq);
+  // With window pages: releases the window pages of the blocks that lie
+  // wholly before the window of position `next_pos` (the next to compute),
+  // oldest first. Call after CommitComputed, so they stay cached.
+  void ReleaseOutsideWindow(SequenceBlocks* seq, int32_t next_pos);
 
   // Puts pages computed elsewhere (already checked by CheckPeerPages) into
   // the device pool as cached blocks. The pages are blocks first_block,
@@ -166,6 +197,10 @@ class KvCacheManager {
   // Events of every tier since the last call (each tier's in order).
   std::vector<KvEvent> TakeEvents();
 
+  // Window pages the first position after `num_blocks` blocks attends to:
+  // those of blocks [num_blocks - WindowSpan(), num_blocks).
+  int32_t WindowSpan() const;
+
   // Blocks needed to grow from `have_blocks` to cover `num_tokens` positions.
   int32_t BlocksNeeded(int32_t have_blocks, int32_t num_tokens) const;
 
@@ -177,6 +212,8 @@ class KvCacheManager {
              std::span<const int32_t> tokens);
 
   BlockPool pool_;
+  std::unique_ptr<BlockPool> window_pool_;  // with window pages
+  int32_t window_ = 0;                      // with window pages
   bool enable_prefix_caching_;
   std::unique_ptr<HostKvTier> host_;
   KvBlockCopier* copier_ = nullptr;

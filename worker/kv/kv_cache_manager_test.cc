@@ -165,3 +165,106 @@ TEST(KvCacheManagerTest, HashesEachBlockOnceThroughRetriesAndPreemption) {
 
 }  // namespace
 }  // namespace kvmesh
+
+namespace kvmesh {
+namespace {
+
+// Window pages: a window of 9 positions in blocks of 4 spans 2 blocks
+// before the next position ((9 - 1) / 4 rounded up).
+TEST(KvCacheManagerWindowTest, PagesTheWindowHasPassedAreReleasedAndStayCached) {
+  KvCacheManager m(16, 4);
+  m.EnableWindowPages(6, 9);
+  EXPECT_EQ(m.WindowSpan(), 2);
+  const BlockHash root = RootHash("model");
+  const auto prompt = Prompt(22);  // 5 full blocks and 2 tokens
+  SequenceBlocks seq;
+  seq.root = root;
+  const CachedPrefix none = m.FindCachedPrefix(&seq, prompt);
+  EXPECT_EQ(none.num_blocks(), 0);
+  // Chunks of 8: blocks 0-1, then 2-3, then 4-5.
+  for (int32_t done = 0; done < 22;) {
+    const int32_t n = std::min(8, 22 - done);
+    ASSERT_TRUE(m.AllocateSlots(&seq, done + n, done == 0 ? &none : nullptr)) << done;
+    ASSERT_EQ(seq.window_table.size(), seq.table.size());
+    done += n;
+    m.CommitComputed(&seq, prompt, done);
+    m.ReleaseOutsideWindow(&seq, done);
+    // Position `done` attends to [done - 8, done]: blocks from (done - 8) / 4.
+    const int32_t first_kept = std::max(0, done - 8) / 4;
+    for (int32_t b = 0; b < static_cast<int32_t>(seq.window_table.size()); ++b) {
+      EXPECT_EQ(seq.window_table[b] < 0, b < first_kept) << "block " << b << " after " << done;
+    }
+    EXPECT_LE(m.window_pool()->num_used(), m.WindowSpan() + 1);
+  }
+  EXPECT_EQ(seq.window_released, 3);  // 22 - 8 = 14: blocks 0-2 wholly before
+  // The released pages stay cached: the pool has 6 pages, the sequence used 6.
+  EXPECT_EQ(m.window_pool()->num_free_cached(), 3);
+  m.Release(&seq);
+  EXPECT_EQ(m.pool().num_free(), 16);
+  EXPECT_EQ(m.window_pool()->num_free(), 6);
+  EXPECT_TRUE(seq.window_table.empty());
+}
+
+TEST(KvCacheManagerWindowTest, APrefixEndsWhereItsWindowPagesAreCached) {
+  KvCacheManager m(16, 4);
+  m.EnableWindowPages(8, 9);
+  const BlockHash root = RootHash("model");
+  int32_t cached = -1;
+  SequenceBlocks first = RunPrompt(m, root, Prompt(25), &cached);
+  m.ReleaseOutsideWindow(&first, 25);  // blocks 0-3 lie before position 17
+  m.Release(&first);
+  // All 6 full blocks are cached, and window pages for blocks 0-5 too
+  // (released ones stay cached until reused).
+  CachedPrefix hit = Find(m, root, Prompt(30));
+  EXPECT_EQ(hit.num_blocks(), 6);
+  EXPECT_EQ(hit.window_first, 4);
+  EXPECT_EQ(hit.window_blocks.size(), 2u);
+
+  // Reuse 7 of the 8 window pages (a different prompt), evicting the least
+  // recently released: blocks 0-3's, then 5's and 4's.
+  SequenceBlocks other = RunPrompt(m, root, Prompt(27, 5000), &cached);
+  EXPECT_EQ(cached, 0);
+  // Block 5's page is gone, so the prefix cannot end after block 5: each
+  // shorter end needs pages that are gone too, and nothing is a hit.
+  hit = Find(m, root, Prompt(30));
+  EXPECT_EQ(hit.num_blocks(), 0);
+  m.Release(&other);
+}
+
+TEST(KvCacheManagerWindowTest, AHitTakesItsTailsWindowPagesAndReleasesNothingBefore) {
+  KvCacheManager m(16, 4);
+  m.EnableWindowPages(8, 9);
+  const BlockHash root = RootHash("model");
+  int32_t cached = -1;
+  SequenceBlocks first = RunPrompt(m, root, Prompt(13), &cached);  // 3 full blocks
+  m.Release(&first);
+  SequenceBlocks second = RunPrompt(m, root, Prompt(20), &cached);
+  EXPECT_EQ(cached, 12);
+  ASSERT_EQ(second.window_table.size(), 5u);
+  EXPECT_EQ(second.window_table[0], -1);  // before block 1: not taken
+  EXPECT_GE(second.window_table[1], 0);
+  EXPECT_EQ(second.window_released, 1);
+  EXPECT_EQ(m.window_pool()->ref_count(second.window_table[1]), 1);
+  // A fork cannot copy a block whose layers' pages have two ids: the child
+  // computes its prompt instead.
+  SequenceBlocks child;
+  int32_t from = 0, to = 0;
+  EXPECT_FALSE(m.Fork(second, 18, &child, &from, &to));
+  m.Release(&second);
+  EXPECT_EQ(m.window_pool()->num_free(), 8);
+}
+
+TEST(KvCacheManagerWindowTest, RunningOutOfWindowPagesFailsAndChangesNothing) {
+  KvCacheManager m(16, 4);
+  m.EnableWindowPages(3, 9);
+  SequenceBlocks seq;
+  seq.root = RootHash("model");
+  EXPECT_FALSE(m.AllocateSlots(&seq, 13));  // 4 blocks, 3 window pages
+  EXPECT_TRUE(seq.table.empty());
+  EXPECT_EQ(m.pool().num_free(), 16);
+  EXPECT_TRUE(m.AllocateSlots(&seq, 12));
+  m.Release(&seq);
+}
+
+}  // namespace
+}  // namespace kvmesh

@@ -59,6 +59,12 @@ struct KvLayout {
   // multiplied by it again (it is its own inverse).
   bool v_rotated = false;
   KvRounding rounding = KvRounding::kMinError;
+  // Window pages: when positive, the model's sliding-window layers keep
+  // pages of their own, this many blocks, addressed by each sequence's
+  // window table (SequenceChunk::window_table), so that the blocks a
+  // sequence's window has passed can be released (KvCacheManager's window
+  // pool). 0: every layer's pages are addressed by the block table.
+  int64_t window_blocks = 0;
 
   bool k_centered() const { return k_bias != nullptr; }
 

@@ -20,6 +20,7 @@
 //            the head tied to the embedding; RoPE on halves
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -109,6 +110,12 @@ struct ModelConfig {
     const bool windowed =
         sliding_window_period <= 0 || layer % sliding_window_period < sliding_window_period - 1;
     return windowed ? sliding_window : 0;
+  }
+  // The widest window of any layer (0: no layer has one).
+  int MaxWindow() const {
+    int widest = 0;
+    for (int l = 0; l < n_layer; ++l) widest = std::max(widest, LayerWindow(l));
+    return widest;
   }
   // Whether layer `layer` rotates with window_rope (else with rope).
   bool UsesWindowRope(int layer) const { return window_rope && LayerWindow(layer) > 0; }

@@ -35,6 +35,10 @@ struct SequenceChunk {
   // Block ids covering positions [0, start_pos + num_tokens), in order.
   std::span<const int32_t> block_table;
   LogitsMode logits = LogitsMode::kLast;
+  // With window pages (KvLayout::window_blocks > 0): the sliding-window
+  // layers' block ids, one per block_table entry, -1 for a block no
+  // position from start_pos on can attend to (released). Else empty.
+  std::span<const int32_t> window_table = {};
 };
 
 struct ForwardBatch {

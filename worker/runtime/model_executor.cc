@@ -34,6 +34,15 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const Model& mode
     return InvalidArgumentError("number of KV blocks " + std::to_string(num_blocks) +
                                 " is outside 1..2^31-1");
   }
+  if (layout.window_blocks < 0 || layout.window_blocks > (1ll << 31) - 1) {
+    return InvalidArgumentError("number of KV window blocks " +
+                                std::to_string(layout.window_blocks) + " is outside 0..2^31-1");
+  }
+  if (layout.window_blocks > 0 && c.MaxWindow() == 0) {
+    return InvalidArgumentError(
+        "the KV layout has window pages, but the model has no sliding-window "
+        "layer");
+  }
   if (plan.devices.empty()) return InvalidArgumentError("the parallel plan has no device");
   const bool cuda = plan.devices.front().device.kind == DeviceKind::kCuda;
   for (const DeviceShard& d : plan.devices) {
@@ -129,6 +138,7 @@ ModelExecutor::ModelExecutor(const Model& model, const KvLayout& layout, Paralle
       layout_(layout),
       plan_(std::move(plan)),
       num_blocks_(num_blocks),
+      max_window_(model.config().MaxWindow()),
       graph_(model.config()) {}
 
 // Device threads go first: they may be running a job that uses a backend.
@@ -170,6 +180,31 @@ Status ModelExecutor::Validate(const ForwardBatch& batch) const {
         return InvalidArgumentError(where + "block id " + std::to_string(seq.block_table[b]) +
                                     " is outside the pool of " + std::to_string(num_blocks_) +
                                     " blocks");
+      }
+    }
+    if (layout_.window_blocks == 0) {
+      if (!seq.window_table.empty()) {
+        return InvalidArgumentError(where +
+                                    "has a window table, but the layout has no window "
+                                    "pages");
+      }
+      continue;
+    }
+    if (static_cast<int64_t>(seq.window_table.size()) < blocks_needed) {
+      return InvalidArgumentError(where + "window table has " +
+                                  std::to_string(seq.window_table.size()) +
+                                  " blocks, positions up to " + std::to_string(end_pos) + " need " +
+                                  std::to_string(blocks_needed));
+    }
+    // The first position any of the chunk's tokens attends to in a windowed
+    // layer: blocks before it may be released (-1).
+    const int64_t first_seen = std::max<int64_t>(0, seq.start_pos - max_window_ + 1);
+    for (int64_t b = first_seen / bs; b < blocks_needed; ++b) {
+      if (seq.window_table[b] < 0 || seq.window_table[b] >= layout_.window_blocks) {
+        return InvalidArgumentError(where + "window block id " +
+                                    std::to_string(seq.window_table[b]) + " at block " +
+                                    std::to_string(b) + " is outside the window pool of " +
+                                    std::to_string(layout_.window_blocks) + " blocks");
       }
     }
   }
@@ -279,7 +314,17 @@ Status ModelExecutor::ReadBlock(int32_t block, std::vector<uint8_t>* out) const 
   return ReadBlockInto(block, *out);
 }
 
+// A block's bytes are every layer's page at one id; with window pages the
+// windowed layers' pages have ids of their own, so no block is whole.
+static Status CheckWholeBlocks(const KvLayout& layout) {
+  if (layout.window_blocks == 0) return Status::Ok();
+  return FailedPreconditionError(
+      "the sliding-window layers keep their KV pages apart (window pages), so a block cannot be "
+      "read or written whole: the host tier and page transfer need window pages off");
+}
+
 Status ModelExecutor::ReadBlockInto(int32_t block, std::span<uint8_t> out) const {
+  RETURN_IF_ERROR(CheckWholeBlocks(layout_));
   if (block < 0 || block >= num_blocks_) {
     return InvalidArgumentError("block id " + std::to_string(block) + " is outside the pool");
   }
@@ -293,6 +338,7 @@ Status ModelExecutor::ReadBlockInto(int32_t block, std::span<uint8_t> out) const
 }
 
 Status ModelExecutor::WriteBlock(int32_t block, std::span<const uint8_t> bytes) {
+  RETURN_IF_ERROR(CheckWholeBlocks(layout_));
   if (block < 0 || block >= num_blocks_) {
     return InvalidArgumentError("block id " + std::to_string(block) + " is outside the pool");
   }
@@ -369,6 +415,23 @@ StatusOr<KvFit> FitKvBlocksOnDevices(std::string_view budget_text, const KvLayou
   }
   total.num_tokens = total.num_blocks * layout.block_size;
   return total;
+}
+
+int64_t BlocksBesideWindowPages(int64_t whole_blocks, int64_t window_blocks,
+                                const ParallelPlan& plan, const ModelConfig& config) {
+  // Every layer's page of a block has the same size on a device.
+  constexpr int64_t kMaxBlocks = (int64_t{1} << 31) - 1;
+  int64_t blocks = kMaxBlocks;
+  for (const DeviceShard& d : plan.devices) {
+    const std::vector<bool> windowed = d.WindowedLayers(config);
+    const int64_t n_windowed = std::count(windowed.begin(), windowed.end(), true);
+    const int64_t n_other = static_cast<int64_t>(windowed.size()) - n_windowed;
+    if (n_other == 0) continue;  // this device holds window pages only
+    // In units of one layer's page: the device's budget, less the window pages.
+    const int64_t budget = whole_blocks * (n_other + n_windowed) - window_blocks * n_windowed;
+    blocks = std::min(blocks, std::max<int64_t>(0, budget / n_other));
+  }
+  return blocks;
 }
 
 }  // namespace kvmesh

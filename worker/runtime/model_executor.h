@@ -88,6 +88,7 @@ class ModelExecutor : public Executor {
   const KvLayout layout_;
   const ParallelPlan plan_;
   const int64_t num_blocks_;
+  const int max_window_;  // ModelConfig::MaxWindow
   const LlamaGraph graph_;
   std::vector<std::unique_ptr<Communicator>> comms_;  // tensor split, one per device
   std::vector<std::unique_ptr<GraphBackend>> backends_;
@@ -112,5 +113,12 @@ using GpuMemoryProbe = std::function<StatusOr<GpuMemory>(int gpu)>;
 StatusOr<KvFit> FitKvBlocksOnDevices(std::string_view budget_text, const KvLayout& layout,
                                      const ParallelPlan& plan, int64_t context_tokens,
                                      const GpuMemoryProbe& probe = ProbeGpuMemory);
+
+// With window pages (KvLayout::window_blocks) of `window_blocks` blocks, how
+// many blocks of the other layers the memory of `whole_blocks` whole blocks
+// (FitKvBlocksOnDevices) buys on every device of `plan`: the least over the
+// devices, at least whole_blocks when no device's budget shrinks.
+int64_t BlocksBesideWindowPages(int64_t whole_blocks, int64_t window_blocks,
+                                const ParallelPlan& plan, const ModelConfig& config);
 
 }  // namespace kvmesh

@@ -307,6 +307,12 @@ KvLayout DeviceShard::ShardLayout(const KvLayout& full) const {
   return layout;
 }
 
+std::vector<bool> DeviceShard::WindowedLayers(const ModelConfig& config) const {
+  std::vector<bool> windowed;
+  for (int l = layer_begin; l < layer_end; ++l) windowed.push_back(config.LayerWindow(l) > 0);
+  return windowed;
+}
+
 std::string DeviceShard::Describe(SplitKind split) const {
   std::string s;
   if (split == SplitKind::kTensor) {

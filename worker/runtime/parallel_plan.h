@@ -65,6 +65,9 @@ struct DeviceShard {
   bool holds_layer(int layer) const { return layer >= layer_begin && layer < layer_end; }
   // The KV geometry of this device's pages: its layers and heads only.
   KvLayout ShardLayout(const KvLayout& full) const;
+  // Per layer of this device, whether `config` gives it a sliding window
+  // (its pages are window pages when the layout has them).
+  std::vector<bool> WindowedLayers(const ModelConfig& config) const;
   // "layers 0-3, embedding" or "kv heads 0-3, query heads 0-7, ffn 0-1023,
   // vocab 0-15999".
   std::string Describe(SplitKind split) const;

@@ -49,6 +49,9 @@ void WorkerOptions::Register(ConfigSchema* s) {
   s->AddString("kv_host_memory", &kv_host_memory,
                "host-RAM tier for KV blocks evicted from the device: bytes (32GiB) or a fraction "
                "of the host's available memory (0.25, 25%); 0: none");
+  s->AddString("kv_window_pages", &kv_window_pages,
+               "sliding-window layers keep their own KV pages and release those the window has "
+               "passed: off or on (needs kv_host_memory 0 and role both)");
   s->AddInt("block_size", &block_size, 1, 1024, "tokens per KV block");
   s->AddInt("context_length", &context_length, 0, 1 << 24,
             "maximum tokens per sequence (0: the model's, at most 8192; more, up to the "
@@ -116,6 +119,24 @@ Status WorkerOptions::Validate() const {
   if (role != "both" && role != "prefill" && role != "decode") {
     return InvalidArgumentError("option role: \"" + role +
                                 "\" is not one of both, prefill, decode");
+  }
+  if (kv_window_pages != "off" && kv_window_pages != "on") {
+    return InvalidArgumentError("option kv_window_pages: \"" + kv_window_pages +
+                                "\" is not one of off, on");
+  }
+  if (kv_window_pages == "on") {
+    // Both move whole blocks between processes or tiers; with window pages
+    // a block's layers have pages of different ids.
+    if (kv_host_memory != "0" && !kv_host_memory.empty()) {
+      return InvalidArgumentError(
+          "option kv_window_pages: on needs kv_host_memory 0 (the host tier copies whole "
+          "blocks, and window pages split a block's layers)");
+    }
+    if (role != "both") {
+      return InvalidArgumentError(
+          "option kv_window_pages: on needs role both (a prefill or "
+          "decode worker hands whole blocks to another worker)");
+    }
   }
   RETURN_IF_ERROR(CheckPemKeyPair(tls_cert, tls_key, "tls_cert", "tls_key"));
   if (!tls_ca.empty()) RETURN_IF_ERROR(CheckPemCertificate(tls_ca, "tls_ca"));

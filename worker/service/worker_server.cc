@@ -75,7 +75,37 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
   ASSIGN_OR_RETURN(ParallelPlan plan, ParallelPlan::Make(c, w->model_->weights(), plan_options));
   auto fit = FitKvBlocksOnDevices(o.kv_memory, layout, plan, context);
   if (!fit.ok()) return fit.status().WithPrefix("option kv_memory");
-  const int64_t blocks = fit->num_blocks;
+  int64_t blocks = fit->num_blocks;
+  if (o.kv_window_pages == "on") {
+    if (c.MaxWindow() == 0) {
+      Log(LogLevel::kWarning, "worker",
+          "kv_window_pages is on, but " + path + " has no sliding-window layer: no effect");
+    } else {
+      // What the running requests can hold at once (each its window's pages,
+      // a partly filled block and a step's new blocks), and as much again
+      // for the window pages of finished requests' prefixes.
+      const int64_t bs = layout.block_size;
+      const int64_t span = (c.MaxWindow() - 1 + bs - 1) / bs;
+      const int64_t window_blocks =
+          2 * (o.max_running_requests * (span + 2) + (o.max_tokens_per_step + bs - 1) / bs);
+      const int64_t beside = BlocksBesideWindowPages(blocks, window_blocks, plan, c);
+      if (beside <= blocks) {
+        Log(LogLevel::kWarning, "worker",
+            "kv_window_pages: " + std::to_string(window_blocks) + " window pages for " +
+                std::to_string(o.max_running_requests) +
+                " running requests take as much memory "
+                "as they free (the cache holds " +
+                std::to_string(blocks) + " blocks); window pages stay off");
+      } else {
+        Log(LogLevel::kInfo, "worker",
+            "kv_window_pages: " + std::to_string(window_blocks) +
+                " window pages for the sliding-window layers; the other layers' blocks go from " +
+                std::to_string(blocks) + " to " + std::to_string(beside));
+        layout.window_blocks = window_blocks;
+        blocks = beside;
+      }
+    }
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> exec,
                    ModelExecutor::Create(*w->model_, layout, plan, blocks));
   ModelExecutor* executor = exec.get();  // owned by the engine from here on

@@ -45,7 +45,7 @@ CpuExecutor::CpuExecutor(const Model& model, const KvLayout& layout, const Devic
       shard_(shard),
       layout_(layout),
       pool_(shard.threads, shard.device.cores),
-      pages_(shard.ShardLayout(layout), num_blocks),
+      pages_(shard.ShardLayout(layout), num_blocks, shard.WindowedLayers(model.config())),
       attention_kernels_(AttentionKernels::For(layout, isa)),
       weights_(std::move(weights)),
       packed_(PackedWeights::Pack(weights_.weights, MatMulIsa(isa), pool_)),
@@ -211,6 +211,7 @@ void CpuExecutor::Attention(int layer) {
   const KvEncodeFn k_store = GetKvEncoder(layout_.k_type, layout_.rounding);
   const KvEncodeFn v_store = GetKvEncoder(layout_.v_type, layout_.rounding);
   const int bs = layout_.block_size;
+  const bool windowed = pages_.windowed(local_layer);
   ForEachRow(n_tokens_, [&](int64_t t) {
     float* q = q_all + t * q_dim;
     float* k = k_all + t * kv_dim;
@@ -222,7 +223,7 @@ void CpuExecutor::Attention(int layer) {
     }
     const SequenceChunk& seq = sequences[step_.token_seq[t]];
     const int32_t pos = step_.positions[t];
-    const int32_t block = seq.block_table[pos / bs];
+    const int32_t block = (windowed ? seq.window_table : seq.block_table)[pos / bs];
     const int slot = pos % bs;
     for (int h = 0; h < n_head_kv; ++h) {
       k_store(k + h * head_dim, pages_.KRow(local_layer, block, slot, h), head_dim);
@@ -240,6 +241,9 @@ void CpuExecutor::Attention(int layer) {
       config_.attn_softcap, config_.LayerWindow(layer));
   const int group = n_head / n_head_kv;
   float* attn = Buf(Act::kAttention).data.data();
+  auto table_of = [windowed](const SequenceChunk& seq) {
+    return windowed ? seq.window_table : seq.block_table;
+  };
   // Tiles of consecutive positions of one sequence (a prefill chunk), so
   // that K and V rows are walked once for up to kTileHeads query heads; each
   // head's result is the same as alone (PagedAttentionTile).
@@ -291,7 +295,7 @@ void CpuExecutor::Attention(int layer) {
         const int64_t t = tile.first_token;
         const SequenceChunk& seq = sequences[step_.token_seq[t]];
         const int64_t first = t * q_dim + static_cast<int64_t>(kv_head) * group * head_dim;
-        PagedAttentionTile(pages_, attention_kernels_, local_layer, kv_head, seq.block_table,
+        PagedAttentionTile(pages_, attention_kernels_, local_layer, kv_head, table_of(seq),
                            context_of(tile), tile.num_tokens, q_all + first, q_dim, group, rule,
                            &scratch, attn + first, q_dim);
         finish(tile, kv_head);
@@ -318,7 +322,7 @@ void CpuExecutor::Attention(int layer) {
       const int64_t t = tile.first_token;
       const SequenceChunk& seq = sequences[step_.token_seq[t]];
       const int64_t head0 = static_cast<int64_t>(kv_head) * group;
-      PagedAttentionTilePart(pages_, attention_kernels_, local_layer, kv_head, seq.block_table,
+      PagedAttentionTilePart(pages_, attention_kernels_, local_layer, kv_head, table_of(seq),
                              static_cast<int>(slot - part_first_[i]), context_of(tile),
                              tile.num_tokens, q_all + t * q_dim + head0 * head_dim, q_dim, group,
                              rule, &scratch,
