@@ -5,9 +5,10 @@
 // qwen3moe and Mixtral on one device, qwen2moe with its shared expert cut
 // over 2 devices by a tensor split), gemma2 on one device, and gemma3 split
 // by layer over 2 devices (its windowed and global layers rotate
-// differently, and the split must keep each layer's own). The gemmas also
-// with window pages (--kv-window-pages on): the prompt is longer than their
-// 32-position window, so pages the window has passed are released while the
+// differently, and the split must keep each layer's own); tiny-mistral, a
+// llama windowed on every layer. The windowed models are served with window
+// pages too (--kv-window-pages on): the prompt is longer than their
+// 32-position windows, so pages the window has passed are released while the
 // request runs, and the same request again is served from the prefix cache
 // (with the window pages of its last blocks) and gets the same tokens.
 #include <grpcpp/grpcpp.h>
@@ -141,20 +142,20 @@ TEST_P(FamilyClusterTest, ARouterServesTheModelAsTheEngineComputesIt) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, FamilyClusterTest,
-                         ::testing::Values(Case{"qwen3-moe-tiny", ""}, Case{"mixtral-tiny", ""},
-                                           Case{"qwen2-moe-tiny", "tensor"},
-                                           Case{"tiny-gemma2", ""}, Case{"tiny-gemma3", "layer"},
-                                           Case{"tiny-gemma2", "", true},
-                                           Case{"tiny-gemma3", "layer", true}),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           std::string name =
-                               info.param.shape + "_" +
-                               (info.param.split.empty() ? "one_device" : info.param.split) +
-                               (info.param.window_pages ? "_window_pages" : "");
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, FamilyClusterTest,
+    ::testing::Values(Case{"qwen3-moe-tiny", ""}, Case{"mixtral-tiny", ""},
+                      Case{"qwen2-moe-tiny", "tensor"}, Case{"tiny-gemma2", ""},
+                      Case{"tiny-gemma3", "layer"}, Case{"tiny-gemma2", "", true},
+                      Case{"tiny-gemma3", "layer", true}, Case{"tiny-mistral", ""},
+                      Case{"tiny-mistral", "", true}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::string name = info.param.shape + "_" +
+                         (info.param.split.empty() ? "one_device" : info.param.split) +
+                         (info.param.window_pages ? "_window_pages" : "");
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
 
 }  // namespace
 }  // namespace kvmesh

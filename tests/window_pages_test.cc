@@ -4,7 +4,9 @@
 // with a window pool of a few pages, which new positions keep reusing, and
 // every logit is bit-identical to the same sequence on whole blocks: no
 // position reads a released page. On one device and split by layer (a
-// device of windowed layers only next to one with a global layer).
+// device of windowed layers only next to one with a global layer), and for
+// a llama file windowed on every layer (tiny-mistral), whose blocks then
+// have no pages but window pages.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -141,7 +143,8 @@ TEST_P(WindowPagesTest, AReleasedPageInsideTheWindowIsRejected) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, WindowPagesTest,
-                         ::testing::Values(Case{"tiny-gemma2", ""}, Case{"tiny-gemma3", "layer"}),
+                         ::testing::Values(Case{"tiny-gemma2", ""}, Case{"tiny-gemma3", "layer"},
+                                           Case{"tiny-mistral", ""}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string name =
                                info.param.shape + "_" +

@@ -200,6 +200,18 @@ Status ReadGemma3(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* c
   return Status::Ok();
 }
 
+// A llama file's window, when it gives one (llama.attention.sliding_window
+// above 0): on every layer, as Mistral 7B v0.1 applies its 4096 positions.
+// llama.cpp ignores the key, so on such a file the two agree only within
+// the window (docs/models.md, "Mistral's sliding window").
+Status ReadLlamaWindow(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* c) {
+  const gguf::Value* v = file.Find(r.Key("attention.sliding_window"));
+  if (v == nullptr || v->AsInt64() == std::optional<int64_t>(0)) return Status::Ok();
+  ASSIGN_OR_RETURN(c->sliding_window, r.PositiveInt("attention.sliding_window"));
+  c->sliding_window_period = 0;
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
@@ -287,6 +299,7 @@ StatusOr<ModelConfig> ModelConfig::FromGguf(const gguf::GgufFile& file) {
   }
 
   if (c.arch == ModelArch::kGemma2) RETURN_IF_ERROR(ReadGemma2(file, r, &c));
+  if (c.arch == ModelArch::kLlama) RETURN_IF_ERROR(ReadLlamaWindow(file, r, &c));
 
   // Vocabulary size: the explicit key, else the token list, else the embedding.
   if (auto v = file.GetUint(r.Key("vocab_size")); v.ok()) {

@@ -90,14 +90,15 @@ struct ModelConfig {
   int n_ff_shexp = 0;           // > 0: a shared expert of this width (qwen2moe)
   // Gemma-style options (all off for the other families).
   FfnActivation ffn_activation = FfnActivation::kSilu;
-  float embed_scale = 0.0f;       // > 0: the embedding rows are multiplied by it
-  float query_scale = 0.0f;       // > 0: queries are multiplied by it before attention,
-                                  // which then scales scores by 1 (else 1/sqrt(head_dim))
-  float attn_softcap = 0.0f;      // > 0: scores become cap · tanh(score / cap)
-  float final_softcap = 0.0f;     // > 0: logits become cap · tanh(logit / cap)
-  bool has_post_norms = false;    // RMSNorm on the attention and FFN outputs
-  int sliding_window = 0;         // > 0: windowed layers attend this many positions
-  int sliding_window_period = 0;  // layer l is windowed when l % period < period - 1
+  float embed_scale = 0.0f;     // > 0: the embedding rows are multiplied by it
+  float query_scale = 0.0f;     // > 0: queries are multiplied by it before attention,
+                                // which then scales scores by 1 (else 1/sqrt(head_dim))
+  float attn_softcap = 0.0f;    // > 0: scores become cap · tanh(score / cap)
+  float final_softcap = 0.0f;   // > 0: logits become cap · tanh(logit / cap)
+  bool has_post_norms = false;  // RMSNorm on the attention and FFN outputs
+  int sliding_window = 0;       // > 0: windowed layers attend this many positions
+  // Layer l is windowed when l % period < period - 1; every layer when 0.
+  int sliding_window_period = 0;
   // Gemma 3: the windowed layers rotate with their own base and no scaling;
   // `rope` is then the global layers' rotation.
   std::optional<RopeConfig> window_rope;

@@ -409,6 +409,23 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
     shape.attn_softcap = 0.0f;  // Gemma 3 has none
     return shape;
   }
+  if (name == "tiny-mistral") {
+    // Mistral 7B v0.1's window, on every layer of a llama body (its own
+    // file says llama.attention.sliding_window; llama.cpp ignores the key),
+    // 32 positions wide so that a short test passes it.
+    SyntheticShape shape{"tiny-mistral",
+                         4,
+                         256,
+                         4,
+                         2,
+                         768,
+                         10000.0f,
+                         false,
+                         8192,
+                         "vocab/ggml-vocab-llama-spm.gguf"};
+    shape.sliding_window = 32;
+    return shape;
+  }
   if (name == "gemma2-2b") {
     // Gemma 2 2B's layers and widths (heads of 256, a 4096-position window
     // on every other layer, caps of 50 and 30), with the llama vocabulary
@@ -444,7 +461,7 @@ std::optional<SyntheticShape> FindSyntheticShape(std::string_view name) {
 std::vector<std::string> SyntheticShapeNames() {
   return {"llama-1b",     "llama-8b",       "tinyllama-1.1b", "tiny-qwen3",   "tiny-llama3",
           "qwen3-moe-5b", "qwen2-moe-tiny", "qwen3-moe-tiny", "mixtral-tiny", "tiny-phi3",
-          "gemma2-2b",    "tiny-gemma2",    "tiny-gemma3"};
+          "tiny-mistral", "gemma2-2b",      "tiny-gemma2",    "tiny-gemma3"};
 }
 
 std::optional<SyntheticMix> ParseSyntheticMix(std::string_view name) {

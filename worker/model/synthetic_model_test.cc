@@ -304,6 +304,33 @@ TEST(SynthesizedFileTest, Gemma3ReadsItsWindowPatternAndTwoRotations) {
   EXPECT_FALSE((*global)->config().window_rope.has_value());
 }
 
+// A llama file with llama.attention.sliding_window (Mistral 7B v0.1's
+// window) is windowed on every layer; a window of 0, or none, is no window.
+TEST(SynthesizedFileTest, ALlamaWindowCoversEveryLayer) {
+  ThreadPool pool(2);
+  auto synth = [&](int window) {
+    SynthesizeOptions options;
+    options.shape = *FindSyntheticShape("tiny-mistral");
+    options.shape.sliding_window = window;
+    options.mix = SyntheticMix::kQ8_0;
+    options.vocab_path = kVocab;
+    options.output_path = testing::TempDir() + "/synth_tiny_mistral.gguf";
+    EXPECT_TRUE(SynthesizeModel(options, pool).ok());
+    auto model = Model::Load(options.output_path);
+    std::remove(options.output_path.c_str());
+    return model;
+  };
+  auto windowed = synth(32);
+  ASSERT_TRUE(windowed.ok()) << windowed.status().ToString();
+  const ModelConfig& c = (*windowed)->config();
+  EXPECT_EQ(c.arch, ModelArch::kLlama);
+  for (int l = 0; l < c.n_layer; ++l) EXPECT_EQ(c.LayerWindow(l), 32) << l;
+  EXPECT_EQ(c.MaxWindow(), 32);
+  auto plain = synth(0);  // no key written
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)->config().MaxWindow(), 0);
+}
+
 // Phi-3 fuses Q, K and V in one tensor and the gate and up in another: the
 // engine's matrices are views of their rows, in that order.
 TEST(SynthesizedFileTest, Phi3FusedTensorsAreReadAsViewsOfTheirRows) {

@@ -420,8 +420,10 @@ StatusOr<KvFit> FitKvBlocksOnDevices(std::string_view budget_text, const KvLayou
 int64_t BlocksBesideWindowPages(int64_t whole_blocks, int64_t window_blocks,
                                 const ParallelPlan& plan, const ModelConfig& config) {
   // Every layer's page of a block has the same size on a device.
+  // With every layer windowed, a block id has no pages of its own: ids then
+  // only bound the prefix index and a context's length, at 8 times as many.
   constexpr int64_t kMaxBlocks = (int64_t{1} << 31) - 1;
-  int64_t blocks = kMaxBlocks;
+  int64_t blocks = std::min(kMaxBlocks, 8 * whole_blocks);
   for (const DeviceShard& d : plan.devices) {
     const std::vector<bool> windowed = d.WindowedLayers(config);
     const int64_t n_windowed = std::count(windowed.begin(), windowed.end(), true);
