@@ -264,5 +264,14 @@ TEST(ToolCallGrammarTest, EachFormatRoundTripsThroughTheParser) {
             "tool_choice names the tool \"rm\", which is not among the offered tools");
 }
 
+// A tool whose function is not an object, or whose name is not a string, is
+// not offered: an error naming the tool asked for, never an exception.
+TEST(ToolCallGrammarTest, MalformedToolsAreSkipped) {
+  const auto tools = nlohmann::ordered_json::parse(
+      R"([{"function": 7}, {"function": {"name": ["get_weather"]}}, {"function": {"name": 3}}])");
+  EXPECT_EQ(ToolCallGrammar(ToolCallFormat::kHermesJson, tools, "get_weather").status().message(),
+            "tool_choice names the tool \"get_weather\", which is not among the offered tools");
+}
+
 }  // namespace
 }  // namespace kvmesh::router
