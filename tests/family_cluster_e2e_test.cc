@@ -38,6 +38,7 @@ struct Case {
   std::string shape;
   std::string split;  // "": one device; "tensor" or "layer" over 2 devices
   bool window_pages = false;
+  std::string layer_split = "";  // --layer-split, e.g. "1,2"; "": balanced
 };
 void PrintTo(const Case& c, std::ostream* os) {
   *os << c.shape << (c.split.empty() ? " on one device" : " split " + c.split)
@@ -63,11 +64,12 @@ std::string SyntheticFile(const std::string& shape) {
 // Greedy tokens after `prompt`, computed in this process on the plan the
 // worker uses.
 std::vector<int32_t> GreedyInProcess(const Model& model, const std::string& split,
+                                     const std::string& layer_split,
                                      const std::vector<int32_t>& prompt, int n) {
   const ModelConfig& c = model.config();
   const KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, TensorType::kF16, TensorType::kF16};
-  auto options =
-      PlanOptions::Parse(split.empty() ? "" : "cpu:0,cpu:1", split, "", split.empty() ? 2 : 1);
+  auto options = PlanOptions::Parse(split.empty() ? "" : "cpu:0,cpu:1", split, layer_split,
+                                    split.empty() ? 2 : 1);
   EXPECT_TRUE(options.ok()) << options.status().ToString();
   auto exec = ModelExecutor::Create(model, layout, *options, 8);
   EXPECT_TRUE(exec.ok()) << exec.status().ToString();
@@ -104,13 +106,14 @@ TEST_P(FamilyClusterTest, ARouterServesTheModelAsTheEngineComputesIt) {
   std::vector<int32_t> prompt = {1};
   const std::vector<int32_t> words = {450, 4996, 17354, 1701, 432, 29892, 338, 263, 1243};
   while (prompt.size() < 72) prompt.push_back(words[prompt.size() % words.size()]);
-  const std::vector<int32_t> want = GreedyInProcess(**model, c.split, prompt, 8);
+  const std::vector<int32_t> want = GreedyInProcess(**model, c.split, c.layer_split, prompt, 8);
 
   std::vector<std::string> args = {"--model", path};
   if (!c.split.empty()) {
     args.insert(args.end(), {"--devices", "cpu:0,cpu:1", "--split", c.split, "--threads", "1"});
   }
   if (c.window_pages) args.insert(args.end(), {"--kv-window-pages", "on"});
+  if (!c.layer_split.empty()) args.insert(args.end(), {"--layer-split", c.layer_split});
   testing::ProcessHandle worker = testing::StartWorker(KVMESH_WORKER_BINARY, args, 0, "family_w0");
   ASSERT_TRUE(worker.ok());
   testing::ProcessHandle router =
@@ -140,6 +143,11 @@ TEST_P(FamilyClusterTest, ARouterServesTheModelAsTheEngineComputesIt) {
     // The whole blocks of the prompt before its last token: 4 of 16.
     EXPECT_EQ(cached, round == 0 ? 0u : 64u) << "round " << round;
   }
+  // The worker says it has window pages exactly when asked to.
+  const std::string metrics = testing::HttpGet(worker.http, "/metrics");
+  EXPECT_EQ(metrics.find("kvmesh_worker_kv_window_pages{state=\"capacity\"}") != std::string::npos,
+            c.window_pages)
+      << metrics.substr(0, 2000);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -147,7 +155,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"qwen3-moe-tiny", ""}, Case{"mixtral-tiny", ""},
                       Case{"qwen2-moe-tiny", "tensor"}, Case{"tiny-gemma2", ""},
                       Case{"tiny-gemma3", "layer"}, Case{"tiny-gemma2", "", true},
-                      Case{"tiny-gemma3", "layer", true}, Case{"tiny-mistral", ""},
+                      // Layers 0 | 1, 2: both devices gain from window pages.
+                      Case{"tiny-gemma3", "layer", true, "1,2"}, Case{"tiny-mistral", ""},
                       Case{"tiny-mistral", "", true}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string name = info.param.shape + "_" +

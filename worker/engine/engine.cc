@@ -57,6 +57,7 @@ Engine::Engine(const ModelConfig& model, const Tokenizer& tokenizer,
   }
   load_.blocks_total = kv_.pool().num_blocks();
   load_.blocks_free = kv_.pool().num_free();
+  if (const BlockPool* window = kv_.window_pool()) load_.window_pages_total = window->num_blocks();
   load_.host_blocks_capacity = kv_.host_tier() ? kv_.host_tier()->capacity() : 0;
 }
 
@@ -595,6 +596,10 @@ void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t de
   load.blocks_free = kv_.pool().num_free();
   load.blocks_cached = kv_.pool().num_free_cached();
   load.blocks_retained = kv_.pool().num_free_retained();
+  if (const BlockPool* window = kv_.window_pool()) {
+    load.window_pages_total = window->num_blocks();
+    load.window_pages_used = window->num_used();
+  }
   for (const Request* r : scheduler_.waiting()) load.queued_prefill_tokens += r->num_uncomputed();
   for (const Request* r : scheduler_.running()) {
     if (r->num_computed < r->num_prompt_tokens) load.queued_prefill_tokens += r->num_uncomputed();

@@ -53,8 +53,10 @@ struct EngineLoad {
   int64_t blocks_total = 0;
   int64_t blocks_used = 0;
   int64_t blocks_free = 0;
-  int64_t blocks_cached = 0;    // free blocks still holding a cached prefix
-  int64_t blocks_retained = 0;  // free blocks kept by a cache_control retention
+  int64_t blocks_cached = 0;       // free blocks still holding a cached prefix
+  int64_t blocks_retained = 0;     // free blocks kept by a cache_control retention
+  int64_t window_pages_total = 0;  // with window pages (KvLayout::window_blocks); else 0
+  int64_t window_pages_used = 0;
   int64_t queued_prefill_tokens = 0;
   double prefill_tokens_per_s = 0;  // recent rates (medians of recent steps)
   double decode_tokens_per_s = 0;

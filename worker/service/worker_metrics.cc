@@ -296,6 +296,13 @@ std::string WorkerMetrics::Render() const {
                {"retained", static_cast<double>(load.blocks_retained)}}));
     families.push_back(Gauge("kvmesh_worker_kv_blocks_capacity", "KV blocks in the pool", {},
                              static_cast<double>(load.blocks_total)));
+    if (load.window_pages_total > 0) {
+      families.push_back(
+          Gauge("kvmesh_worker_kv_window_pages",
+                "Window pages of the sliding-window layers (--kv-window-pages on) by state",
+                {{"used", static_cast<double>(load.window_pages_used)},
+                 {"capacity", static_cast<double>(load.window_pages_total)}}));
+    }
     AddTierFamilies(load, &families);
     families.push_back(Gauge("kvmesh_worker_queued_prefill_tokens",
                              "Prompt tokens still to compute", {},
