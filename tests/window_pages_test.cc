@@ -142,6 +142,40 @@ TEST_P(WindowPagesTest, AReleasedPageInsideTheWindowIsRejected) {
   EXPECT_EQ(windowed->ReadBlock(0, &bytes).code(), StatusCode::kFailedPrecondition);
 }
 
+// What the memory of whole blocks buys beside window pages: half the layers
+// windowed (gemma2) frees half a block per window page; every layer
+// windowed (tiny-mistral) leaves ids without pages, as long as the window
+// pages fit where whole blocks did.
+TEST_P(WindowPagesTest, BlocksBesideWindowPagesCountsEachDevicesLayers) {
+  const ModelConfig& c = model_->config();
+  const std::string& split = GetParam().split;
+  auto options =
+      PlanOptions::Parse(split.empty() ? "" : "cpu:0,cpu:1", split, "", split.empty() ? 2 : 1);
+  ASSERT_TRUE(options.ok());
+  auto plan = ParallelPlan::Make(c, model_->weights(), *options);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const std::string& shape = GetParam().shape;
+  if (shape == "tiny-gemma2") {  // layers 0 (windowed) and 1
+    EXPECT_EQ(BlocksBesideWindowPages(100, 50, *plan, c), 150);
+    EXPECT_EQ(BlocksBesideWindowPages(100, 100, *plan, c), 100);
+  } else if (shape == "tiny-mistral") {  // both layers windowed
+    EXPECT_EQ(BlocksBesideWindowPages(100, 50, *plan, c), 800);
+    EXPECT_EQ(BlocksBesideWindowPages(100, 101, *plan, c), 0);
+  } else {  // tiny-gemma3 split by layer: layers 0 and 1 windowed, 2 global
+    ASSERT_EQ(plan->devices.size(), 2u);
+    std::vector<bool> all;
+    for (const DeviceShard& d : plan->devices) {
+      const std::vector<bool> w = d.WindowedLayers(c);
+      all.insert(all.end(), w.begin(), w.end());
+    }
+    EXPECT_EQ(all, (std::vector<bool>{true, true, false}));
+    // A device of windowed layers only gains nothing; the other frees what
+    // its windowed layer (if any) no longer holds.
+    const bool first_alone = plan->devices[0].layer_end == 1;
+    EXPECT_EQ(BlocksBesideWindowPages(100, 50, *plan, c), first_alone ? 150 : 100);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, WindowPagesTest,
                          ::testing::Values(Case{"tiny-gemma2", ""}, Case{"tiny-gemma3", "layer"},
                                            Case{"tiny-mistral", ""}),

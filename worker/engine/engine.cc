@@ -49,6 +49,10 @@ Engine::Engine(const ModelConfig& model, const Tokenizer& tokenizer,
     // (WorkerServer::Start).
     KVMESH_CHECK(config_.kv_host_memory_bytes == 0 && model.MaxWindow() > 0);
     kv_.EnableWindowPages(static_cast<int32_t>(window_blocks), model.MaxWindow());
+    // A sequence alone holds its window's pages and a partly filled block,
+    // and a step's chunk takes new ones: the chunk must fit beside them.
+    max_window_step_tokens_ = static_cast<int32_t>(
+        std::max<int64_t>(0, window_blocks - kv_.WindowSpan() - 2) * kv_.block_size());
   }
   if (config_.kv_host_memory_bytes > 0) {
     kv_.EnableHostTier(config_.kv_host_memory_bytes, executor_->kv_layout().bytes_per_block(),
@@ -214,6 +218,12 @@ Status Engine::SetLimits(const SchedulerLimits& limits) {
   }
   if (limits.max_running < 1) return InvalidArgumentError("max_running_requests must be >= 1");
   if (limits.max_waiting < 0) return InvalidArgumentError("max_waiting_requests must be >= 0");
+  if (max_window_step_tokens_ > 0 && limits.max_tokens_per_step > max_window_step_tokens_) {
+    return InvalidArgumentError(
+        "max_tokens_per_step must be at most " + std::to_string(max_window_step_tokens_) +
+        " with this worker's window pages (a step's chunk must fit beside a sequence's window; "
+        "the pool was sized at start from max_tokens_per_step and max_running_requests)");
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     shared_limits_ = limits;
@@ -384,7 +394,13 @@ bool Engine::Step() {
     const SequenceChunk& seq = batch.sequences[i];
     r->num_computed += c.num_tokens;
     kv_.CommitComputed(&r->kv, r->tokens, r->num_computed);
-    kv_.ReleaseOutsideWindow(&r->kv, r->num_computed);
+    if (kv_.window_pages()) {
+      std::vector<KvCacheManager::RetainedPrefix> retained;
+      for (const EngineRequest::RetainPrefix& span : r->spec.retain) {
+        retained.push_back({span.tokens, int64_t{span.seconds} * 1000});
+      }
+      kv_.ReleaseOutsideWindow(&r->kv, r->num_computed, retained);
+    }
     int64_t last_row = fo.first_row[i];
     if (seq.logits == LogitsMode::kAll) {
       ScorePrompt(r, fo, fo.first_row[i], seq.start_pos, c.num_tokens);

@@ -123,6 +123,9 @@ class Engine {
   StatusOr<std::vector<KvPage>> ExportPages(std::vector<BlockHash> hashes, size_t max_bytes);
   // What a peer's pages must match to be imported here (KvPageFormat).
   const std::string& page_format() const { return page_format_; }
+  // Whether the sliding-window layers keep window pages (KvLayout::
+  // window_blocks): pages then cannot be exported or imported.
+  bool window_pages() const { return executor_->kv_layout().window_blocks > 0; }
   size_t block_bytes() const { return executor_->kv_layout().bytes_per_block(); }
 
   KvEventHub& kv_events() { return hub_; }
@@ -179,6 +182,7 @@ class Engine {
   std::vector<uint8_t> block_copy_;        // a KV block being copied for a fork
   std::unique_ptr<KvBlockCopier> copier_;  // the executor, for the host tier and peers
   std::string page_format_;
+  int32_t max_window_step_tokens_ = 0;  // with window pages: SetLimits' cap
   double probed_restore_tokens_per_s_ = 0;
 
   KvEventHub hub_;

@@ -330,9 +330,14 @@ void KvCacheManager::Retain(const SequenceBlocks& seq, int32_t num_tokens, int64
   const int32_t blocks =
       std::min(seq.num_cached_blocks, num_tokens / static_cast<int32_t>(pool_.block_size()));
   const int64_t until = pool_.now_ms() + for_ms;
-  for (int32_t i = 0; i < blocks; ++i) {
-    pool_.Retain(seq.table[i], until);
-    if (window_pool_ && seq.window_table[i] >= 0) window_pool_->Retain(seq.window_table[i], until);
+  for (int32_t i = 0; i < blocks; ++i) pool_.Retain(seq.table[i], until);
+  if (!window_pool_) return;
+  for (int32_t i = std::max(0, blocks - WindowSpan()); i < blocks; ++i) {
+    if (seq.window_table[i] >= 0) {
+      window_pool_->Retain(seq.window_table[i], until);
+    } else if (const auto page = window_pool_->FindByHash(seq.hashes[i])) {
+      window_pool_->Retain(*page, until);
+    }
   }
 }
 
@@ -352,15 +357,23 @@ void KvCacheManager::Release(SequenceBlocks* seq) {
   }
 }
 
-void KvCacheManager::ReleaseOutsideWindow(SequenceBlocks* seq, int32_t next_pos) {
+void KvCacheManager::ReleaseOutsideWindow(SequenceBlocks* seq, int32_t next_pos,
+                                          std::span<const RetainedPrefix> retained) {
   if (!window_pool_) return;
   const int32_t first_seen = std::max(0, next_pos - window_ + 1);
   const int32_t end =
       std::min(first_seen / block_size(), static_cast<int32_t>(seq->window_table.size()));
   std::vector<int32_t> pages;
   for (; seq->window_released < end; ++seq->window_released) {
-    pages.push_back(seq->window_table[seq->window_released]);
-    seq->window_table[seq->window_released] = -1;
+    const int32_t i = seq->window_released;
+    for (const RetainedPrefix& r : retained) {
+      const int32_t blocks = r.tokens / block_size();
+      if (i < blocks && i >= blocks - WindowSpan() && i < seq->num_cached_blocks) {
+        window_pool_->Retain(seq->window_table[i], window_pool_->now_ms() + r.for_ms);
+      }
+    }
+    pages.push_back(seq->window_table[i]);
+    seq->window_table[i] = -1;
   }
   window_pool_->Release(pages);
 }

@@ -157,16 +157,26 @@ class KvCacheManager {
   void CommitComputed(SequenceBlocks* seq, std::span<const int32_t> tokens, int32_t num_computed);
 
   // Retains (BlockPool::Retain) the sequence's cached blocks that lie wholly
-  // within its first `num_tokens` positions, for `for_ms` from now.
+  // within its first `num_tokens` positions, for `for_ms` from now; with
+  // window pages, also the cached window pages of the last WindowSpan() of
+  // those blocks (found by hash when the sequence released them).
   void Retain(const SequenceBlocks& seq, int32_t num_tokens, int64_t for_ms);
 
   // Returns all of the sequence's blocks (its tail is evicted first) and
   // empties its block table (its hashes stay).
   void Release(SequenceBlocks* seq);
+  // A prefix to retain (Retain) once the sequence ends, known from its start.
+  struct RetainedPrefix {
+    int32_t tokens = 0;
+    int64_t for_ms = 0;
+  };
   // With window pages: releases the window pages of the blocks that lie
   // wholly before the window of position `next_pos` (the next to compute),
-  // oldest first. Call after CommitComputed, so they stay cached.
-  void ReleaseOutsideWindow(SequenceBlocks* seq, int32_t next_pos);
+  // oldest first. Call after CommitComputed, so they stay cached. A page in
+  // the window tail of a `retained` prefix (what a hit there attends to) is
+  // retained from now, so that it outlasts the sequence like the prefix.
+  void ReleaseOutsideWindow(SequenceBlocks* seq, int32_t next_pos,
+                            std::span<const RetainedPrefix> retained = {});
 
   // Puts pages computed elsewhere (already checked by CheckPeerPages) into
   // the device pool as cached blocks. The pages are blocks first_block,

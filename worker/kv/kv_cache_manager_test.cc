@@ -268,3 +268,52 @@ TEST(KvCacheManagerWindowTest, RunningOutOfWindowPagesFailsAndChangesNothing) {
 
 }  // namespace
 }  // namespace kvmesh
+
+namespace kvmesh {
+namespace {
+
+// A retained prefix (cache_control) keeps the window pages a hit at its end
+// attends to, even when the sequence released them long before it ended:
+// the rest of the window pool is then reused by other prompts, and the
+// prefix still hits.
+TEST(KvCacheManagerWindowTest, ARetainedPrefixKeepsItsWindowTail) {
+  KvCacheManager m(32, 4);
+  m.EnableWindowPages(8, 9);  // 2 pages before the next position
+  const BlockHash root = RootHash("model");
+  const auto prompt = Prompt(40);
+  const std::vector<KvCacheManager::RetainedPrefix> retained = {{16, 60'000}};  // 4 blocks
+  SequenceBlocks seq;
+  seq.root = root;
+  for (int32_t done = 0; done < 40; done += 4) {
+    ASSERT_TRUE(m.AllocateSlots(&seq, done + 4));
+    m.CommitComputed(&seq, prompt, done + 4);
+    m.ReleaseOutsideWindow(&seq, done + 4, retained);
+  }
+  m.Retain(seq, 16, 60'000);
+  m.Release(&seq);
+  EXPECT_EQ(m.window_pool()->num_free_retained(), 2);  // blocks 2 and 3's pages
+  // Other prompts take every window page but the retained ones.
+  int32_t cached = -1;
+  SequenceBlocks other = RunPrompt(m, root, Prompt(24, 5000), &cached);
+  m.Release(&other);
+  const CachedPrefix hit = Find(m, root, Prompt(17));
+  EXPECT_EQ(hit.num_blocks(), 4);
+  EXPECT_EQ(hit.window_first, 2);
+  // Without the retention, the same traffic leaves no hit.
+  KvCacheManager plain(32, 4);
+  plain.EnableWindowPages(8, 9);
+  SequenceBlocks again;
+  again.root = root;
+  for (int32_t done = 0; done < 40; done += 4) {
+    ASSERT_TRUE(plain.AllocateSlots(&again, done + 4));
+    plain.CommitComputed(&again, prompt, done + 4);
+    plain.ReleaseOutsideWindow(&again, done + 4);
+  }
+  plain.Release(&again);
+  SequenceBlocks other2 = RunPrompt(plain, root, Prompt(24, 5000), &cached);
+  plain.Release(&other2);
+  EXPECT_EQ(Find(plain, root, Prompt(17)).num_blocks(), 0);
+}
+
+}  // namespace
+}  // namespace kvmesh

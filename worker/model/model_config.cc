@@ -203,7 +203,7 @@ Status ReadGemma3(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* c
 // A llama file's window, when it gives one (llama.attention.sliding_window
 // above 0): on every layer, as Mistral 7B v0.1 applies its 4096 positions.
 // llama.cpp ignores the key, so on such a file the two agree only within
-// the window (docs/models.md, "Mistral's sliding window").
+// the window (docs/kv-cache.md, "Mistral's sliding window").
 Status ReadLlamaWindow(const gguf::GgufFile& file, const KeyReader& r, ModelConfig* c) {
   const gguf::Value* v = file.Find(r.Key("attention.sliding_window"));
   if (v == nullptr || v->AsInt64() == std::optional<int64_t>(0)) return Status::Ok();

@@ -43,6 +43,12 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const Model& mode
         "the KV layout has window pages, but the model has no sliding-window "
         "layer");
   }
+  if (layout.window_blocks > 0 && !plan.devices.empty() &&
+      plan.devices.front().device.kind == DeviceKind::kCuda) {
+    return UnimplementedError(
+        "window pages (kv_window_pages) are CPU-only: the CUDA executor "
+        "has no sliding-window attention");
+  }
   if (plan.devices.empty()) return InvalidArgumentError("the parallel plan has no device");
   const bool cuda = plan.devices.front().device.kind == DeviceKind::kCuda;
   for (const DeviceShard& d : plan.devices) {
@@ -428,7 +434,11 @@ int64_t BlocksBesideWindowPages(int64_t whole_blocks, int64_t window_blocks,
     const std::vector<bool> windowed = d.WindowedLayers(config);
     const int64_t n_windowed = std::count(windowed.begin(), windowed.end(), true);
     const int64_t n_other = static_cast<int64_t>(windowed.size()) - n_windowed;
-    if (n_other == 0) continue;  // this device holds window pages only
+    if (n_other == 0) {
+      // Window pages only: they must fit where whole blocks did.
+      if (window_blocks > whole_blocks) return 0;
+      continue;
+    }
     // In units of one layer's page: the device's budget, less the window pages.
     const int64_t budget = whole_blocks * (n_other + n_windowed) - window_blocks * n_windowed;
     blocks = std::min(blocks, std::max<int64_t>(0, budget / n_other));

@@ -117,7 +117,10 @@ StatusOr<KvFit> FitKvBlocksOnDevices(std::string_view budget_text, const KvLayou
 // With window pages (KvLayout::window_blocks) of `window_blocks` blocks, how
 // many blocks of the other layers the memory of `whole_blocks` whole blocks
 // (FitKvBlocksOnDevices) buys on every device of `plan`: the least over the
-// devices, at least whole_blocks when no device's budget shrinks.
+// devices, at least whole_blocks when no device's budget shrinks. 0 when a
+// device of windowed layers only cannot hold the window pages in the memory
+// of whole_blocks; 8 × whole_blocks (block ids without pages) when every
+// device holds windowed layers only.
 int64_t BlocksBesideWindowPages(int64_t whole_blocks, int64_t window_blocks,
                                 const ParallelPlan& plan, const ModelConfig& config);
 

@@ -127,7 +127,7 @@ Status WorkerOptions::Validate() const {
   if (kv_window_pages == "on") {
     // Both move whole blocks between processes or tiers; with window pages
     // a block's layers have pages of different ids.
-    if (kv_host_memory != "0" && !kv_host_memory.empty()) {
+    if (auto host = KvHostMemoryBytes(); host.ok() && *host > 0) {
       return InvalidArgumentError(
           "option kv_window_pages: on needs kv_host_memory 0 (the host tier copies whole "
           "blocks, and window pages split a block's layers)");

@@ -37,7 +37,7 @@ struct WorkerOptions {
   std::string kv_memory = "512MiB";  // bytes ("512MiB", "2G") or a fraction ("0.3", "30%")
   std::string kv_host_memory = "0";  // host tier: bytes or a fraction of MemAvailable; 0: none
   // Window pages for sliding-window layers: off, or on (pages the window has
-  // passed are released; docs/architecture.md, "Sliding windows").
+  // passed are released; docs/kv-cache.md, "Sliding windows").
   std::string kv_window_pages = "off";
   int64_t block_size = 16;
   int64_t context_length = 0;  // 0: the model's training context, at most 8192

@@ -80,6 +80,11 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
     if (c.MaxWindow() == 0) {
       Log(LogLevel::kWarning, "worker",
           "kv_window_pages is on, but " + path + " has no sliding-window layer: no effect");
+    } else if (context <= c.MaxWindow()) {
+      Log(LogLevel::kWarning, "worker",
+          "kv_window_pages is on, but the context (" + std::to_string(context) +
+              " tokens) is within the window (" + std::to_string(c.MaxWindow()) +
+              "): no page would ever be released; window pages stay off");
     } else {
       // What the running requests can hold at once (each its window's pages,
       // a partly filled block and a step's new blocks), and as much again

@@ -178,7 +178,8 @@ grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::Gen
   if (ctx->deadline() != std::chrono::system_clock::time_point::max()) {
     er.deadline = SteadyClock::now() + (ctx->deadline() - std::chrono::system_clock::now());
   }
-  if (req->has_peer_fetch() && !req->prompt_logprobs()) {  // scoring reuses no cached prefix
+  // Scoring reuses no cached prefix; window pages take no pages from peers.
+  if (req->has_peer_fetch() && !req->prompt_logprobs() && !engine_.window_pages()) {
     if (Status s = fetcher_.Fetch(req->peer_fetch(), ctx->deadline(), &er); !s.ok())
       return reject(s);
   }
