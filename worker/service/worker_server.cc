@@ -88,11 +88,13 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
     } else {
       // What the running requests can hold at once (each its window's pages,
       // a partly filled block and a step's new blocks), and as much again
-      // for the window pages of finished requests' prefixes.
+      // for the window pages of finished requests' prefixes (none without
+      // prefix caching).
       const int64_t bs = layout.block_size;
       const int64_t span = (c.MaxWindow() - 1 + bs - 1) / bs;
       const int64_t window_blocks =
-          2 * (o.max_running_requests * (span + 2) + (o.max_tokens_per_step + bs - 1) / bs);
+          (o.prefix_caching ? 2 : 1) *
+          (o.max_running_requests * (span + 2) + (o.max_tokens_per_step + bs - 1) / bs);
       const int64_t beside = BlocksBesideWindowPages(blocks, window_blocks, plan, c);
       if (beside <= blocks) {
         Log(LogLevel::kWarning, "worker",
