@@ -22,6 +22,21 @@ using T = TensorType;
 
 const std::string kVocab = std::string(KVMESH_SHARED_DIR) + "/vocab/ggml-vocab-llama-spm.gguf";
 
+// Writes `shape` in `mix` with the llama vocabulary, loads it and removes
+// the file.
+StatusOr<std::unique_ptr<Model>> SynthesizeAndLoad(const SyntheticShape& shape, SyntheticMix mix) {
+  ThreadPool pool(2);
+  SynthesizeOptions options;
+  options.shape = shape;
+  options.mix = mix;
+  options.vocab_path = kVocab;
+  options.output_path = testing::TempDir() + "/synth_" + shape.name + ".gguf";
+  EXPECT_TRUE(SynthesizeModel(options, pool).ok());
+  auto model = Model::Load(options.output_path);
+  std::remove(options.output_path.c_str());
+  return model;
+}
+
 std::string Layer(int i, const char* tensor) {
   return "blk." + std::to_string(i) + "." + tensor + ".weight";
 }
@@ -253,17 +268,8 @@ TEST(SynthesizedFileTest, Gemma2ReadsItsWindowCapsAndPostNorms) {
 // score cap; llama.cpp's defaults where a file has no key (a period of 6,
 // and no window at all without attention.sliding_window).
 TEST(SynthesizedFileTest, Gemma3ReadsItsWindowPatternAndTwoRotations) {
-  ThreadPool pool(2);
-  auto synth = [&](const SyntheticShape& shape) {
-    SynthesizeOptions options;
-    options.shape = shape;
-    options.mix = SyntheticMix::kF16;
-    options.vocab_path = kVocab;
-    options.output_path = testing::TempDir() + "/synth_tiny_gemma3.gguf";
-    EXPECT_TRUE(SynthesizeModel(options, pool).ok());
-    auto model = Model::Load(options.output_path);
-    std::remove(options.output_path.c_str());
-    return model;
+  auto synth = [](const SyntheticShape& shape) {
+    return SynthesizeAndLoad(shape, SyntheticMix::kF16);
   };
   SyntheticShape shape = *FindSyntheticShape("tiny-gemma3");
   auto model = synth(shape);
@@ -307,18 +313,10 @@ TEST(SynthesizedFileTest, Gemma3ReadsItsWindowPatternAndTwoRotations) {
 // A llama file with llama.attention.sliding_window (Mistral 7B v0.1's
 // window) is windowed on every layer; a window of 0, or none, is no window.
 TEST(SynthesizedFileTest, ALlamaWindowCoversEveryLayer) {
-  ThreadPool pool(2);
-  auto synth = [&](int window) {
-    SynthesizeOptions options;
-    options.shape = *FindSyntheticShape("tiny-mistral");
-    options.shape.sliding_window = window;
-    options.mix = SyntheticMix::kQ8_0;
-    options.vocab_path = kVocab;
-    options.output_path = testing::TempDir() + "/synth_tiny_mistral.gguf";
-    EXPECT_TRUE(SynthesizeModel(options, pool).ok());
-    auto model = Model::Load(options.output_path);
-    std::remove(options.output_path.c_str());
-    return model;
+  auto synth = [](int window) {
+    SyntheticShape shape = *FindSyntheticShape("tiny-mistral");
+    shape.sliding_window = window;
+    return SynthesizeAndLoad(shape, SyntheticMix::kQ8_0);
   };
   auto windowed = synth(32);
   ASSERT_TRUE(windowed.ok()) << windowed.status().ToString();
