@@ -534,7 +534,13 @@ TEST(WorkerProcessTest, SoakOfAThousandRequests) {
   std::printf("[ soak ] 1000 requests: RSS %ld kB -> %ld kB (%+.2f%%)\n", rss_before, rss_after,
               100.0 * (rss_after - rss_before) / rss_before);
   EXPECT_LT(rss_after, rss_before * 1.05);
-  const std::string m = Metrics(w.http);
+  // The load gauges are published at the end of each engine step, which may
+  // come just after the last stream's final message reached its client.
+  std::string m = Metrics(w.http);
+  for (int i = 0; i < 100 && MetricValue(m, "kvmesh_worker_running_requests") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    m = Metrics(w.http);
+  }
   EXPECT_EQ(MetricValue(m, "kvmesh_worker_kv_blocks{state=\"used\"}"), 0);
   EXPECT_EQ(MetricValue(m, "kvmesh_worker_running_requests"), 0);
   EXPECT_EQ(MetricValue(m, "kvmesh_worker_requests_total{outcome=\"length\"}"), 1200);
