@@ -1,6 +1,7 @@
 // SHA-256 of files and buffers (OpenSSL), for model integrity checks.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
 

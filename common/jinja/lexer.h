@@ -4,6 +4,7 @@
 // Internal to the engine.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
