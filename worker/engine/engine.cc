@@ -207,6 +207,18 @@ EngineLoad Engine::GetLoad() const {
   return load;
 }
 
+void Engine::ReleaseOutsideWindow(Request* r) {
+  if (r->spec.retain.empty()) {
+    kv_.ReleaseOutsideWindow(&r->kv, r->num_computed);
+    return;
+  }
+  std::vector<KvCacheManager::RetainedPrefix> retained;
+  for (const EngineRequest::RetainPrefix& span : r->spec.retain) {
+    retained.push_back({span.tokens, int64_t{span.seconds} * 1000});
+  }
+  kv_.ReleaseOutsideWindow(&r->kv, r->num_computed, retained);
+}
+
 SchedulerLimits Engine::limits() const {
   std::lock_guard<std::mutex> lock(mu_);
   return shared_limits_;
@@ -394,13 +406,7 @@ bool Engine::Step() {
     const SequenceChunk& seq = batch.sequences[i];
     r->num_computed += c.num_tokens;
     kv_.CommitComputed(&r->kv, r->tokens, r->num_computed);
-    if (kv_.window_pages()) {
-      std::vector<KvCacheManager::RetainedPrefix> retained;
-      for (const EngineRequest::RetainPrefix& span : r->spec.retain) {
-        retained.push_back({span.tokens, int64_t{span.seconds} * 1000});
-      }
-      kv_.ReleaseOutsideWindow(&r->kv, r->num_computed, retained);
-    }
+    if (kv_.window_pages()) ReleaseOutsideWindow(r);
     int64_t last_row = fo.first_row[i];
     if (seq.logits == LogitsMode::kAll) {
       ScorePrompt(r, fo, fo.first_row[i], seq.start_pos, c.num_tokens);

@@ -160,6 +160,9 @@ class Engine {
   // Times a few block copies through the host tier's path, so the restore
   // speed is known before the first restore.
   void ProbeRestoreSpeed();
+  // With window pages: gives back r's pages its window has passed, keeping
+  // the window tails of the prefixes it retains.
+  void ReleaseOutsideWindow(Request* r);
   double RestoreTokensPerSecond() const;
   Status RunOnLoop(std::function<void()> fn);
 
