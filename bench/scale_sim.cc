@@ -10,9 +10,11 @@
 //     running requests pinned, the rest kept least recently used first, a
 //     request's last blocks evicted before its first), prefills one request
 //     at a time at --prefill-tps tokens/s (cached blocks are free), and
-//     decodes every request at --decode-tps tokens/s each; it batches its KV
-//     events every --event-ms and they reach each router --lag-ms later; it
-//     reports its load every --report-ms;
+//     decodes every request at --decode-tps tokens/s each; it admits the
+//     queued request holding the most cached blocks first (of the first 16,
+//     as the worker's scheduler does); it batches its KV events every
+//     --event-ms and they reach each router --lag-ms later; it reports its
+//     load every --report-ms;
 //   - agents: --tenants tenants, each with a shared prefix (system prompt and
 //     tools) of --prefix-tokens; sessions of --turns turns, each turn adding a
 //     tool result of 500-2500 tokens and an answer of 100-700, then a pause
@@ -299,8 +301,19 @@ class Simulation {
   void StartPrefill(int slot) {
     Worker& w = workers_[slot];
     if (w.queue.empty()) return;
-    const int id = w.queue.front();
-    w.queue.pop_front();
+    // Cache-first admission, as the worker's scheduler: of the first 16
+    // queued, the one holding the most cached blocks (the oldest on ties).
+    size_t pick = 0;
+    int64_t most = -1;
+    for (size_t i = 0; i < std::min<size_t>(w.queue.size(), 16); ++i) {
+      const int64_t held = w.cache.Held(requests_[w.queue[i]]->keys);
+      if (held > most) {
+        most = held;
+        pick = i;
+      }
+    }
+    const int id = w.queue[pick];
+    w.queue.erase(w.queue.begin() + static_cast<std::ptrdiff_t>(pick));
     Request& req = *requests_[id];
     w.queued_tokens -= req.prompt_tokens;
     w.prefilling = id;

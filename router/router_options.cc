@@ -44,7 +44,8 @@ void RouterOptions::Register(ConfigSchema* s) {
   s->AddDouble("prefix_fetch_overhead_ms", &prefix_fetch_overhead_ms, 0, 60000,
                "prefix policy: fixed cost of one peer fetch (a round trip and the holder's read)");
   s->AddInt("prefix_fetch_holder_step_tokens", &prefix_fetch_holder_step_tokens, 0, 1 << 20,
-            "prefix policy: prefill tokens of the holder's step that a fetch may wait behind");
+            "prefix policy: a worker's step in prompt tokens when it does not report one (a fetch "
+            "waits behind the holder's step; a request mostly cached on a worker, about one step)");
   s->AddInt("decision_sample", &decision_sample, 0, kMaxWorkersPerModel,
             "a model with more healthy workers than twice this weighs, per request, the "
             "workers holding part of the prompt, the session's worker and this many others "

@@ -13,6 +13,7 @@ RoutingLoad LoadBoard::Read() const {
     load.running = static_cast<int32_t>(running_.load(kRelaxed));
     load.waiting = static_cast<int32_t>(waiting_.load(kRelaxed));
     load.queued_prefill_tokens = queued_prefill_tokens_.load(kRelaxed);
+    load.max_tokens_per_step = max_tokens_per_step_.load(kRelaxed);
     load.prefill_tokens_per_s = prefill_tokens_per_s_.load(kRelaxed);
     load.kv_blocks_free = kv_blocks_free_.load(kRelaxed);
     load.kv_blocks_total = kv_blocks_total_.load(kRelaxed);
@@ -33,6 +34,7 @@ void LoadBoard::Publish(const v1::LoadResponse& load) {
   running_.store(load.running(), kRelaxed);
   waiting_.store(load.waiting(), kRelaxed);
   queued_prefill_tokens_.store(static_cast<int64_t>(load.queued_prefill_tokens()), kRelaxed);
+  max_tokens_per_step_.store(load.max_tokens_per_step(), kRelaxed);
   prefill_tokens_per_s_.store(load.prefill_tokens_per_s(), kRelaxed);
   kv_blocks_free_.store(static_cast<int64_t>(load.kv_blocks_free()), kRelaxed);
   kv_blocks_total_.store(static_cast<int64_t>(load.kv_blocks_total()), kRelaxed);

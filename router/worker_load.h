@@ -25,6 +25,7 @@ struct RoutingLoad {
   int32_t running = 0;
   int32_t waiting = 0;
   int64_t queued_prefill_tokens = 0;
+  int64_t max_tokens_per_step = 0;  // 0: not reported (an older worker)
   double prefill_tokens_per_s = 0;
   int64_t kv_blocks_free = 0;
   int64_t kv_blocks_total = 0;
@@ -40,11 +41,11 @@ class LoadBoard {
   // Writers are serialized among themselves.
   void Publish(const v1::LoadResponse& load);
   // Read() touches this many bytes from the start of the board.
-  static constexpr size_t kReadBytes = 10 * sizeof(uint64_t);
+  static constexpr size_t kReadBytes = 11 * sizeof(uint64_t);
 
  private:
   std::atomic<uint64_t> seq_{0};  // odd while a write is in progress
-  std::atomic<int64_t> running_{0}, waiting_{0}, queued_prefill_tokens_{0};
+  std::atomic<int64_t> running_{0}, waiting_{0}, queued_prefill_tokens_{0}, max_tokens_per_step_{0};
   std::atomic<int64_t> kv_blocks_free_{0}, kv_blocks_total_{0}, kv_blocks_cached_{0};
   std::atomic<double> prefill_tokens_per_s_{0}, host_restore_tokens_per_s_{0},
       peer_fetch_tokens_per_s_{0};

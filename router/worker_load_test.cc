@@ -14,6 +14,7 @@ v1::LoadResponse Report(uint32_t k) {
   load.set_running(k);
   load.set_waiting(k);
   load.set_queued_prefill_tokens(k);
+  load.set_max_tokens_per_step(k);
   load.set_prefill_tokens_per_s(k);
   load.set_kv_blocks_free(k);
   load.set_kv_blocks_total(k);
@@ -30,6 +31,7 @@ TEST(LoadBoardTest, ReadsWhatWasPublished) {
   load.set_running(3);
   load.set_waiting(2);
   load.set_queued_prefill_tokens(4096);
+  load.set_max_tokens_per_step(768);
   load.set_prefill_tokens_per_s(12000.5);
   load.set_kv_blocks_free(10);
   load.set_kv_blocks_total(64);
@@ -41,6 +43,7 @@ TEST(LoadBoardTest, ReadsWhatWasPublished) {
   EXPECT_EQ(r.running, 3);
   EXPECT_EQ(r.waiting, 2);
   EXPECT_EQ(r.queued_prefill_tokens, 4096);
+  EXPECT_EQ(r.max_tokens_per_step, 768);
   EXPECT_EQ(r.prefill_tokens_per_s, 12000.5);
   EXPECT_EQ(r.kv_blocks_free, 10);
   EXPECT_EQ(r.kv_blocks_total, 64);
@@ -60,9 +63,10 @@ TEST(LoadBoardTest, ReadersNeverSeeHalfAReport) {
       while (!done.load()) {
         const RoutingLoad r = board.Read();
         const int64_t k = r.running;
-        if (r.waiting != k || r.queued_prefill_tokens != k || r.prefill_tokens_per_s != k ||
-            r.kv_blocks_free != k || r.kv_blocks_total != k || r.kv_blocks_cached != k ||
-            r.host_restore_tokens_per_s != k || r.peer_fetch_tokens_per_s != k) {
+        if (r.waiting != k || r.queued_prefill_tokens != k || r.max_tokens_per_step != k ||
+            r.prefill_tokens_per_s != k || r.kv_blocks_free != k || r.kv_blocks_total != k ||
+            r.kv_blocks_cached != k || r.host_restore_tokens_per_s != k ||
+            r.peer_fetch_tokens_per_s != k) {
           ++torn;
         }
         ++reads;

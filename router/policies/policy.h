@@ -23,6 +23,7 @@ struct WorkerView {
   int32_t running = 0;  // requests running on it (its last report)
   int32_t waiting = 0;  // requests queued on it
   int64_t queued_prefill_tokens = 0;
+  int32_t step_tokens = 0;          // prompt tokens it computes per step; 0 when unknown
   int32_t inflight = 0;             // requests this router has in flight to it now
   double prefill_tokens_per_s = 0;  // measured; 0 when unknown
   int64_t blocks_free = 0;
@@ -86,11 +87,15 @@ struct PrefixPolicyWeights {
   // that is cheaper. A fetch costs fetch_overhead_seconds, plus its tokens
   // at the fetching worker's measured fetch speed (default_fetch_tokens_per_s
   // before it has one), plus the holder's current step (its queued prefill,
-  // up to fetch_holder_step_tokens, at its prefill speed), during which it
-  // cannot read the pages out.
+  // up to one step's tokens, at its prefill speed), during which it cannot
+  // read the pages out.
   bool peer_fetch = false;
   double default_fetch_tokens_per_s = 50000;
   double fetch_overhead_seconds = 0.005;
+  // A worker's step in prompt tokens when it does not report one (workers
+  // report their max_tokens_per_step in Load): a fetch waits behind the
+  // holder's step, and a request mostly cached on a worker is admitted
+  // there after about one step.
   int32_t fetch_holder_step_tokens = 512;
 };
 

@@ -181,6 +181,43 @@ TEST(PolicyTest, PrefixPricesWhatAMissWouldEvict) {
   EXPECT_EQ(choose(*priced).index, 1);
 }
 
+// Workers admit the waiting request with the most cached tokens first, so a
+// returning session whose holder's queue is other tenants' misses waits
+// about one step there, and stays; a request the holder lacks still waits
+// for the whole queue, and goes elsewhere.
+TEST(PolicyTest, ACachedRequestOvertakesItsHoldersQueue) {
+  const std::vector<BlockHash> none;
+  auto p = MakePrefixPolicy({});
+  // A 1104-token turn; w0 holds 1056 of it behind 2100 queued tokens (two
+  // misses), w1 has 1050 queued; both caches full.
+  std::vector<WorkerView> ws = {W(0, 2, 1056), W(1, 1, 0)};
+  for (WorkerView& v : ws) {
+    v.blocks_total = v.blocks_free = v.blocks_cached = 256;
+    v.step_tokens = 512;
+  }
+  ws[0].queued_prefill_tokens = 2100;
+  ws[1].queued_prefill_tokens = 1050;
+  Decision d = p->Choose({1104, ws, none, 16});
+  EXPECT_EQ(d.index, 0);
+  EXPECT_EQ(d.reason, "prefix_hit");
+  // Priced at the whole queue (a step as long as the queue), w0's 4,000
+  // queued tokens would outweigh the 1104 w1 recomputes and the 1104 its
+  // recompute evicts; at one step they do not.
+  ws[0].queued_prefill_tokens = 4000;
+  EXPECT_EQ(p->Choose({1104, ws, none, 16}).index, 0);
+  ws[0].step_tokens = ws[1].step_tokens = 1 << 20;
+  EXPECT_EQ(p->Choose({1104, ws, none, 16}).index, 1);
+  // Unreported steps: the configured one.
+  ws[0].step_tokens = ws[1].step_tokens = 0;
+  EXPECT_EQ(p->Choose({1104, ws, none, 16}).index, 0);
+  EXPECT_EQ(
+      MakePrefixPolicy({.fetch_holder_step_tokens = 1 << 20})->Choose({1104, ws, none, 16}).index,
+      1);
+  // A prompt w0 lacks waits for all of its queue.
+  ws[0].cached_tokens = 0;
+  EXPECT_EQ(p->Choose({1104, ws, none, 16}).index, 1);
+}
+
 // A busy holder's prefix is fetched by an idle worker when fetching is
 // cheaper than computing; the hint names the holder and the blocks.
 TEST(PolicyTest, PeerFetchPullsABusyHoldersPrefix) {

@@ -3,9 +3,24 @@
 //
 //   cost(w) = (prompt tokens not cached on w
 //              + displacement_weight × those of them past w's empty blocks
-//              + prefill tokens already queued on w
+//              + prefill tokens queued on w ahead of the request
 //              + tokens_per_running_request × requests on w) / prefill speed of w
 //             + prompt tokens in w's host tier / restore speed of w
+//
+// A worker admits the waiting request with the most cached tokens first, so
+// how much of w's queue is ahead of the request depends on how much of it w
+// holds: a request w holds entirely waits for about one step of w (its
+// max_tokens_per_step), one w lacks entirely for the whole queue, and one
+// in between for its uncached share of the queue plus its cached share of a
+// step:
+//
+//   ahead(w) = cached share × min(queue, step) + (1 - cached share) × queue
+//
+// Pricing a returning session at the holder's whole queue (most of it other
+// tenants' misses, which its turn overtakes) made the policy move sessions
+// off busy holders near saturation; each move recomputes a context and
+// evicts another, which tipped the cluster over (docs/benchmarks.md,
+// "Routing under KV pressure").
 //
 // Uncached tokens past a worker's empty blocks evict cached prefixes there
 // (which someone will recompute), so under memory pressure they count twice:
@@ -86,9 +101,14 @@ class PrefixPolicy final : public Policy {
             input.block_size;
         displaced = w_.displacement_weight * std::max(0.0, uncached - empty);
       }
-      cost[i] = (uncached + displaced + static_cast<double>(v.queued_prefill_tokens) +
-                 w_.tokens_per_running_request * v.load()) /
-                    rate +
+      const double queue = static_cast<double>(v.queued_prefill_tokens);
+      const double step = v.step_tokens > 0 ? v.step_tokens : w_.fetch_holder_step_tokens;
+      const double share =
+          input.prompt_tokens > 0
+              ? std::clamp(cached / static_cast<double>(input.prompt_tokens), 0.0, 1.0)
+              : 0;
+      const double ahead = share * std::min(queue, step) + (1 - share) * queue;
+      cost[i] = (uncached + displaced + ahead + w_.tokens_per_running_request * v.load()) / rate +
                 (price_host ? host / v.host_restore_tokens_per_s : 0.0);
       // A fetch starts after w's device blocks: the pages go to the device,
       // and a prefix is device blocks first, so w's host-tier blocks are
@@ -100,9 +120,9 @@ class PrefixPolicy final : public Policy {
         const double h_rate = h.prefill_tokens_per_s > 0 ? h.prefill_tokens_per_s : unknown_rate;
         const double fetch_rate = v.peer_fetch_tokens_per_s > 0 ? v.peer_fetch_tokens_per_s
                                                                 : w_.default_fetch_tokens_per_s;
-        const double holder_step = static_cast<double>(std::min<int64_t>(
-                                       h.queued_prefill_tokens, w_.fetch_holder_step_tokens)) /
-                                   h_rate;
+        const int64_t h_step = h.step_tokens > 0 ? h.step_tokens : w_.fetch_holder_step_tokens;
+        const double holder_step =
+            static_cast<double>(std::min<int64_t>(h.queued_prefill_tokens, h_step)) / h_rate;
         const int32_t fetched = ws[holder].cached_tokens - device;
         const double fetch_seconds = w_.fetch_overhead_seconds + fetched / fetch_rate + holder_step;
         const double replaced =

@@ -622,7 +622,15 @@ void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t de
     load.window_pages_total = window->num_blocks();
     load.window_pages_used = window->num_used();
   }
-  for (const Request* r : scheduler_.waiting()) load.queued_prefill_tokens += r->num_uncomputed();
+  size_t looked = 0;
+  for (Request* r : scheduler_.waiting()) {
+    int32_t cached = 0;
+    if (looked++ < kAdmissionLookahead && r->num_computed == 0 && !r->wants_prompt_logprobs()) {
+      cached = kv_.FindCachedPrefix(&r->kv, r->tokens).num_tokens();
+    }
+    load.queued_prefill_tokens += std::max(0, r->num_uncomputed() - cached);
+  }
+  load.max_tokens_per_step = scheduler_.limits().max_tokens_per_step;
   for (const Request* r : scheduler_.running()) {
     if (r->num_computed < r->num_prompt_tokens) load.queued_prefill_tokens += r->num_uncomputed();
   }

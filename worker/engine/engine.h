@@ -57,7 +57,11 @@ struct EngineLoad {
   int64_t blocks_retained = 0;     // free blocks kept by a cache_control retention
   int64_t window_pages_total = 0;  // with window pages (KvLayout::window_blocks); else 0
   int64_t window_pages_used = 0;
+  // Prompt tokens still to compute: the running requests', and the waiting
+  // ones' less the cached prefix of the first kAdmissionLookahead (which
+  // cache-first admission reads; later ones count in full).
   int64_t queued_prefill_tokens = 0;
+  int32_t max_tokens_per_step = 0;  // the scheduler's step budget
   double prefill_tokens_per_s = 0;  // recent rates (medians of recent steps)
   double decode_tokens_per_s = 0;
   int64_t steps = 0;

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -167,6 +168,54 @@ TEST_F(EngineTest, PrefixHitReusesBlocksAndKeepsTheOutput) {
   sink->done.get_future().wait();
   EXPECT_EQ(sink->final_output.cached_tokens, 0);
   EXPECT_EQ(sink->tokens, cold->tokens);
+}
+
+// The load counts what is left to compute: a waiting request's cached prefix
+// is not (cache-first admission will reuse it), a waiting miss counts in
+// full; the step budget is reported with it.
+TEST_F(EngineTest, QueuedPrefillLeavesOutWhatIsCached) {
+  SchedulerLimits limits;
+  limits.max_running = 1;
+  auto engine = MakeEngine(128, limits);
+  std::string context, other;
+  for (int i = 0; i < 12; ++i) context += "Once upon a time, there was a little girl named Lily. ";
+  for (int i = 0; i < 12; ++i) other += "The big dog ran to the park with a red ball and a hat. ";
+  RunOne(*engine, "context", context + "She", 4);
+  // One slow request holds the only running slot while two more wait.
+  engine->SetStepDelay(std::chrono::milliseconds(20));
+  auto blocker = std::make_shared<Collected>();
+  ASSERT_TRUE(engine->Submit(Greedy("blocker", "Lily and Ben", 400, blocker)).ok());
+  for (;;) {
+    std::lock_guard<std::mutex> lock(blocker->mu);
+    if (!blocker->tokens.empty()) break;
+  }
+  auto warm_sink = std::make_shared<Collected>(), cold_sink = std::make_shared<Collected>();
+  EngineRequest warm = Greedy("warm", context + "He", 4, warm_sink);
+  EngineRequest cold = Greedy("cold", other, 4, cold_sink);
+  const int32_t n_warm = static_cast<int32_t>(warm.prompt.size());
+  const int32_t n_cold = static_cast<int32_t>(cold.prompt.size());
+  const int64_t steps_before = engine->GetLoad().steps;
+  ASSERT_TRUE(engine->Submit(std::move(warm)).ok());
+  ASSERT_TRUE(engine->Submit(std::move(cold)).ok());
+  // Two steps later both have left the inbox for the scheduler's queue.
+  EngineLoad load;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  do {
+    load = engine->GetLoad();
+  } while (load.steps < steps_before + 2 && std::chrono::steady_clock::now() < until);
+  ASSERT_GE(load.steps, steps_before + 2);
+  ASSERT_EQ(load.waiting, 2);
+  EXPECT_EQ(load.max_tokens_per_step, 512);
+  // The cold prompt in full, and of the warm one only what follows the
+  // context's full blocks (under two blocks).
+  EXPECT_GE(load.queued_prefill_tokens, n_cold);
+  EXPECT_LT(load.queued_prefill_tokens, n_cold + 32);
+  EXPECT_GT(n_warm, 160);
+  engine->SetStepDelay(std::chrono::milliseconds(0));
+  engine->Cancel("blocker");
+  warm_sink->done.get_future().wait();
+  cold_sink->done.get_future().wait();
+  EXPECT_GT(warm_sink->final_output.cached_tokens, n_warm - 32);
 }
 
 TEST_F(EngineTest, CancelFreesBlocksAndSparesOthers) {

@@ -157,6 +157,7 @@ grpc::Status WorkerServiceImpl::Load(grpc::ServerContext* ctx, const v1::LoadReq
   resp->set_prefill_tokens_per_s(load.prefill_tokens_per_s);
   resp->set_decode_tokens_per_s(load.decode_tokens_per_s);
   resp->set_queued_prefill_tokens(load.queued_prefill_tokens);
+  resp->set_max_tokens_per_step(static_cast<uint32_t>(load.max_tokens_per_step));
   resp->set_epoch(engine_.epoch());
   return grpc::Status::OK;
 }
