@@ -88,8 +88,9 @@ class WorkerClient {
 
   // Requests this router has in flight to the worker (owned by WorkerLease).
   std::atomic<int32_t> inflight{0};
-  // Requests of this router that finished since the last Load report, which
-  // therefore still counts them: subtracted from the reported load.
+  // Requests of this router that finished since the last load report (a poll
+  // or the load a KV event batch carries), which therefore still counts
+  // them: subtracted from the reported load.
   std::atomic<int32_t> finished_since_poll{0};
 
  protected:

@@ -210,6 +210,15 @@ void WorkerConnection::SubscribeLoop() {
       epoch = batch.epoch();
       sequence = batch.sequence();
       listener_->OnKvEvents(this, batch);
+      // The load the worker sent with the batch: fresher than the last
+      // poll's (a busy worker writes batches every step). Another epoch's
+      // is left to the poll, which fetches the worker's info first.
+      if (batch.has_load() && batch.load().epoch() == epoch_.load()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        load_ = batch.load();
+        PublishLoad(load_);
+        finished_since_poll = 0;
+      }
     }
     ctx.TryCancel();
     reader->Finish();

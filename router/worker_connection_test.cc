@@ -26,6 +26,10 @@ class StallingWorker final : public v1::Worker::Service {
  public:
   std::atomic<bool> stall_load{false};  // Load answers after 1 s
   std::atomic<bool> silent{false};      // the event stream sends nothing
+  // >= 0: each event batch carries a load with this many running requests,
+  // of epoch batch_epoch.
+  std::atomic<int> batch_running{-1};
+  std::atomic<uint64_t> batch_epoch{7};
 
   grpc::Status Info(grpc::ServerContext*, const v1::InfoRequest*, v1::InfoResponse* out) override {
     out->set_worker_id("stalling");
@@ -50,6 +54,11 @@ class StallingWorker final : public v1::Worker::Service {
     for (uint64_t seq = 1; !ctx->IsCancelled(); std::this_thread::sleep_for(20ms)) {
       if (silent) continue;
       batch.set_sequence(seq++);
+      batch.clear_load();
+      if (batch_running >= 0) {
+        batch.mutable_load()->set_running(static_cast<uint32_t>(batch_running.load()));
+        batch.mutable_load()->set_epoch(batch_epoch);
+      }
       if (!writer->Write(batch)) break;
     }
     return grpc::Status::OK;
@@ -120,6 +129,41 @@ TEST(WorkerConnectionTest, AStarvedPollDoesNotUnseatAWorkerThatIsStillHeardFrom)
   // healthy() turns before the listener hears of it.
   EXPECT_TRUE(WaitFor([&] { return log.changes().size() == 3; }, 5s));
   EXPECT_EQ(log.changes(), (std::vector<bool>{true, false, true}));
+  connection->Stop();
+  server->Shutdown(std::chrono::system_clock::now() + 1s);
+}
+
+// A worker's load rides on its KV event batches: the router sees it at the
+// batches' pace even while its polls go unanswered, and ignores a load of
+// another epoch (the poll first fetches the new epoch's info).
+TEST(WorkerConnectionTest, EventBatchesCarryTheLoad) {
+  StallingWorker service;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_GT(port, 0);
+
+  HealthLog log;
+  ConnectionOptions options;
+  options.poll_interval = 50ms;
+  options.rpc_timeout = 500ms;
+  auto connection =
+      std::make_shared<WorkerConnection>("127.0.0.1:" + std::to_string(port), &log, options);
+  connection->Start();
+  ASSERT_TRUE(WaitFor([&] { return connection->healthy(); }, 10s));
+  EXPECT_EQ(connection->routing_load().running, 0);
+
+  service.stall_load = true;  // polls answer nothing new from here on
+  service.batch_running = 5;
+  EXPECT_TRUE(WaitFor([&] { return connection->routing_load().running == 5; }, 5s));
+  EXPECT_EQ(connection->load().running(), 5u);
+
+  service.batch_epoch = 8;
+  service.batch_running = 9;
+  std::this_thread::sleep_for(300ms);  // 15 batches
+  EXPECT_EQ(connection->routing_load().running, 5);
   connection->Stop();
   server->Shutdown(std::chrono::system_clock::now() + 1s);
 }

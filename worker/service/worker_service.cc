@@ -143,6 +143,11 @@ grpc::Status WorkerServiceImpl::Info(grpc::ServerContext* ctx, const v1::InfoReq
 grpc::Status WorkerServiceImpl::Load(grpc::ServerContext* ctx, const v1::LoadRequest*,
                                      v1::LoadResponse* resp) {
   if (grpc::Status s = Authorize(*ctx); !s.ok()) return s;
+  FillLoad(resp);
+  return grpc::Status::OK;
+}
+
+void WorkerServiceImpl::FillLoad(v1::LoadResponse* resp) const {
   const EngineLoad load = engine_.GetLoad();
   resp->set_running(load.running);
   resp->set_waiting(load.waiting);
@@ -159,7 +164,6 @@ grpc::Status WorkerServiceImpl::Load(grpc::ServerContext* ctx, const v1::LoadReq
   resp->set_queued_prefill_tokens(load.queued_prefill_tokens);
   resp->set_max_tokens_per_step(static_cast<uint32_t>(load.max_tokens_per_step));
   resp->set_epoch(engine_.epoch());
-  return grpc::Status::OK;
 }
 
 grpc::Status WorkerServiceImpl::Generate(grpc::ServerContext* ctx, const v1::GenerateRequest* req,
@@ -293,6 +297,7 @@ grpc::Status WorkerServiceImpl::SubscribeKvEvents(grpc::ServerContext* ctx,
           break;
       }
     }
+    FillLoad(out.mutable_load());
     if (!writer->Write(out)) break;
   }
   if (sub->overflowed()) {

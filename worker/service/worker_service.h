@@ -60,6 +60,7 @@ class WorkerServiceImpl final : public v1::Worker::Service {
 
  private:
   grpc::Status Authorize(const grpc::ServerContext& ctx) const;
+  void FillLoad(v1::LoadResponse* resp) const;
 
   const Model& model_;
   const Tokenizer& tokenizer_;
