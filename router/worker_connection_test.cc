@@ -93,23 +93,33 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds l
   return condition();
 }
 
-TEST(WorkerConnectionTest, AStarvedPollDoesNotUnseatAWorkerThatIsStillHeardFrom) {
-  StallingWorker service;
-  int port = 0;
+// Serves `service` on a loopback port (*port).
+std::unique_ptr<grpc::Server> Serve(StallingWorker* service, int* port) {
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_GT(port, 0);
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
 
-  HealthLog log;
+// A started connection to 127.0.0.1:port that polls every 50 ms.
+std::shared_ptr<WorkerConnection> Connect(int port, HealthLog* log) {
   ConnectionOptions options;
   options.poll_interval = 50ms;
   options.rpc_timeout = 500ms;  // a generous window against a loaded machine
   options.max_failures = 2;
   auto connection =
-      std::make_shared<WorkerConnection>("127.0.0.1:" + std::to_string(port), &log, options);
+      std::make_shared<WorkerConnection>("127.0.0.1:" + std::to_string(port), log, options);
   connection->Start();
+  return connection;
+}
+
+TEST(WorkerConnectionTest, AStarvedPollDoesNotUnseatAWorkerThatIsStillHeardFrom) {
+  StallingWorker service;
+  int port = 0;
+  std::unique_ptr<grpc::Server> server = Serve(&service, &port);
+  ASSERT_GT(port, 0);
+  HealthLog log;
+  auto connection = Connect(port, &log);
   ASSERT_TRUE(WaitFor([&] { return connection->healthy(); }, 10s));
 
   // Polls time out for 1.5 s (3 in a row at most) while events keep coming.
@@ -139,19 +149,10 @@ TEST(WorkerConnectionTest, AStarvedPollDoesNotUnseatAWorkerThatIsStillHeardFrom)
 TEST(WorkerConnectionTest, EventBatchesCarryTheLoad) {
   StallingWorker service;
   int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server = Serve(&service, &port);
   ASSERT_GT(port, 0);
-
   HealthLog log;
-  ConnectionOptions options;
-  options.poll_interval = 50ms;
-  options.rpc_timeout = 500ms;
-  auto connection =
-      std::make_shared<WorkerConnection>("127.0.0.1:" + std::to_string(port), &log, options);
-  connection->Start();
+  auto connection = Connect(port, &log);
   ASSERT_TRUE(WaitFor([&] { return connection->healthy(); }, 10s));
   EXPECT_EQ(connection->routing_load().running, 0);
 
