@@ -93,80 +93,72 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds l
   return condition();
 }
 
-// Serves `service` on a loopback port (*port).
-std::unique_ptr<grpc::Server> Serve(StallingWorker* service, int* port) {
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
-  builder.RegisterService(service);
-  return builder.BuildAndStart();
-}
+// A StallingWorker on a loopback port and a connection to it that polls
+// every 50 ms, healthy before each test begins.
+class WorkerConnectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int port = 0;
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_GT(port, 0);
+    ConnectionOptions options;
+    options.poll_interval = 50ms;
+    options.rpc_timeout = 500ms;  // a generous window against a loaded machine
+    options.max_failures = 2;
+    connection_ =
+        std::make_shared<WorkerConnection>("127.0.0.1:" + std::to_string(port), &log_, options);
+    connection_->Start();
+    ASSERT_TRUE(WaitFor([&] { return connection_->healthy(); }, 10s));
+  }
+  void TearDown() override {
+    if (connection_) connection_->Stop();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + 1s);
+  }
 
-// A started connection to 127.0.0.1:port that polls every 50 ms.
-std::shared_ptr<WorkerConnection> Connect(int port, HealthLog* log) {
-  ConnectionOptions options;
-  options.poll_interval = 50ms;
-  options.rpc_timeout = 500ms;  // a generous window against a loaded machine
-  options.max_failures = 2;
-  auto connection =
-      std::make_shared<WorkerConnection>("127.0.0.1:" + std::to_string(port), log, options);
-  connection->Start();
-  return connection;
-}
+  StallingWorker service_;
+  HealthLog log_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<WorkerConnection> connection_;
+};
 
-TEST(WorkerConnectionTest, AStarvedPollDoesNotUnseatAWorkerThatIsStillHeardFrom) {
-  StallingWorker service;
-  int port = 0;
-  std::unique_ptr<grpc::Server> server = Serve(&service, &port);
-  ASSERT_GT(port, 0);
-  HealthLog log;
-  auto connection = Connect(port, &log);
-  ASSERT_TRUE(WaitFor([&] { return connection->healthy(); }, 10s));
-
+TEST_F(WorkerConnectionTest, AStarvedPollDoesNotUnseatAWorkerThatIsStillHeardFrom) {
   // Polls time out for 1.5 s (3 in a row at most) while events keep coming.
-  service.stall_load = true;
+  service_.stall_load = true;
   std::this_thread::sleep_for(1500ms);
-  EXPECT_TRUE(connection->healthy());
-  EXPECT_EQ(log.changes(), std::vector<bool>{true});
+  EXPECT_TRUE(connection_->healthy());
+  EXPECT_EQ(log_.changes(), std::vector<bool>{true});
 
   // Nothing from the worker on any call: out within a few polls.
-  service.silent = true;
-  EXPECT_TRUE(WaitFor([&] { return !connection->healthy(); }, 5s));
+  service_.silent = true;
+  EXPECT_TRUE(WaitFor([&] { return !connection_->healthy(); }, 5s));
 
   // Answering again: back in.
-  service.stall_load = false;
-  service.silent = false;
-  EXPECT_TRUE(WaitFor([&] { return connection->healthy(); }, 5s));
+  service_.stall_load = false;
+  service_.silent = false;
+  EXPECT_TRUE(WaitFor([&] { return connection_->healthy(); }, 5s));
   // healthy() turns before the listener hears of it.
-  EXPECT_TRUE(WaitFor([&] { return log.changes().size() == 3; }, 5s));
-  EXPECT_EQ(log.changes(), (std::vector<bool>{true, false, true}));
-  connection->Stop();
-  server->Shutdown(std::chrono::system_clock::now() + 1s);
+  EXPECT_TRUE(WaitFor([&] { return log_.changes().size() == 3; }, 5s));
+  EXPECT_EQ(log_.changes(), (std::vector<bool>{true, false, true}));
 }
 
 // A worker's load rides on its KV event batches: the router sees it at the
 // batches' pace even while its polls go unanswered, and ignores a load of
 // another epoch (the poll first fetches the new epoch's info).
-TEST(WorkerConnectionTest, EventBatchesCarryTheLoad) {
-  StallingWorker service;
-  int port = 0;
-  std::unique_ptr<grpc::Server> server = Serve(&service, &port);
-  ASSERT_GT(port, 0);
-  HealthLog log;
-  auto connection = Connect(port, &log);
-  ASSERT_TRUE(WaitFor([&] { return connection->healthy(); }, 10s));
-  EXPECT_EQ(connection->routing_load().running, 0);
+TEST_F(WorkerConnectionTest, EventBatchesCarryTheLoad) {
+  EXPECT_EQ(connection_->routing_load().running, 0);
 
-  service.stall_load = true;  // polls answer nothing new from here on
-  service.batch_running = 5;
-  EXPECT_TRUE(WaitFor([&] { return connection->routing_load().running == 5; }, 5s));
-  EXPECT_EQ(connection->load().running(), 5u);
+  service_.stall_load = true;  // polls answer nothing new from here on
+  service_.batch_running = 5;
+  EXPECT_TRUE(WaitFor([&] { return connection_->routing_load().running == 5; }, 5s));
+  EXPECT_EQ(connection_->load().running(), 5u);
 
-  service.batch_epoch = 8;
-  service.batch_running = 9;
+  service_.batch_epoch = 8;
+  service_.batch_running = 9;
   std::this_thread::sleep_for(300ms);  // 15 batches
-  EXPECT_EQ(connection->routing_load().running, 5);
-  connection->Stop();
-  server->Shutdown(std::chrono::system_clock::now() + 1s);
+  EXPECT_EQ(connection_->routing_load().running, 5);
 }
 
 }  // namespace
