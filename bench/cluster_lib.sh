@@ -7,7 +7,9 @@
 # POLICY may be "prefix+fetch": the prefix policy with peer fetch. ROLES (one
 # word per worker, e.g. "prefill decode") gives the workers roles, and
 # ROUTER_FLAGS more router flags. ROUTERS (default 1) routers over the same
-# workers; ROUTER is then their addresses, comma-separated.
+# workers; ROUTER is then their addresses, comma-separated. WORKER_CPUS (one
+# CPU list per worker, e.g. "0 1") and ROUTER_CPUS (one list for every
+# router) pin the processes with taskset, as if each had its own machine.
 
 # The value of NAME=VALUE in a process's "listening" line.
 field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
@@ -15,13 +17,17 @@ field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
 start_cluster() {
   local workers=$1 policy=$2
   shift 2
-  local i addrs=() roles=(${ROLES:-}) router_flags=(${ROUTER_FLAGS:-})
+  local i addrs=() roles=(${ROLES:-}) router_flags=(${ROUTER_FLAGS:-}) cpus=(${WORKER_CPUS:-}) pin
+  local router_pin=()
+  [[ -n ${ROUTER_CPUS:-} ]] && router_pin=(taskset -c "$ROUTER_CPUS")
   if [[ $policy == *+fetch ]]; then
     policy=${policy%+fetch}
     router_flags+=(--prefix-peer-fetch)
   fi
   for ((i = 0; i < workers; ++i)); do
-    "$B/worker/kvmesh-worker" --grpc-port 0 --http-port 0 --threads 1 --worker-id "w$i" \
+    pin=()
+    [[ -n ${cpus[$i]:-} ]] && pin=(taskset -c "${cpus[$i]}")
+    ${pin[@]+"${pin[@]}"} "$B/worker/kvmesh-worker" --grpc-port 0 --http-port 0 --threads 1 --worker-id "w$i" \
       --role "${roles[$i]:-both}" --log-level warning "$@" >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
   done
   for ((i = 0; i < workers; ++i)); do
@@ -30,7 +36,7 @@ start_cluster() {
   done
   local r routers=()
   for ((r = 0; r < ${ROUTERS:-1}; ++r)); do
-    "$B/router/kvmesh-router" --grpc-port 0 --http-port 0 --policy "$policy" --log-level warning \
+    ${router_pin[@]+"${router_pin[@]}"} "$B/router/kvmesh-router" --grpc-port 0 --http-port 0 --policy "$policy" --log-level warning \
       ${router_flags[@]+"${router_flags[@]}"} --workers "$(IFS=,; echo "${addrs[*]}")" \
       >"$tmp/r$r.out" 2>"$tmp/r$r.err" &
   done

@@ -5,7 +5,14 @@
 # worker and one decode worker. Each configuration runs ROUNDS times,
 # alternating; prints one markdown row per run and the machine load.
 #
-#   [ROUNDS=2] [CHAT=3] [REPLY_TOKENS=64] [LONG_TOKENS=3000] [LONG_INTERVAL_MS=1500]
+# PIN=1 gives each worker a core of its own, as each would have its own GPU:
+# worker 0 (the prefill worker when disaggregated) on CPU 0, worker 1 (the
+# decode worker) on CPU 1 with the router and the client. The decode
+# worker's baseline and its mixed phase then run on the same core, and the
+# prefill work lands on the other one. Without it (the default) every
+# process floats over every core.
+#
+#   [PIN=0] [ROUNDS=2] [CHAT=3] [REPLY_TOKENS=64] [LONG_TOKENS=3000] [LONG_INTERVAL_MS=1500]
 #   [PHASE_SECONDS=10] [MODEL=../shared/models/tinystories-d64.gguf] [BUILD_DIR=build]
 #   bench/disagg.sh
 set -euo pipefail
@@ -16,8 +23,13 @@ MODEL=${MODEL:-../shared/models/tinystories-d64.gguf}
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 . bench/cluster_lib.sh
+client_pin=()
+if [[ ${PIN:-0} == 1 ]]; then
+  export WORKER_CPUS="0 1" ROUTER_CPUS=1
+  client_pin=(taskset -c 1)
+fi
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "2 workers x 1 thread, $(basename "$MODEL"), ${CHAT:-3} chat streams x ${REPLY_TOKENS:-64}" \
+echo "2 workers x 1 thread$([[ ${PIN:-0} == 1 ]] && echo ", pinned: worker 0 on CPU 0, worker 1, router and client on CPU 1"), $(basename "$MODEL"), ${CHAT:-3} chat streams x ${REPLY_TOKENS:-64}" \
   "tokens, a ${LONG_TOKENS:-3000}-token prompt every ${LONG_INTERVAL_MS:-1500} ms"
 echo
 echo "| serving | ITL p99 alone / mixed ms | ITL p99.9 alone / mixed ms | TPOT p99 alone / mixed ms | ITL p99 ratio | TPOT p99 ratio | chat TTFT p90 mixed ms | long TTFT p50 / p90 ms | long prompts |"
@@ -28,7 +40,7 @@ for ((round = 0; round < ROUNDS; ++round)); do
     if [[ $mode == disaggregated ]]; then roles="prefill decode"; else roles=""; fi
     ROLES=$roles ROUTER_FLAGS="--disagg-min-prompt-tokens 256" \
       start_cluster 2 prefix --model "$MODEL" --context-length 4096 --allow-context-overflow
-    json=$("$B/bench/disagg_mix" --router "$ROUTER" --chat "${CHAT:-3}" \
+    json=$(${client_pin[@]+"${client_pin[@]}"} "$B/bench/disagg_mix" --router "$ROUTER" --chat "${CHAT:-3}" \
       --reply-tokens "${REPLY_TOKENS:-64}" --long-tokens "${LONG_TOKENS:-3000}" \
       --long-interval-ms "${LONG_INTERVAL_MS:-1500}" --phase-seconds "${PHASE_SECONDS:-10}" |
       tail -1 || true)
