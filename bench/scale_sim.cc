@@ -13,8 +13,9 @@
 //     decodes every request at --decode-tps tokens/s each; it admits the
 //     queued request holding the most cached blocks first (of the first 16,
 //     as the worker's scheduler does); it batches its KV events every
-//     --event-ms and they reach each router --lag-ms later; it reports its
-//     load every --report-ms;
+//     --event-ms and they reach each router --lag-ms later, each batch with
+//     the worker's load as it was sent (--load-with-events 1, as real
+//     workers do; 0: none), and it reports its load every --report-ms;
 //   - agents: --tenants tenants, each with a shared prefix (system prompt and
 //     tools) of --prefix-tokens; sessions of --turns turns, each turn adding a
 //     tool result of 500-2500 tokens and an answer of 100-700, then a pause
@@ -408,6 +409,7 @@ class Simulation {
         b.blocks += static_cast<int64_t>(hashes.size());
         b.runs.emplace_back(run.stored, std::move(hashes));
       }
+      if (o_.load_with_events) b.load = LoadOf(slot);
       batches.push_back(std::move(b));
     }
     pending_.clear();
@@ -433,29 +435,38 @@ class Simulation {
           else
             r->group->index.RemoveExact(b.worker, hashes);
         }
+        if (b.load) r->clients[b.worker]->set_load(*b.load);
         r->ingest_blocks += b.blocks;
         ++r->ingest_batches;
-        // 18 bytes a hash (16 and its tag), ~12 a run, ~24 a batch.
-        r->ingest_bytes += b.blocks * 18 + static_cast<int64_t>(b.runs.size()) * 12 + 24;
+        // 18 bytes a hash (16 and its tag), ~12 a run, ~24 a batch, and the
+        // load it carries.
+        r->ingest_bytes += b.blocks * 18 + static_cast<int64_t>(b.runs.size()) * 12 + 24 +
+                           (b.load ? static_cast<int64_t>(b.load->ByteSizeLong()) : 0);
       }
       r->ingest_s += std::chrono::duration<double>(WallClock::now() - t0).count();
     }
   }
 
+  // What a worker reports as its load (Worker.GetLoad).
+  kvmesh::v1::LoadResponse LoadOf(int w) const {
+    const Worker& worker = workers_[w];
+    kvmesh::v1::LoadResponse load;
+    load.set_running(static_cast<uint32_t>(worker.decoding.size() + (worker.prefilling >= 0)));
+    load.set_waiting(static_cast<uint32_t>(worker.queue.size()));
+    load.set_queued_prefill_tokens(static_cast<uint64_t>(worker.queued_tokens));
+    load.set_prefill_tokens_per_s(o_.prefill_tps);
+    load.set_kv_blocks_total(static_cast<uint64_t>(o_.worker_blocks));
+    load.set_kv_blocks_used(static_cast<uint64_t>(worker.cache.pinned()));
+    load.set_kv_blocks_cached(static_cast<uint64_t>(worker.cache.unpinned()));
+    load.set_kv_blocks_free(
+        static_cast<uint64_t>(std::max<int64_t>(0, o_.worker_blocks - worker.cache.pinned())));
+    return load;
+  }
+
   void Report() {
     for (int w = 0; w < o_.workers; ++w) {
-      const Worker& worker = workers_[w];
-      if (!worker.alive) continue;
-      kvmesh::v1::LoadResponse load;
-      load.set_running(static_cast<uint32_t>(worker.decoding.size() + (worker.prefilling >= 0)));
-      load.set_waiting(static_cast<uint32_t>(worker.queue.size()));
-      load.set_queued_prefill_tokens(static_cast<uint64_t>(worker.queued_tokens));
-      load.set_prefill_tokens_per_s(o_.prefill_tps);
-      load.set_kv_blocks_total(static_cast<uint64_t>(o_.worker_blocks));
-      load.set_kv_blocks_used(static_cast<uint64_t>(worker.cache.pinned()));
-      load.set_kv_blocks_cached(static_cast<uint64_t>(worker.cache.unpinned()));
-      load.set_kv_blocks_free(
-          static_cast<uint64_t>(std::max<int64_t>(0, o_.worker_blocks - worker.cache.pinned())));
+      if (!workers_[w].alive) continue;
+      const kvmesh::v1::LoadResponse load = LoadOf(w);
       for (auto& r : routers_) r->clients[w]->set_load(load);
     }
     Push(now_ + o_.report_ms / 1000, Kind::kReport, 0);

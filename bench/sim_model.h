@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,8 @@ struct Options {
   double event_ms = 50;
   double lag_ms = 20;
   double report_ms = 250;
-  double detect_ms = 600;  // 3 failed load polls 200 ms apart
+  bool load_with_events = true;  // workers send their load with each event batch
+  double detect_ms = 600;        // 3 failed load polls 200 ms apart
   int sample = 64;
   double phase_s = 60;
   double warmup_s = 90;
@@ -102,11 +104,13 @@ struct SimRouter {
   std::vector<double> decision_us;
 };
 
-// One batch per worker per flush: its runs of stored and removed hashes.
+// One batch per worker per flush: its runs of stored and removed hashes, and
+// (with --load-with-events) the worker's load when the batch was sent.
 struct EventBatch {
   int worker = 0;
   std::vector<std::pair<bool, std::vector<BlockHash>>> runs;
   int64_t blocks = 0;
+  std::optional<v1::LoadResponse> load;
 };
 
 enum class Kind { kArrive, kPrefillDone, kFinish, kFlush, kDeliver, kReport, kPhase, kDetect };
@@ -155,6 +159,11 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
       {"--event-ms", [&](const std::string& v) { o->event_ms = std::stod(v); }},
       {"--lag-ms", [&](const std::string& v) { o->lag_ms = std::stod(v); }},
       {"--report-ms", [&](const std::string& v) { o->report_ms = std::stod(v); }},
+      {"--load-with-events",
+       [&](const std::string& v) {
+         if (v != "0" && v != "1") throw std::invalid_argument(v);
+         o->load_with_events = v == "1";
+       }},
       {"--detect-ms", [&](const std::string& v) { o->detect_ms = std::stod(v); }},
       {"--sample", [&](const std::string& v) { o->sample = std::stoi(v); }},
       {"--phase-s", [&](const std::string& v) { o->phase_s = std::stod(v); }},
@@ -169,7 +178,7 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
     try {
       it->second(argv[i + 1]);
     } catch (const std::exception&) {
-      return flag + ": not a number: " + argv[i + 1];
+      return flag + ": not a valid value: " + argv[i + 1];
     }
   }
   if (o->workers < 1 || o->workers > router::kMaxWorkersPerModel)
