@@ -22,6 +22,10 @@
 # ROUTERS > 1 puts that many routers over the same workers, turn t of
 # session s going through router (s + t) mod ROUTERS, as requests behind a
 # Service over a deployment's router replicas land on any of them.
+# DETAIL=1 prints, after the table, each run's hit ratio by turn, how many
+# later turns stayed on the previous turn's worker, and the prompt tokens
+# each worker computed (its kvmesh_worker_prefill_tokens_total): where a
+# policy's work piled up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
@@ -39,6 +43,7 @@ MODEL=${MODEL:-../shared/models/stories260K.gguf}
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 . bench/cluster_lib.sh
+details=()
 bytes_per_token=$("$B/cli/kvmesh" kv-plan -m "$MODEL" --context "$CONTEXT" --kv-type f16 --json |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_per_token"])')
 kv_memory=$((bytes_per_token * KV_TOKENS))
@@ -54,10 +59,20 @@ for demand in $DEMANDS; do
   tenants=$(python3 -c "print(max(1, round($demand * $WORKERS * $KV_TOKENS / $CONTEXT)))")
   for policy in $POLICIES; do
     start_cluster "$WORKERS" "$policy" --model "$MODEL" --kv-memory "$kv_memory"
-    json=$("$B/bench/router_sessions" --router "$ROUTER" \
+    "$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
       --concurrency "$CONCURRENCY" --rate "$RATE" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens 32 \
-      --reply-tokens 16 | tail -1 || true)
+      --reply-tokens 16 >"$tmp/sessions.out" || true
+    json=$(tail -1 "$tmp/sessions.out")
+    if [[ ${DETAIL:-0} == 1 ]]; then
+      computed=()
+      for ((i = 0; i < WORKERS; ++i)); do
+        computed+=("$(curl -s "http://$(field http "$tmp/w$i.out")/metrics" |
+          awk '$1 == "kvmesh_worker_prefill_tokens_total" { print $2 }')")
+      done
+      details+=("$(python3 -c "print(f'{float($demand):.0%}')") $policy: $(grep '^cached by turn' "$tmp/sessions.out");"\
+" prompt tokens computed per worker: ${computed[*]}")
+    fi
     if ! python3 -c 'import json,sys; json.loads(sys.argv[1])' "$json" 2>/dev/null; then
       echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | |"
       stop_cluster
@@ -74,4 +89,8 @@ PY
   done
 done
 echo
+if [[ ${DETAIL:-0} == 1 ]]; then
+  printf '%s\n' "${details[@]}"
+  echo
+fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
