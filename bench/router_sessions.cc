@@ -10,7 +10,7 @@
 //
 //   build/bench/router_sessions --router 127.0.0.1:50050[,HOST:PORT…] [--sessions 16] [--turns 6]
 //       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
-//       [--tenants 1] [--tenant-skew 0] [--rate 0]
+//       [--tenants 1] [--tenant-skew 0] [--rate 0] [--trace FILE]
 //
 // Closed loop by default: --concurrency sessions at a time, each next one
 // starting when one ends. With --rate R (requests per second), open loop:
@@ -21,7 +21,10 @@
 //
 // Reports the prompt tokens served from cache (worker-reported), time to first
 // token (mean, p50, p90, measured by the client), requests per second and per
-// worker. Last line: one JSON object.
+// worker. Last line: one JSON object. --trace FILE writes one line per
+// request (tab-separated: seconds since the start when it was sent, session,
+// tenant, turn, worker, prompt tokens, cached tokens, TTFT ms), to follow
+// where each tenant's requests went over a run.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
   int sessions = 16, turns = 6, concurrency = 4, system_tokens = 256, user_tokens = 48,
       reply_tokens = 32, tenants = 1;
   double rate = 0, skew = 0;
+  std::string trace_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::atoi(argv[i + 1]);
@@ -79,6 +83,13 @@ int main(int argc, char** argv) {
       rate = std::atof(argv[i + 1]);
     else if (a == "--tenant-skew")
       skew = std::atof(argv[i + 1]);
+    else if (a == "--trace")
+      trace_path = argv[i + 1];
+  }
+  std::FILE* trace = nullptr;
+  if (!trace_path.empty() && (trace = std::fopen(trace_path.c_str(), "w")) == nullptr) {
+    std::fprintf(stderr, "router_sessions: cannot write --trace %s\n", trace_path.c_str());
+    return 2;
   }
   if (!(skew >= 0)) {
     std::fprintf(stderr, "router_sessions: --tenant-skew must be >= 0\n");
@@ -153,6 +164,12 @@ int main(int argc, char** argv) {
         break;
       }
       ttfts.push_back(ttft);
+      if (trace) {
+        std::fprintf(trace, "%.4f\t%d\t%d\t%d\t%s\t%d\t%d\t%.2f\n",
+                     std::chrono::duration<double>(t0 - start).count(), s, tenant_of[s], t,
+                     worker.c_str(), last.usage().prompt_tokens(), last.usage().cached_tokens(),
+                     ttft);
+      }
       ++per_worker[worker];
       prompt_total += last.usage().prompt_tokens();
       cached_total += last.usage().cached_tokens();
@@ -181,6 +198,7 @@ int main(int argc, char** argv) {
     }
   }
   for (auto& t : threads) t.join();
+  if (trace) std::fclose(trace);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::sort(ttfts.begin(), ttfts.end());
   const double mean =
