@@ -13,7 +13,10 @@
 #      16-stream decode on each against a device copy-bandwidth probe, and
 #      the two splits of llama-1b Q4_0 on virtual devices;
 #   4. prints one table and writes everything to $OUT (or
-#      /tmp/kvmesh-gpu-check): summary.txt, table.md, bench.jsonl, the logs.
+#      /tmp/kvmesh-gpu-check): summary.txt, table.md, bench.jsonl, the logs;
+#   5. with GPU_CHECK_PROFILE=1, times every kernel of a llama-1b prefill and
+#      decode under Nsight Compute and splits a decode step into kernel time
+#      and the gaps between kernels (bench/gpu_profile_summary.py).
 # Where the machine has no ../shared and none of the packages, run
 # bench/gpu_check_prepare.sh here first and carry .gpu-check/.
 # Exit status: the number of failed test binaries (0: all passed).
@@ -133,6 +136,44 @@ for shape in $SHAPES; do
 done
 wait "$SYNTH"
 tail -3 "$RESULTS/synth.log" >>"$RESULTS/summary.txt"
+
+# 3c. Where a step's time goes (GPU_CHECK_PROFILE=1, when ncu can read the
+# device's counters): every kernel of llama-1b Q4_0's pp512, its 16-token
+# prefill and its batch-1 decode steps, timed one by one by Nsight Compute;
+# each step starts at its embedding kernel. Against the step's wall time this
+# splits a decode step into kernel time and the gaps between kernels (launch
+# and host work). Bounded to GPU_CHECK_PROFILE_S seconds (180).
+f=$MODELS/llama-1b-q4_0.gguf
+if [ "${GPU_CHECK_PROFILE:-0}" = 1 ] && command -v ncu >/dev/null; then
+  if [ ! -f "$f" ]; then
+    "$B/bench/kvmesh_gpu_bench" synth --shape llama-1b --type q4_0 --vocab "$VOCAB" -o "$f" \
+      >>"$RESULTS/synth.log" 2>&1
+  fi
+  timeout "${GPU_CHECK_PROFILE_S:-180}" ncu --clock-control none --cache-control none --csv \
+    --print-units base \
+    --launch-count 4000 \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+    "$B/bench/kvmesh_gpu_bench" run -m "$f" --pp 512 --tg 2 --streams 1 \
+    >"$RESULTS/profile.csv" 2>"$RESULTS/profile.err"
+  log "profile: ncu exit $?, $(grep -c '"gpu__time_duration.sum"' "$RESULTS/profile.csv") kernels"
+  python3 "$ROOT/bench/gpu_profile_summary.py" "$RESULTS/profile.csv" "$BENCH" \
+    2>&1 | tee -a "$RESULTS/summary.txt"
+fi
+
+# 3d. The kernels under compute-sanitizer's memcheck (GPU_CHECK_SANITIZE=1):
+# the kernel parity tests and the executor on one model with a rotated q4_0
+# cache, both splits included. Bounded to GPU_CHECK_SANITIZE_S seconds (120).
+if [ "${GPU_CHECK_SANITIZE:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  timeout "${GPU_CHECK_SANITIZE_S:-120}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$B/worker/cuda_kernels_test" --gtest_color=no >"$RESULTS/memcheck.log" 2>&1
+  rc_kernels=$?
+  timeout "${GPU_CHECK_SANITIZE_S:-120}" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$B/tests/cuda_executor_test" --gtest_color=no --gtest_filter='*Q4_K_M*' \
+    >>"$RESULTS/memcheck.log" 2>&1
+  log "memcheck: kernels exit $rc_kernels, executor exit $? (0 clean, 9 errors found, 124 cut by time)"
+  grep -E "ERROR SUMMARY|Invalid|out of bounds" "$RESULTS/memcheck.log" | sort | uniq -c | head -20 |
+    tee -a "$RESULTS/summary.txt"
+fi
 
 # 4. The table.
 python3 - "$BENCH" "$RESULTS/table.md" <<'PY'

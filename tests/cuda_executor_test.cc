@@ -59,9 +59,18 @@ StatusOr<std::unique_ptr<ModelExecutor>> Make(const Model& model, const KvLayout
 using testing::RunForwardScenario;
 using testing::ScenarioTokens;
 
+// How one run's logits compare with a reference run's, row by row.
 struct Agreement {
   int rows = 0, same_top1 = 0;
   double max_abs = 0.0, max_logit = 0.0;
+  // Where the top-1 differs: the row and how far the reference ranks the
+  // chosen token below its own best (0: a tie).
+  std::vector<std::pair<int, double>> flips;
+  double WidestFlip() const {
+    double m = 0.0;
+    for (const auto& f : flips) m = std::max(m, f.second);
+    return m;
+  }
 };
 
 Agreement Compare(const std::vector<std::vector<float>>& got,
@@ -74,7 +83,13 @@ Agreement Compare(const std::vector<std::vector<float>>& got,
     for (size_t r = 0; r < want[s].size() / n_vocab; ++r) {
       const float* g = got[s].data() + r * n_vocab;
       const float* w = want[s].data() + r * n_vocab;
-      a.same_top1 += std::max_element(g, g + n_vocab) == g + (std::max_element(w, w + n_vocab) - w);
+      const int64_t g_top = std::max_element(g, g + n_vocab) - g;
+      const int64_t w_top = std::max_element(w, w + n_vocab) - w;
+      if (g_top == w_top) {
+        ++a.same_top1;
+      } else {
+        a.flips.push_back({a.rows, static_cast<double>(w[w_top]) - w[g_top]});
+      }
       ++a.rows;
       for (int i = 0; i < n_vocab; ++i) {
         a.max_abs = std::max(a.max_abs, static_cast<double>(std::fabs(g[i] - w[i])));
@@ -85,11 +100,38 @@ Agreement Compare(const std::vector<std::vector<float>>& got,
   return a;
 }
 
-void ExpectClose(const Agreement& a, const std::string& what) {
-  std::printf("%s: top-1 %d/%d, max |d logit| %.4g (logits up to %.3g)\n", what.c_str(),
-              a.same_top1, a.rows, a.max_abs, a.max_logit);
-  EXPECT_GE(a.same_top1, a.rows * 99 / 100) << what;
-  EXPECT_LT(a.max_abs, 0.05 * a.max_logit + 1e-3) << what;
+// What a device's logits may differ from the CPU's by.
+//  - Every logit within 5% of the largest.
+//  - The top-1 token the same, except on near ties: where the CPU ranks the
+//    device's choice within 1% of the largest logit below its own. The CPU's
+//    own kernels differ that way among themselves: on these steps of random
+//    tokens, its scalar and AVX-512 kernels pick different tokens on rows
+//    whose two best logits are 0.001-0.04 apart (tinystories-d64 Q6_K and
+//    Q4_K_M), and a bar of 99% identical top-1 fails them as it failed the
+//    first GPU run.
+//  - Through a 4-bit cache (`cache_error` > 0) both bars widen to the
+//    largest change the cache itself makes to these logits on the CPU,
+//    against an f32 cache. A rounding difference in a key before it is
+//    encoded moves it a whole 4-bit step, or changes its block's scale, so
+//    two correct executors differ there by up to what the quantization does.
+struct Bar {
+  double max_abs = 0.0, near_tie = 0.0;
+};
+
+Bar BarFor(const Agreement& a, double cache_error) {
+  return {std::max(0.05 * a.max_logit + 1e-3, cache_error),
+          std::max(0.01 * a.max_logit, cache_error)};
+}
+
+void ExpectClose(const Agreement& a, const std::string& what, double cache_error = 0.0) {
+  const Bar bar = BarFor(a, cache_error);
+  std::printf("%s: top-1 %d/%d, max |d logit| %.4g (logits up to %.3g; bar %.3g)", what.c_str(),
+              a.same_top1, a.rows, a.max_abs, a.max_logit, bar.max_abs);
+  for (const auto& [row, margin] : a.flips) std::printf(" [row %d: %.3g]", row, margin);
+  std::printf("\n");
+  EXPECT_LT(a.max_abs, bar.max_abs) << what;
+  EXPECT_LE(a.WidestFlip(), bar.near_tie)
+      << what << ": the top-1 token differs where the reference's choice is clear";
 }
 
 struct Case {
@@ -125,13 +167,37 @@ TEST_P(CudaExecutorTest, OneGpuAgreesWithTheCpu) {
   auto cpu = Make(*model, layout, "", "");
   ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
   const auto want = RunForwardScenario(**cpu, n_vocab);
+  // The same steps through an f32 cache, on both: the executors' arithmetic
+  // without the cache's rounding.
+  const KvLayout exact = LayoutFor(*model, TensorType::kF32, false);
+  auto cpu_exact = Make(*model, exact, "", "");
+  ASSERT_TRUE(cpu_exact.ok()) << cpu_exact.status().ToString();
+  const auto want_exact = RunForwardScenario(**cpu_exact, n_vocab);
+  const Agreement cache = Compare(want, want_exact, n_vocab);
+  std::printf("%s: the CPU's %s cache against its f32 cache: top-1 %d/%d, max |d logit| %.4g\n",
+              c.model.c_str(), layout.TypeName().c_str(), cache.same_top1, cache.rows,
+              cache.max_abs);
+  const double cache_error = c.kv == TensorType::kQ4_0 ? cache.max_abs : 0.0;
   for (const char* kernels : {"fast", "plain"}) {
     setenv("KVMESH_CUDA_KERNELS", kernels, 1);
     auto gpu = Make(*model, layout, "cuda:0", "");
+    auto gpu_exact = Make(*model, exact, "cuda:0", "");
     unsetenv("KVMESH_CUDA_KERNELS");
     ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
-    ExpectClose(Compare(RunForwardScenario(**gpu, n_vocab), want, n_vocab),
-                c.model + " kv " + layout.TypeName() + " " + kernels + " kernels");
+    ASSERT_TRUE(gpu_exact.ok()) << gpu_exact.status().ToString();
+    const auto got = RunForwardScenario(**gpu, n_vocab);
+    ExpectClose(Compare(got, want, n_vocab),
+                c.model + " kv " + layout.TypeName() + " " + kernels + " kernels", cache_error);
+    ExpectClose(Compare(RunForwardScenario(**gpu_exact, n_vocab), want_exact, n_vocab),
+                c.model + " kv f32 " + kernels + " kernels");
+    // As an approximation of the f32 cache, the device's cache is as good
+    // as the CPU's (printed: the bars above decide).
+    const Agreement gpu_cache = Compare(got, want_exact, n_vocab);
+    std::printf(
+        "%s: the GPU's %s cache (%s) against the CPU's f32 cache: top-1 %d/%d, "
+        "max |d logit| %.4g\n",
+        c.model.c_str(), layout.TypeName().c_str(), kernels, gpu_cache.same_top1, gpu_cache.rows,
+        gpu_cache.max_abs);
   }
 }
 

@@ -24,37 +24,51 @@ __device__ __forceinline__ size_t PageRow(const PagedKv& kv, const StepTokens& t
   return (static_cast<size_t>(block) * kv.block_size + pos % kv.block_size) * kv.n_head_kv + head;
 }
 
-// One thread per (token, head): threads j < n_head rotate a query head,
-// the others transform and store one KV head's K and V rows.
-__global__ void WriteKvKernel(KvWrite w, PagedKv kv, StepTokens t) {
+// One warp per (token, head) row: the lanes load the row into shared memory
+// together, then lane 0 transforms and encodes it with the CPU's serial code
+// (block_math.h). Rows j < n_head are query heads, rotated in place where K
+// is stored rotated; the others are KV heads, whose K and V rows it stores.
+__global__ void __launch_bounds__(kThreads) WriteKvKernel(KvWrite w, PagedKv kv, StepTokens t) {
+  __shared__ float rows[kWarps][kMaxHeadDim];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int per_token = w.n_head + kv.n_head_kv;
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= t.n_tokens * per_token) return;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  if (i >= t.n_tokens * per_token) return;  // whole warps leave together
   const int64_t token = i / per_token;
   const int j = static_cast<int>(i % per_token);
   const int hd = w.head_dim;
-  float buf[kMaxHeadDim];
+  float* buf = rows[warp];
   if (j < w.n_head) {
     if (!w.k_rotated) return;
     float* q = w.q + (token * w.n_head + j) * hd;
-    for (int d = 0; d < hd; ++d) buf[d] = q[d];
-    Hadamard(buf, hd);
-    for (int d = 0; d < hd; ++d) q[d] = buf[d];
+    for (int d = lane; d < hd; d += 32) buf[d] = q[d];
+    __syncwarp();
+    if (lane == 0) Hadamard(buf, hd);
+    __syncwarp();
+    for (int d = lane; d < hd; d += 32) q[d] = buf[d];
     return;
   }
   const int h = j - w.n_head;
   const size_t row = PageRow(kv, t, token, t.positions[token], h);
-  float* k = w.k + (token * kv.n_head_kv + h) * hd;
-  for (int d = 0; d < hd; ++d) buf[d] = k[d];
-  if (w.k_mean != nullptr) {
-    for (int d = 0; d < hd; ++d) buf[d] -= w.k_mean[h * hd + d];
+  const float* k = w.k + (token * kv.n_head_kv + h) * hd;
+  for (int d = lane; d < hd; d += 32) {
+    float x = k[d];
+    if (w.k_mean != nullptr) x -= w.k_mean[h * hd + d];
+    buf[d] = x;
   }
-  if (w.k_rotated) Hadamard(buf, hd);
-  EncodeKvRow(kv.k_type, w.min_error, buf, kv.k + row * kv.k_row_bytes, hd);
-  float* v = w.v + (token * kv.n_head_kv + h) * hd;
-  for (int d = 0; d < hd; ++d) buf[d] = v[d];
-  if (w.v_rotated) Hadamard(buf, hd);
-  EncodeKvRow(kv.v_type, w.min_error, buf, kv.v + row * kv.v_row_bytes, hd);
+  __syncwarp();
+  if (lane == 0) {
+    if (w.k_rotated) Hadamard(buf, hd);
+    EncodeKvRow(kv.k_type, w.min_error, buf, kv.k + row * kv.k_row_bytes, hd);
+  }
+  __syncwarp();
+  const float* v = w.v + (token * kv.n_head_kv + h) * hd;
+  for (int d = lane; d < hd; d += 32) buf[d] = v[d];
+  __syncwarp();
+  if (lane == 0) {
+    if (w.v_rotated) Hadamard(buf, hd);
+    EncodeKvRow(kv.v_type, w.min_error, buf, kv.v + row * kv.v_row_bytes, hd);
+  }
 }
 
 // The reference: one thread per (token, query head), an online softmax over
@@ -203,29 +217,201 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One thread per (token, query head): merges the chunks, normalises, and
-// rotates the output back where V is stored rotated.
-__global__ void CombineKernel(AttentionArgs a, StepTokens t, const float* partial, int n_splits) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= t.n_tokens * a.n_head) return;
+// One warp per (token, query head), lanes holding dimensions lane,
+// lane + 32, ...: merges the chunks, normalises, and rotates the output back
+// where V is stored rotated (lane 0, on the row in shared memory).
+__global__ void __launch_bounds__(kThreads)
+    CombineKernel(AttentionArgs a, StepTokens t, const float* partial, int n_splits) {
+  __shared__ float rows[kWarps][kMaxHeadDim];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  if (i >= t.n_tokens * a.n_head) return;  // whole warps leave together
   const int hd = a.head_dim;
+  const int ni = hd / 32;
   const int64_t stride = hd + 2;
   const float* p = partial + i * n_splits * stride;
   const int used = (t.positions[i / a.n_head] + kChunk) / kChunk;  // chunks with positions
   float mm = -INFINITY;
   for (int s = 0; s < used; ++s) mm = fmaxf(mm, p[s * stride]);
-  float acc[kMaxHeadDim];
-  for (int d = 0; d < hd; ++d) acc[d] = 0.0f;
+  float acc[kMaxHeadDim / 32];
+#pragma unroll
+  for (int k = 0; k < kMaxHeadDim / 32; ++k) acc[k] = 0.0f;
   float sum_l = 0.0f;
   for (int s = 0; s < used; ++s) {
     const float c = expf(p[s * stride] - mm);
     sum_l += p[s * stride + 1] * c;
-    for (int d = 0; d < hd; ++d) acc[d] += p[s * stride + 2 + d] * c;
+#pragma unroll
+    for (int k = 0; k < kMaxHeadDim / 32; ++k) {
+      if (k < ni) acc[k] += p[s * stride + 2 + lane + 32 * k] * c;
+    }
   }
-  for (int d = 0; d < hd; ++d) acc[d] /= sum_l;
-  if (a.v_rotated) Hadamard(acc, hd);
+  float* row = rows[warp];
+#pragma unroll
+  for (int k = 0; k < kMaxHeadDim / 32; ++k) {
+    if (k < ni) row[lane + 32 * k] = acc[k] / sum_l;
+  }
+  __syncwarp();
+  if (a.v_rotated && lane == 0) Hadamard(row, hd);
+  __syncwarp();
   float* out = a.out + i * hd;
-  for (int d = 0; d < hd; ++d) out[d] = acc[d];
+  for (int d = lane; d < hd; d += 32) out[d] = row[d];
+}
+
+// Tiled attention for prefill: block (tile, kv head) computes up to
+// TiledRows(head_dim) query rows: TiledTokens consecutive tokens of one
+// sequence times the `group` query heads of one KV head. It walks the
+// context in tiles of TiledPositions positions: each K and V row is decoded
+// once into shared memory and serves every query row of the block (the
+// split-K kernel reads it once per token). Per tile: scores of every (row,
+// position) pair, causal mask, the online-softmax update of each row, then
+// the outputs. Each thread keeps the same outputs in registers throughout.
+constexpr int kTiledQueryFloats = 4096;  // query rows x head_dim
+constexpr int kTiledKvFloats = 2048;     // positions x head_dim, per K and V
+constexpr int kTiledMaxRows = 64;
+constexpr int kTiledMaxPositions = 32;
+constexpr int kTiledOutputs = kTiledQueryFloats / kThreads;  // per thread
+
+__host__ __device__ constexpr int TiledRows(int head_dim) {
+  return kTiledQueryFloats / head_dim < kTiledMaxRows ? kTiledQueryFloats / head_dim
+                                                      : kTiledMaxRows;
+}
+__host__ __device__ constexpr int TiledPositions(int head_dim) {
+  return kTiledKvFloats / head_dim < kTiledMaxPositions ? kTiledKvFloats / head_dim
+                                                        : kTiledMaxPositions;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    AttentionTiledKernel(AttentionArgs a, PagedKv kv, StepTokens t) {
+  const int group = a.n_head / kv.n_head_kv;
+  const int hd = a.head_dim;
+  const int kv_head = blockIdx.y;
+  const int tile_tokens = TiledRows(hd) / group;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * tile_tokens;
+  const int nt = static_cast<int>(min(static_cast<int64_t>(tile_tokens), t.n_tokens - t0));
+  const int rows =
+      nt * group;  // row r: token t0 + r / group, query head kv_head * group + r % group
+  const int np = TiledPositions(hd);
+  const int sk_stride = hd + 1;  // padded: a warp reads 32 positions' element d
+  const int ss_stride = np + 1;  // padded: a thread per row reads its scores
+
+  __shared__ float sq[kTiledQueryFloats];
+  __shared__ float sk[kTiledKvFloats + kTiledMaxPositions];
+  __shared__ float sv[kTiledKvFloats];
+  __shared__ float ss[kTiledMaxRows * (kTiledMaxPositions + 1)];
+  __shared__ float sm[kTiledMaxRows], sl[kTiledMaxRows], sc[kTiledMaxRows];
+  __shared__ int32_t spos[kTiledMaxRows];
+  __shared__ int32_t s_context;
+
+  auto q_offset = [&](int r) {
+    return ((t0 + r / group) * a.n_head + kv_head * group + r % group) * static_cast<int64_t>(hd);
+  };
+  for (int i = threadIdx.x; i < rows * hd; i += kThreads) {
+    sq[i] = a.q[q_offset(i / hd) + i % hd];
+  }
+  if (threadIdx.x < nt) spos[threadIdx.x] = t.positions[t0 + threadIdx.x];
+  if (threadIdx.x < rows) {
+    sm[threadIdx.x] = -INFINITY;
+    sl[threadIdx.x] = 0.0f;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t n = 0;
+    for (int i = 0; i < nt; ++i) n = max(n, spos[i] + 1);
+    s_context = n;
+  }
+  __syncthreads();
+  const int32_t context = s_context;
+  const int32_t* table = t.tables + t.table_offset[t0];
+
+  float acc[kTiledOutputs];
+#pragma unroll
+  for (int k = 0; k < kTiledOutputs; ++k) acc[k] = 0.0f;
+
+  for (int32_t base = 0; base < context; base += np) {
+    // K and V rows of positions [base, base + np), decoded.
+    for (int i = threadIdx.x; i < np * hd; i += kThreads) {
+      const int p = i / hd, d = i % hd;
+      const int32_t pos = base + p;
+      float kval = 0.0f, vval = 0.0f;
+      if (pos < context) {
+        const int32_t block = table[pos / kv.block_size];
+        const size_t row =
+            (static_cast<size_t>(block) * kv.block_size + pos % kv.block_size) * kv.n_head_kv +
+            kv_head;
+        kval = KvElement(kv.k_type, kv.k + row * kv.k_row_bytes, d);
+        vval = KvElement(kv.v_type, kv.v + row * kv.v_row_bytes, d);
+      }
+      sk[p * sk_stride + d] = kval;
+      sv[p * hd + d] = vval;
+    }
+    __syncthreads();
+    // Scores, masked past each row's own position.
+    for (int i = threadIdx.x; i < rows * np; i += kThreads) {
+      const int r = i / np, p = i % np;
+      float s = -INFINITY;
+      if (base + p <= spos[r / group]) {
+        const float* qr = sq + r * hd;
+        const float* kr = sk + p * sk_stride;
+        float dot = 0.0f;
+        for (int d = 0; d < hd; ++d) dot += qr[d] * kr[d];
+        s = dot * a.scale;
+      }
+      ss[r * ss_stride + p] = s;
+    }
+    __syncthreads();
+    // Each row's softmax state; the scores become their weights.
+    if (threadIdx.x < rows) {
+      const int r = threadIdx.x;
+      float* sr = ss + r * ss_stride;
+      float mx = -INFINITY;
+      for (int p = 0; p < np; ++p) mx = fmaxf(mx, sr[p]);
+      const float m_old = sm[r];
+      const float m_new = fmaxf(m_old, mx);
+      float c = 1.0f, sum = 0.0f;
+      if (m_new != -INFINITY) {
+        c = expf(m_old - m_new);
+        for (int p = 0; p < np; ++p) {
+          const float e = expf(sr[p] - m_new);
+          sr[p] = e;
+          sum += e;
+        }
+      } else {
+        for (int p = 0; p < np; ++p) sr[p] = 0.0f;
+      }
+      sl[r] = sl[r] * c + sum;
+      sm[r] = m_new;
+      sc[r] = c;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kTiledOutputs; ++k) {
+      const int i = threadIdx.x + k * kThreads;
+      if (i < rows * hd) {
+        const int r = i / hd, d = i % hd;
+        const float* w = ss + r * ss_stride;
+        float sum = 0.0f;
+        for (int p = 0; p < np; ++p) sum += w[p] * sv[p * hd + d];
+        acc[k] = acc[k] * sc[r] + sum;
+      }
+    }
+    __syncthreads();  // the next tile overwrites sk, sv and ss
+  }
+
+  // Normalise; rotate back where V is stored rotated (a row at a time, in
+  // shared memory); write.
+#pragma unroll
+  for (int k = 0; k < kTiledOutputs; ++k) {
+    const int i = threadIdx.x + k * kThreads;
+    if (i < rows * hd) sq[i] = acc[k] / sl[i / hd];
+  }
+  __syncthreads();
+  if (a.v_rotated) {
+    if (threadIdx.x < rows) Hadamard(sq + threadIdx.x * hd, hd);
+    __syncthreads();
+  }
+  for (int i = threadIdx.x; i < rows * hd; i += kThreads) {
+    a.out[q_offset(i / hd) + i % hd] = sq[i];
+  }
 }
 
 unsigned Blocks(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
@@ -237,18 +423,34 @@ bool SplitKTakes(const AttentionArgs& a, const PagedKv& kv) {
 
 int Splits(int max_context) { return (max_context + kChunk - 1) / kChunk; }
 
+bool TiledTakes(const AttentionArgs& a, const PagedKv& kv) {
+  const int group = a.n_head / kv.n_head_kv;
+  return a.head_dim % 32 == 0 && a.head_dim <= kMaxHeadDim && group >= 1 &&
+         group <= TiledRows(a.head_dim);
+}
+
 }  // namespace
 
 void WriteKv(const KvWrite& w, const PagedKv& kv, const StepTokens& t, Stream stream) {
   const int64_t n = t.n_tokens * (w.n_head + kv.n_head_kv);
   if (n == 0) return;
-  WriteKvKernel<<<Blocks(n), kThreads, 0, S(stream)>>>(w, kv, t);
+  WriteKvKernel<<<Blocks(n * 32), kThreads, 0, S(stream)>>>(w, kv, t);
 }
 
 void AttentionPlain(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t, Stream stream) {
   const int64_t n = t.n_tokens * a.n_head;
   if (n == 0) return;
   AttentionPlainKernel<<<Blocks(n), kThreads, 0, S(stream)>>>(a, kv, t);
+}
+
+bool AttentionTiled(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t, Stream stream) {
+  if (!TiledTakes(a, kv)) return false;
+  if (t.n_tokens == 0) return true;
+  const int tile_tokens = TiledRows(a.head_dim) / (a.n_head / kv.n_head_kv);
+  const dim3 grid(static_cast<unsigned>((t.n_tokens + tile_tokens - 1) / tile_tokens),
+                  static_cast<unsigned>(kv.n_head_kv));
+  AttentionTiledKernel<<<grid, kThreads, 0, S(stream)>>>(a, kv, t);
+  return true;
 }
 
 int64_t AttentionScratchFloats(int64_t n_tokens, int n_head, int head_dim, int max_context) {
@@ -277,8 +479,8 @@ void AttentionSplitK(const AttentionArgs& a, const PagedKv& kv, const StepTokens
     const dim3 grid(static_cast<unsigned>(n_splits), static_cast<unsigned>(kv.n_head_kv),
                     static_cast<unsigned>(pt.n_tokens));
     AttentionSplitKKernel<<<grid, kThreads, 0, S(stream)>>>(pa, kv, pt, scratch, n_splits);
-    CombineKernel<<<Blocks(pt.n_tokens * a.n_head), kThreads, 0, S(stream)>>>(pa, pt, scratch,
-                                                                              n_splits);
+    CombineKernel<<<Blocks(pt.n_tokens * a.n_head * 32), kThreads, 0, S(stream)>>>(pa, pt, scratch,
+                                                                                   n_splits);
   }
 }
 

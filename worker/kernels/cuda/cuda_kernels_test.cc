@@ -370,7 +370,7 @@ TEST_F(CudaKernelsTest, KvWritesGiveTheCpuPageBytes) {
   }
 }
 
-TEST_F(CudaKernelsTest, AttentionPlainMatchesACpuReferenceAndSplitKMatchesPlain) {
+TEST_F(CudaKernelsTest, AttentionPlainMatchesACpuReferenceAndSplitKAndTiledMatchPlain) {
   struct Shape {
     int n_head, n_head_kv, hd;
     TensorType type;
@@ -447,6 +447,25 @@ TEST_F(CudaKernelsTest, AttentionPlainMatchesACpuReferenceAndSplitKMatchesPlain)
       AttentionSplitK(a, kv, st, scratch.get(), per_token * tokens_in_scratch, nullptr);
       EXPECT_LT(RelativeError(fast.Get(), plain.Get()), 1e-5)
           << "head " << s.hd << " group " << group << " scratch tokens " << tokens_in_scratch;
+    }
+    // Tiled, one sequence at a time: the 6-token prefill (two tiles where
+    // 16 query heads share a KV head), then the decode over 701 positions.
+    DeviceArray<float> tiled(want.size());
+    bool taken = true;
+    for (const auto& [begin, count] : {std::pair<int64_t, int64_t>{0, 6}, {6, 1}}) {
+      AttentionArgs sa{dq.get() + begin * c.n_head * c.hd,
+                       tiled.get() + begin * c.n_head * c.hd,
+                       c.n_head,
+                       c.hd,
+                       scale,
+                       s.rotated};
+      StepTokens sst{count, dpos.get() + begin, doff.get() + begin, dtab.get(), c.max_context};
+      taken = AttentionTiled(sa, kv, sst, nullptr) && taken;
+    }
+    EXPECT_EQ(taken, c.hd % 32 == 0) << "head " << s.hd << " group " << group;
+    if (taken) {
+      EXPECT_LT(RelativeError(tiled.Get(), plain.Get()), 1e-5)
+          << "tiled: head " << s.hd << " group " << group;
     }
   }
 }

@@ -31,9 +31,28 @@ __global__ void MatMulPlainKernel(DeviceMatrix w, const float* x, int64_t rows, 
   y[r * ldy + o] = sum;
 }
 
+// One warp per group, a lane per value: the same arithmetic as QuantizeAct
+// (block_math.h), whose maximum and integer sum do not depend on order.
 __global__ void QuantizeActivationsKernel(const float* x, int64_t groups, ActQ8* out) {
-  const int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (g < groups) QuantizeAct(x + g * kGroup, out + g);
+  static_assert(kGroup == 32);
+  const int64_t g = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (g >= groups) return;  // whole warps leave together
+  const float v = x[g * kGroup + lane];
+  float amax = fabsf(v);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+  }
+  const float d = amax / 127.0f;
+  const float inv = d != 0.0f ? 1.0f / d : 0.0f;
+  const int q = static_cast<int>(roundf(v * inv));
+  out[g].qs[lane] = static_cast<int8_t>(q);
+  int sum = q;
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  if (lane == 0) {
+    out[g].d = d;
+    out[g].sum = sum;
+  }
 }
 
 __device__ __forceinline__ float WarpSum(float v) {
@@ -171,7 +190,7 @@ void MatMulPlain(const DeviceMatrix& w, const float* x, int64_t rows, float* y, 
 void QuantizeActivations(const float* x, int64_t rows, int64_t n_in, ActQ8* out, Stream stream) {
   const int64_t groups = rows * (n_in / kGroup);
   if (groups == 0) return;
-  QuantizeActivationsKernel<<<Blocks(groups), kThreads, 0, S(stream)>>>(x, groups, out);
+  QuantizeActivationsKernel<<<Blocks(groups * 32), kThreads, 0, S(stream)>>>(x, groups, out);
 }
 
 void MatVecQ8(const DeviceMatrix& w, const ActQ8* xq, int64_t rows, float* y, int64_t ldy,

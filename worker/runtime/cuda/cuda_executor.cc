@@ -9,6 +9,14 @@
 #include "worker/runtime/layer_fields.h"
 
 namespace kvmesh {
+namespace {
+
+// A sequence with at least this many tokens in a step takes the tiled
+// attention kernel (its tokens share each K and V row read); fewer, and
+// split-K's spread over the context serves it better.
+constexpr int32_t kTiledAttentionMinTokens = 16;
+
+}  // namespace
 
 const float* CudaExecutor::Impl::VectorOf(int layer, Vector v) const {
   if (v == Vector::kOutputNorm) return output_norm;
@@ -305,10 +313,51 @@ void CudaExecutor::Attention(int layer) {
   a.v_rotated = m.layout.v_rotated;
   if (m.options.plain) {
     cuda::AttentionPlain(a, kv, t, m.stream);
-  } else {
-    cuda::AttentionSplitK(a, kv, t, m.attention_scratch.get<float>(),
-                          static_cast<int64_t>(m.attention_scratch.size() / 4), m.stream);
+    m.CheckLaunch("attention");
+    return;
   }
+  // A sequence with many tokens in the step (a prefill chunk) goes to the
+  // tiled kernel; runs of the others (decodes, short chunks) to split-K.
+  float* scratch = m.attention_scratch.get<float>();
+  const int64_t scratch_floats = static_cast<int64_t>(m.attention_scratch.size() / 4);
+  auto slice = [&](int64_t begin, int64_t count, cuda::AttentionArgs* sa, cuda::StepTokens* st) {
+    *sa = a;
+    *st = t;
+    const int64_t offset = begin * a.n_head * hd;
+    sa->q += offset;
+    sa->out += offset;
+    st->positions += begin;
+    st->table_offset += begin;
+    st->n_tokens = count;
+  };
+  int64_t run_begin = 0, run_end = 0;  // tokens waiting for split-K
+  auto flush = [&] {
+    if (run_end > run_begin) {
+      cuda::AttentionArgs sa;
+      cuda::StepTokens st;
+      slice(run_begin, run_end - run_begin, &sa, &st);
+      cuda::AttentionSplitK(sa, kv, st, scratch, scratch_floats, m.stream);
+    }
+    run_begin = run_end;
+  };
+  for (const SequenceChunk& seq : m.step.batch->sequences) {
+    if (seq.first_token != run_end) {
+      flush();
+      run_begin = run_end = seq.first_token;
+    }
+    if (seq.num_tokens >= kTiledAttentionMinTokens) {
+      cuda::AttentionArgs sa;
+      cuda::StepTokens st;
+      slice(seq.first_token, seq.num_tokens, &sa, &st);
+      if (cuda::AttentionTiled(sa, kv, st, m.stream)) {
+        flush();
+        run_begin = run_end = seq.first_token + seq.num_tokens;
+        continue;
+      }
+    }
+    run_end = seq.first_token + seq.num_tokens;
+  }
+  flush();
   m.CheckLaunch("attention");
 }
 
