@@ -158,6 +158,18 @@ if [ "${GPU_CHECK_PROFILE:-0}" = 1 ] && command -v ncu >/dev/null; then
   log "profile: ncu exit $?, $(grep -c '"gpu__time_duration.sum"' "$RESULTS/profile.csv") kernels"
   python3 "$ROOT/bench/gpu_profile_summary.py" "$RESULTS/profile.csv" "$BENCH" \
     2>&1 | tee -a "$RESULTS/summary.txt"
+  # The mat-vecs of llama-8b Q4_0's one-token steps, by shape.
+  f8=$MODELS/llama-8b-q4_0.gguf
+  if [ -f "$f8" ]; then
+    timeout 90 ncu --clock-control none --cache-control none --csv --print-units base \
+      -k regex:MatVec --launch-count 448 \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+      "$B/bench/kvmesh_gpu_bench" run -m "$f8" --pp 1 --tg 2 --streams 1 \
+      >"$RESULTS/profile8b.csv" 2>>"$RESULTS/profile.err"
+    log "profile llama-8b mat-vecs: ncu exit $?"
+    python3 "$ROOT/bench/gpu_profile_summary.py" --by-shape "$RESULTS/profile8b.csv" \
+      2>&1 | tee -a "$RESULTS/summary.txt"
+  fi
 fi
 
 # 3d. The kernels under compute-sanitizer's memcheck (GPU_CHECK_SANITIZE=1):

@@ -2,6 +2,7 @@
 """Summarises bench/gpu_check.sh's Nsight Compute run (GPU_CHECK_PROFILE=1).
 
     gpu_profile_summary.py PROFILE_CSV [BENCH_JSONL]
+    gpu_profile_summary.py --by-shape PROFILE_CSV
 
 PROFILE_CSV: `ncu --csv --print-units base --metrics gpu__time_duration.sum,
 dram__bytes_read.sum,dram__bytes_write.sum kvmesh_gpu_bench run -m
@@ -11,7 +12,8 @@ tokens, then the decode steps. Prints, for the prefill and for the average
 decode step: kernel time, DRAM bytes and each kernel's share. With
 BENCH_JSONL (the same model's timed run without the profiler), it also
 prints the decode step's wall time and how much of it no kernel ran:
-launches, synchronisation and host work.
+launches, synchronisation and host work. --by-shape groups the kernels of
+any ncu run by name and grid (the mat-vecs of llama-8b's decode, say).
 """
 import csv
 import json
@@ -79,7 +81,37 @@ def table(title, steps):
     return total_ns, launches
 
 
+def by_shape(path):
+    """The mat-vec kernels of a decode, by kernel and grid: time and DRAM rate."""
+    per = defaultdict(lambda: [0, 0.0, 0.0])
+    with open(path, newline="") as f:
+        lines = [l for l in f if l.startswith('"')]
+    seen = {}
+    for row in csv.DictReader(lines):
+        try:
+            value = float(row["Metric Value"].replace(",", ""))
+        except (KeyError, ValueError):
+            continue
+        key = (short(row["Kernel Name"]), row["Grid Size"])
+        kid = (row["ID"], row["Process ID"])
+        if kid not in seen:
+            seen[kid] = key
+            per[key][0] += 1
+        if row["Metric Name"] == "gpu__time_duration.sum":
+            per[key][1] += value
+        elif row["Metric Name"].startswith("dram__bytes"):
+            per[key][2] += value
+    print("| kernel | grid | launches | us each | MB each | GB/s |")
+    print("|---|---|---|---|---|---|")
+    for (name, grid), (n, ns, b) in sorted(per.items(), key=lambda kv: -kv[1][1]):
+        print(f"| {name} | {grid} | {n} | {ns / n / 1e3:.1f} | {b / n / 1e6:.2f} | "
+              f"{b / ns if ns else 0:.0f} |")
+    return 0
+
+
 def main():
+    if sys.argv[1] == "--by-shape":
+        return by_shape(sys.argv[2])
     kernels = read_kernels(sys.argv[1])
     if not kernels:
         print("profile: no kernels in", sys.argv[1])

@@ -24,10 +24,46 @@ __device__ __forceinline__ size_t PageRow(const PagedKv& kv, const StepTokens& t
   return (static_cast<size_t>(block) * kv.block_size + pos % kv.block_size) * kv.n_head_kv + head;
 }
 
+// A warp's share of EncodeKvRow: lane l encodes elements l, l + 32, ... of
+// an element type, or 32-value blocks l, l + 32, ... of a block type, with
+// the same code, so the bytes are EncodeKvRow's.
+__device__ void EncodeKvRowWarp(TensorType type, bool min_error, const float* x, uint8_t* dst,
+                                int n, int lane) {
+  size_t element = 0, block = 0;
+  switch (type) {
+    case TensorType::kF32:
+      element = 4;
+      break;
+    case TensorType::kF16:
+    case TensorType::kBF16:
+      element = 2;
+      break;
+    case TensorType::kQ8_0:
+      block = sizeof(BlockQ8_0);
+      break;
+    case TensorType::kQ4_0:
+      block = sizeof(BlockQ4_0);
+      break;
+    case TensorType::kQ3_NL:
+      block = sizeof(BlockQ3_NL);
+      break;
+    default:
+      return;
+  }
+  if (element != 0) {
+    for (int i = lane; i < n; i += 32) EncodeKvRow(type, min_error, x + i, dst + i * element, 1);
+  } else {
+    for (int b = lane; b < n / 32; b += 32) {
+      EncodeKvRow(type, min_error, x + 32 * b, dst + b * block, 32);
+    }
+  }
+}
+
 // One warp per (token, head) row: the lanes load the row into shared memory
-// together, then lane 0 transforms and encodes it with the CPU's serial code
-// (block_math.h). Rows j < n_head are query heads, rotated in place where K
-// is stored rotated; the others are KV heads, whose K and V rows it stores.
+// together, lane 0 rotates it where the layout says (the CPU's serial
+// Hadamard, block_math.h), and the lanes encode it (EncodeKvRowWarp). Rows j < n_head are query
+// heads, rotated in place where K is stored rotated; the others are KV heads, whose K and V rows it
+// stores.
 __global__ void __launch_bounds__(kThreads) WriteKvKernel(KvWrite w, PagedKv kv, StepTokens t) {
   __shared__ float rows[kWarps][kMaxHeadDim];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -57,18 +93,16 @@ __global__ void __launch_bounds__(kThreads) WriteKvKernel(KvWrite w, PagedKv kv,
     buf[d] = x;
   }
   __syncwarp();
-  if (lane == 0) {
-    if (w.k_rotated) Hadamard(buf, hd);
-    EncodeKvRow(kv.k_type, w.min_error, buf, kv.k + row * kv.k_row_bytes, hd);
-  }
+  if (w.k_rotated && lane == 0) Hadamard(buf, hd);
+  __syncwarp();
+  EncodeKvRowWarp(kv.k_type, w.min_error, buf, kv.k + row * kv.k_row_bytes, hd, lane);
   __syncwarp();
   const float* v = w.v + (token * kv.n_head_kv + h) * hd;
   for (int d = lane; d < hd; d += 32) buf[d] = v[d];
   __syncwarp();
-  if (lane == 0) {
-    if (w.v_rotated) Hadamard(buf, hd);
-    EncodeKvRow(kv.v_type, w.min_error, buf, kv.v + row * kv.v_row_bytes, hd);
-  }
+  if (w.v_rotated && lane == 0) Hadamard(buf, hd);
+  __syncwarp();
+  EncodeKvRowWarp(kv.v_type, w.min_error, buf, kv.v + row * kv.v_row_bytes, hd, lane);
 }
 
 // The reference: one thread per (token, query head), an online softmax over
@@ -257,56 +291,60 @@ __global__ void __launch_bounds__(kThreads)
   for (int d = lane; d < hd; d += 32) out[d] = row[d];
 }
 
-// Tiled attention for prefill: block (tile, kv head) computes up to
-// TiledRows(head_dim) query rows: TiledTokens consecutive tokens of one
-// sequence times the `group` query heads of one KV head. It walks the
-// context in tiles of TiledPositions positions: each K and V row is decoded
-// once into shared memory and serves every query row of the block (the
-// split-K kernel reads it once per token). Per tile: scores of every (row,
-// position) pair, causal mask, the online-softmax update of each row, then
-// the outputs. Each thread keeps the same outputs in registers throughout.
-constexpr int kTiledQueryFloats = 4096;  // query rows x head_dim
-constexpr int kTiledKvFloats = 2048;     // positions x head_dim, per K and V
-constexpr int kTiledMaxRows = 64;
-constexpr int kTiledMaxPositions = 32;
-constexpr int kTiledOutputs = kTiledQueryFloats / kThreads;  // per thread
-
+// Tiled attention for prefill: block (tile, kv head) computes TiledRows(HD)
+// query rows: consecutive tokens of one sequence times the `group` query
+// heads of one KV head. It walks the context in tiles of TiledPositions(HD)
+// positions: each K and V row is decoded once into shared memory and serves
+// every query row of the block (the split-K kernel reads it once per
+// token). Per tile: scores of every (row, position) pair, the causal mask,
+// each row's online-softmax update, then the outputs.
+//
+// Thread (tx = id % 8, ty = id / 8) computes the scores of rows ty + 16j and
+// positions tx + 8k, and the outputs of rows ty + 16j at dimensions tx + 8m,
+// in registers: each value read from shared memory feeds several products,
+// and the products of one thread are independent of each other. Shared rows
+// are padded by one float so that the 8 or 4 rows a warp reads at once fall
+// in different banks.
 __host__ __device__ constexpr int TiledRows(int head_dim) {
-  return kTiledQueryFloats / head_dim < kTiledMaxRows ? kTiledQueryFloats / head_dim
-                                                      : kTiledMaxRows;
+  return 4096 / head_dim < 64 ? 4096 / head_dim : 64;
 }
 __host__ __device__ constexpr int TiledPositions(int head_dim) {
-  return kTiledKvFloats / head_dim < kTiledMaxPositions ? kTiledKvFloats / head_dim
-                                                        : kTiledMaxPositions;
+  return 2048 / head_dim < 32 ? 2048 / head_dim : 32;
 }
 
+template <int HD>
 __global__ void __launch_bounds__(kThreads)
     AttentionTiledKernel(AttentionArgs a, PagedKv kv, StepTokens t) {
+  constexpr int kRows = TiledRows(HD);
+  constexpr int kPos = TiledPositions(HD);
+  constexpr int kRowsPer = kRows / 16;  // ty + 16j
+  constexpr int kPosPer = kPos / 8;     // tx + 8k
+  constexpr int kDimsPer = HD / 8;      // tx + 8m
+  constexpr int kRowStride = HD + 1;
+  constexpr int kScoreStride = kPos + 1;
+  static_assert(kThreads == 128 && kRows % 16 == 0 && kPos % 8 == 0);
+  __shared__ float sq[kRows * kRowStride];
+  __shared__ float sk[kPos * kRowStride];
+  __shared__ float sv[kPos * HD];
+  __shared__ float ss[kRows * kScoreStride];
+  __shared__ float sm[kRows], sl[kRows], sc[kRows];
+  __shared__ int32_t spos[kRows];
+  __shared__ int32_t s_context;
+
   const int group = a.n_head / kv.n_head_kv;
-  const int hd = a.head_dim;
   const int kv_head = blockIdx.y;
-  const int tile_tokens = TiledRows(hd) / group;
+  const int tile_tokens = kRows / group;
   const int64_t t0 = static_cast<int64_t>(blockIdx.x) * tile_tokens;
   const int nt = static_cast<int>(min(static_cast<int64_t>(tile_tokens), t.n_tokens - t0));
   const int rows =
       nt * group;  // row r: token t0 + r / group, query head kv_head * group + r % group
-  const int np = TiledPositions(hd);
-  const int sk_stride = hd + 1;  // padded: a warp reads 32 positions' element d
-  const int ss_stride = np + 1;  // padded: a thread per row reads its scores
-
-  __shared__ float sq[kTiledQueryFloats];
-  __shared__ float sk[kTiledKvFloats + kTiledMaxPositions];
-  __shared__ float sv[kTiledKvFloats];
-  __shared__ float ss[kTiledMaxRows * (kTiledMaxPositions + 1)];
-  __shared__ float sm[kTiledMaxRows], sl[kTiledMaxRows], sc[kTiledMaxRows];
-  __shared__ int32_t spos[kTiledMaxRows];
-  __shared__ int32_t s_context;
+  const int tx = threadIdx.x % 8, ty = threadIdx.x / 8;
 
   auto q_offset = [&](int r) {
-    return ((t0 + r / group) * a.n_head + kv_head * group + r % group) * static_cast<int64_t>(hd);
+    return ((t0 + r / group) * a.n_head + kv_head * group + r % group) * static_cast<int64_t>(HD);
   };
-  for (int i = threadIdx.x; i < rows * hd; i += kThreads) {
-    sq[i] = a.q[q_offset(i / hd) + i % hd];
+  for (int i = threadIdx.x; i < rows * HD; i += kThreads) {
+    sq[(i / HD) * kRowStride + i % HD] = a.q[q_offset(i / HD) + i % HD];
   }
   if (threadIdx.x < nt) spos[threadIdx.x] = t.positions[t0 + threadIdx.x];
   if (threadIdx.x < rows) {
@@ -323,14 +361,17 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t context = s_context;
   const int32_t* table = t.tables + t.table_offset[t0];
 
-  float acc[kTiledOutputs];
+  float acc[kRowsPer][kDimsPer];
 #pragma unroll
-  for (int k = 0; k < kTiledOutputs; ++k) acc[k] = 0.0f;
+  for (int j = 0; j < kRowsPer; ++j) {
+#pragma unroll
+    for (int m = 0; m < kDimsPer; ++m) acc[j][m] = 0.0f;
+  }
 
-  for (int32_t base = 0; base < context; base += np) {
-    // K and V rows of positions [base, base + np), decoded.
-    for (int i = threadIdx.x; i < np * hd; i += kThreads) {
-      const int p = i / hd, d = i % hd;
+  for (int32_t base = 0; base < context; base += kPos) {
+    // K and V rows of positions [base, base + kPos), decoded.
+    for (int i = threadIdx.x; i < kPos * HD; i += kThreads) {
+      const int p = i / HD, d = i % HD;
       const int32_t pos = base + p;
       float kval = 0.0f, vval = 0.0f;
       if (pos < context) {
@@ -341,76 +382,107 @@ __global__ void __launch_bounds__(kThreads)
         kval = KvElement(kv.k_type, kv.k + row * kv.k_row_bytes, d);
         vval = KvElement(kv.v_type, kv.v + row * kv.v_row_bytes, d);
       }
-      sk[p * sk_stride + d] = kval;
-      sv[p * hd + d] = vval;
+      sk[p * kRowStride + d] = kval;
+      sv[p * HD + d] = vval;
     }
     __syncthreads();
-    // Scores, masked past each row's own position.
-    for (int i = threadIdx.x; i < rows * np; i += kThreads) {
-      const int r = i / np, p = i % np;
-      float s = -INFINITY;
-      if (base + p <= spos[r / group]) {
-        const float* qr = sq + r * hd;
-        const float* kr = sk + p * sk_stride;
-        float dot = 0.0f;
-        for (int d = 0; d < hd; ++d) dot += qr[d] * kr[d];
-        s = dot * a.scale;
+    // Scores (rows past `rows` compute on stale values and are not kept).
+    {
+      float dot[kRowsPer][kPosPer];
+#pragma unroll
+      for (int j = 0; j < kRowsPer; ++j) {
+#pragma unroll
+        for (int k = 0; k < kPosPer; ++k) dot[j][k] = 0.0f;
       }
-      ss[r * ss_stride + p] = s;
+#pragma unroll 8
+      for (int d = 0; d < HD; ++d) {
+        float qv[kRowsPer], kv_[kPosPer];
+#pragma unroll
+        for (int j = 0; j < kRowsPer; ++j) qv[j] = sq[(ty + 16 * j) * kRowStride + d];
+#pragma unroll
+        for (int k = 0; k < kPosPer; ++k) kv_[k] = sk[(tx + 8 * k) * kRowStride + d];
+#pragma unroll
+        for (int j = 0; j < kRowsPer; ++j) {
+#pragma unroll
+          for (int k = 0; k < kPosPer; ++k) dot[j][k] = fmaf(qv[j], kv_[k], dot[j][k]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kRowsPer; ++j) {
+        const int r = ty + 16 * j;
+        if (r >= rows) continue;
+        const int32_t own = spos[r / group];
+#pragma unroll
+        for (int k = 0; k < kPosPer; ++k) {
+          const int p = tx + 8 * k;
+          ss[r * kScoreStride + p] = base + p <= own ? dot[j][k] * a.scale : -INFINITY;
+        }
+      }
     }
     __syncthreads();
     // Each row's softmax state; the scores become their weights.
     if (threadIdx.x < rows) {
       const int r = threadIdx.x;
-      float* sr = ss + r * ss_stride;
+      float* sr = ss + r * kScoreStride;
       float mx = -INFINITY;
-      for (int p = 0; p < np; ++p) mx = fmaxf(mx, sr[p]);
+      for (int p = 0; p < kPos; ++p) mx = fmaxf(mx, sr[p]);
       const float m_old = sm[r];
       const float m_new = fmaxf(m_old, mx);
       float c = 1.0f, sum = 0.0f;
       if (m_new != -INFINITY) {
         c = expf(m_old - m_new);
-        for (int p = 0; p < np; ++p) {
+        for (int p = 0; p < kPos; ++p) {
           const float e = expf(sr[p] - m_new);
           sr[p] = e;
           sum += e;
         }
       } else {
-        for (int p = 0; p < np; ++p) sr[p] = 0.0f;
+        for (int p = 0; p < kPos; ++p) sr[p] = 0.0f;
       }
       sl[r] = sl[r] * c + sum;
       sm[r] = m_new;
       sc[r] = c;
     }
     __syncthreads();
+    // Outputs.
 #pragma unroll
-    for (int k = 0; k < kTiledOutputs; ++k) {
-      const int i = threadIdx.x + k * kThreads;
-      if (i < rows * hd) {
-        const int r = i / hd, d = i % hd;
-        const float* w = ss + r * ss_stride;
-        float sum = 0.0f;
-        for (int p = 0; p < np; ++p) sum += w[p] * sv[p * hd + d];
-        acc[k] = acc[k] * sc[r] + sum;
+    for (int j = 0; j < kRowsPer; ++j) {
+      const int r = ty + 16 * j;
+      const float c = r < rows ? sc[r] : 0.0f;
+#pragma unroll
+      for (int m = 0; m < kDimsPer; ++m) acc[j][m] *= c;
+    }
+#pragma unroll 4
+    for (int p = 0; p < kPos; ++p) {
+      float vv[kDimsPer];
+#pragma unroll
+      for (int m = 0; m < kDimsPer; ++m) vv[m] = sv[p * HD + tx + 8 * m];
+#pragma unroll
+      for (int j = 0; j < kRowsPer; ++j) {
+        const float w = ss[(ty + 16 * j) * kScoreStride + p];
+#pragma unroll
+        for (int m = 0; m < kDimsPer; ++m) acc[j][m] = fmaf(w, vv[m], acc[j][m]);
       }
     }
     __syncthreads();  // the next tile overwrites sk, sv and ss
   }
 
-  // Normalise; rotate back where V is stored rotated (a row at a time, in
-  // shared memory); write.
+  // Normalise into shared memory; rotate back where V is stored rotated (a
+  // thread per row); write.
 #pragma unroll
-  for (int k = 0; k < kTiledOutputs; ++k) {
-    const int i = threadIdx.x + k * kThreads;
-    if (i < rows * hd) sq[i] = acc[k] / sl[i / hd];
+  for (int j = 0; j < kRowsPer; ++j) {
+    const int r = ty + 16 * j;
+    if (r >= rows) continue;
+#pragma unroll
+    for (int m = 0; m < kDimsPer; ++m) sq[r * kRowStride + tx + 8 * m] = acc[j][m] / sl[r];
   }
   __syncthreads();
   if (a.v_rotated) {
-    if (threadIdx.x < rows) Hadamard(sq + threadIdx.x * hd, hd);
+    if (threadIdx.x < rows) Hadamard(sq + threadIdx.x * kRowStride, HD);
     __syncthreads();
   }
-  for (int i = threadIdx.x; i < rows * hd; i += kThreads) {
-    a.out[q_offset(i / hd) + i % hd] = sq[i];
+  for (int i = threadIdx.x; i < rows * HD; i += kThreads) {
+    a.out[q_offset(i / HD) + i % HD] = sq[(i / HD) * kRowStride + i % HD];
   }
 }
 
@@ -424,9 +496,9 @@ bool SplitKTakes(const AttentionArgs& a, const PagedKv& kv) {
 int Splits(int max_context) { return (max_context + kChunk - 1) / kChunk; }
 
 bool TiledTakes(const AttentionArgs& a, const PagedKv& kv) {
+  const int hd = a.head_dim;
   const int group = a.n_head / kv.n_head_kv;
-  return a.head_dim % 32 == 0 && a.head_dim <= kMaxHeadDim && group >= 1 &&
-         group <= TiledRows(a.head_dim);
+  return (hd == 32 || hd == 64 || hd == 128 || hd == 256) && group >= 1 && group <= TiledRows(hd);
 }
 
 }  // namespace
@@ -449,7 +521,20 @@ bool AttentionTiled(const AttentionArgs& a, const PagedKv& kv, const StepTokens&
   const int tile_tokens = TiledRows(a.head_dim) / (a.n_head / kv.n_head_kv);
   const dim3 grid(static_cast<unsigned>((t.n_tokens + tile_tokens - 1) / tile_tokens),
                   static_cast<unsigned>(kv.n_head_kv));
-  AttentionTiledKernel<<<grid, kThreads, 0, S(stream)>>>(a, kv, t);
+  switch (a.head_dim) {
+    case 32:
+      AttentionTiledKernel<32><<<grid, kThreads, 0, S(stream)>>>(a, kv, t);
+      break;
+    case 64:
+      AttentionTiledKernel<64><<<grid, kThreads, 0, S(stream)>>>(a, kv, t);
+      break;
+    case 128:
+      AttentionTiledKernel<128><<<grid, kThreads, 0, S(stream)>>>(a, kv, t);
+      break;
+    default:
+      AttentionTiledKernel<256><<<grid, kThreads, 0, S(stream)>>>(a, kv, t);
+      break;
+  }
   return true;
 }
 

@@ -42,9 +42,12 @@ __global__ void RmsNormKernel(const float* x, const float* w, float* out, int64_
   const float* xr = x + blockIdx.x * n;
   float* yr = out + blockIdx.x * n;
   float sum = 0.0f;
+  // Unrolled so that several loads are in flight (the sum's order is kept).
+#pragma unroll 4
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += xr[i] * xr[i];
   sum = BlockSum(sum);
   const float scale = 1.0f / sqrtf(sum / static_cast<float>(n) + eps);
+#pragma unroll 4
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = (xr[i] * scale) * w[i];
 }
 

@@ -118,7 +118,7 @@ int64_t AttentionScratchFloats(int64_t n_tokens, int n_head, int head_dim, int m
 // The same for the tokens of one sequence's prefill chunk (every token of
 // `t` in the same sequence): tiles of consecutive tokens share each K and V
 // row read. False, launching nothing, where the shape is outside what it
-// takes (head_dim a multiple of 32 up to 256; query heads per KV head up to
+// takes (head_dim 32, 64, 128 or 256; query heads per KV head up to
 // 4096 / head_dim, at most 64).
 bool AttentionTiled(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t, Stream stream);
 void AttentionSplitK(const AttentionArgs& a, const PagedKv& kv, const StepTokens& t, float* scratch,
