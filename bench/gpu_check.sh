@@ -14,7 +14,10 @@
 #      the two splits of llama-1b Q4_0 on virtual devices;
 #   4. prints one table and writes everything to $OUT (or
 #      /tmp/kvmesh-gpu-check): summary.txt, table.md, bench.jsonl, the logs;
-#   5. with GPU_CHECK_PROFILE=1, times every kernel of a llama-1b prefill and
+#   5. with GPU_CHECK_PEER=1, builds llama.cpp's CUDA backend from the
+#      sources gpu_check_prepare.sh packed and times it on the same files
+#      (pp, tg1, tg16), for a table of ratios;
+#   6. with GPU_CHECK_PROFILE=1, times every kernel of a llama-1b prefill and
 #      decode under Nsight Compute and splits a decode step into kernel time
 #      and the gaps between kernels (bench/gpu_profile_summary.py).
 # Where the machine has no ../shared and none of the packages, run
@@ -77,6 +80,28 @@ if ! cmake --build "$B" --parallel "$(nproc)" --target cuda_block_math_test cuda
 fi
 log "built for sm_$ARCH"
 
+# 1b. The peer (GPU_CHECK_PEER=1, with .gpu-check/llama.cpp.tar.xz from
+# bench/gpu_check_prepare.sh): llama.cpp's llama-bench and
+# llama-batched-bench built with its CUDA backend for the same architecture,
+# in the background while the tests run; the timings below wait for it.
+PEER_BIN=
+PEER_BUILD=
+if [ "${GPU_CHECK_PEER:-0}" = 1 ] && [ -f "$PREP/llama.cpp.tar.xz" ]; then
+  PEER_DIR=/tmp/kvmesh-gpu-peer
+  (
+    set -e
+    rm -rf "$PEER_DIR" && mkdir -p "$PEER_DIR/src"
+    tar xJf "$PREP/llama.cpp.tar.xz" -C "$PEER_DIR/src"
+    cmake -S "$PEER_DIR/src" -B "$PEER_DIR/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF \
+      -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+      -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF
+    timeout "${GPU_CHECK_PEER_BUILD_S:-420}" ninja -C "$PEER_DIR/build" llama-bench llama-batched-bench
+  ) >"$RESULTS/peer_build.log" 2>&1 &
+  PEER_BUILD=$!
+  log "building the peer (llama.cpp $(cat "$PREP/llama.cpp.commit" 2>/dev/null | cut -c1-12)) in the background"
+fi
+
 # 3a. Synthetic models, on the CPU, while the tests below use the GPU.
 VOCAB=$SHARED/vocab/ggml-vocab-llama-bpe.gguf
 (
@@ -108,7 +133,31 @@ for t in worker/cuda_block_math_test worker/kernels/cuda/cuda_kernels_test worke
 done
 grep -E "top-1" "$RESULTS/cuda_executor_test.log" 2>/dev/null | tee -a "$RESULTS/summary.txt"
 
-# 3b. Timings.
+# 3b. Timings, once the peer's build (if any) no longer takes the cores.
+if [ -n "$PEER_BUILD" ]; then
+  if wait "$PEER_BUILD"; then
+    PEER_BIN=/tmp/kvmesh-gpu-peer/build/bin
+    log "peer built"
+  else
+    log "peer build failed (see peer_build.log): timings without a peer"
+    tail -20 "$RESULTS/peer_build.log" | tee -a "$RESULTS/summary.txt"
+  fi
+fi
+# llama.cpp on the same file: pp and batch-1 tg by llama-bench, and one and
+# STREAMS sequences of 16-token prompts decoding TG tokens by
+# llama-batched-bench (kvmesh_gpu_bench's tg16); flash attention on, f16 KV.
+peer_run() {
+  [ -n "$PEER_BIN" ] || return 0
+  local f=$1 name
+  name=$(basename "$f" .gguf)
+  "$PEER_BIN/llama-bench" -m "$f" -p "$PP" -n "$TG" -ngl 99 -fa on -r 3 -o jsonl \
+    >"$RESULTS/peer-$name.jsonl" 2>>"$RESULTS/peer.log" || log "llama-bench failed on $f"
+  "$PEER_BIN/llama-batched-bench" -m "$f" -ngl 99 -fa on -c $((STREAMS * (16 + TG) + 64)) \
+    -npp 16 -ntg "$TG" -npl "1,$STREAMS" --output-format jsonl >"$RESULTS/peer-batched.log" 2>&1 ||
+    log "llama-batched-bench failed on $f"
+  grep '^{' "$RESULTS/peer-batched.log" >>"$RESULTS/peer-$name.jsonl"
+  cat "$RESULTS/peer-batched.log" >>"$RESULTS/peer.log"
+}
 BENCH=$RESULTS/bench.jsonl
 : >"$BENCH"
 "$B/bench/kvmesh_gpu_bench" probe | tee -a "$BENCH"
@@ -124,6 +173,7 @@ for shape in $SHAPES; do
     fi
     "$B/bench/kvmesh_gpu_bench" run -m "$f" --pp "$PP" --tg "$TG" --streams "$STREAMS" \
       --bandwidth "$BW" | tee -a "$BENCH" || log "bench failed on $f"
+    peer_run "$f"
     if [ "$shape-$type" = "llama-1b-q4_0" ]; then
       for split in layer tensor; do
         "$B/bench/kvmesh_gpu_bench" run -m "$f" --devices cuda:0.0,cuda:0.1 --split "$split" \
@@ -205,6 +255,37 @@ for r in rows:
     out.append(f"| {name} | {devs} | {r['pp_tokens_per_s']:.0f} | {r['tg1_tokens_per_s']:.1f} | "
                f"{r['tg1_gb_per_s']:.0f} | {share:.0%} | {r['tgN_tokens_per_s']:.0f} | "
                f"{r['tgN_over_tg1']:.1f}x |")
+peer_rows = []
+for r in rows:
+    if "model" not in r or r["split"] != "none":
+        continue
+    name = os.path.basename(r["model"]).replace(".gguf", "")
+    path = os.path.join(os.path.dirname(sys.argv[2]), f"peer-{name}.jsonl")
+    if not os.path.exists(path):
+        continue
+    pp = tg1 = tgn = None
+    for l in open(path):
+        try:
+            p = json.loads(l)
+        except ValueError:
+            continue
+        if p.get("n_prompt") and not p.get("n_gen"):
+            pp = p.get("avg_ts")
+        elif p.get("n_gen") and not p.get("n_prompt"):
+            tg1 = p.get("avg_ts")
+        elif p.get("pl") == r["streams"]:
+            tgn = p.get("speed_tg")
+    def ratio(a, b):
+        return f"{a / b:.2f}x" if a and b else "?"
+    def num(v):
+        return f"{v:.0f}" if v else "?"
+    peer_rows.append(f"| {name} | {r['pp_tokens_per_s']:.0f} / {num(pp)} = "
+                     f"{ratio(r['pp_tokens_per_s'], pp)} | {r['tg1_tokens_per_s']:.1f} / {num(tg1)} = "
+                     f"{ratio(r['tg1_tokens_per_s'], tg1)} | {r['tgN_tokens_per_s']:.0f} / {num(tgn)} = "
+                     f"{ratio(r['tgN_tokens_per_s'], tgn)} |")
+if peer_rows:
+    out += ["", "kvmesh / llama.cpp (CUDA, flash attention, f16 KV) on the same files:", "",
+            "| model | pp t/s | tg1 t/s | tg16 t/s |", "|---|---|---|---|"] + peer_rows
 text = "\n".join(out)
 open(sys.argv[2], "w").write(text + "\n")
 print(text)

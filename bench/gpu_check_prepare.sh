@@ -6,7 +6,11 @@
 # libraries, copied from this machine (Debian 12, scripts/install-deps.sh).
 # About 47 MiB. .gpu-check/ is ignored by git through .git/info/exclude;
 # the GPU run carries it.
-#   bench/gpu_check_prepare.sh [SHARED_DIR]
+# With LLAMACPP_REPO (a git clone or mirror of the llama.cpp repository that
+# holds LLAMACPP_COMMIT, ../shared/TOOLS.md section P), it also packs the
+# peer's sources that a CUDA build of llama-bench and llama-batched-bench
+# needs (about 3 MiB compressed) for GPU_CHECK_PEER=1.
+#   [LLAMACPP_REPO=DIR] bench/gpu_check_prepare.sh [SHARED_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED=${1:-../shared}
@@ -27,5 +31,17 @@ for lib in libcrypto libssl; do
   cp "/usr/lib/x86_64-linux-gnu/$lib.so.3" "$P/deps/lib/"
   ln -s "$lib.so.3" "$P/deps/lib/$lib.so"
 done
+if [ -n "${LLAMACPP_REPO:-}" ]; then
+  commit=${LLAMACPP_COMMIT:-81ff7abe50b95fb81cc70a6cdba1eb1a02a48f62}
+  git -C "$LLAMACPP_REPO" archive --format=tar "$commit" CMakeLists.txt cmake LICENSE licenses \
+    ggml src include common vendor tools \
+    ':(exclude)ggml/src/ggml-opencl' ':(exclude)ggml/src/ggml-vulkan' \
+    ':(exclude)ggml/src/ggml-sycl' ':(exclude)ggml/src/ggml-hexagon' \
+    ':(exclude)ggml/src/ggml-metal' ':(exclude)ggml/src/ggml-webgpu' \
+    ':(exclude)ggml/src/ggml-openvino' ':(exclude)ggml/src/ggml-cann' \
+    ':(exclude)ggml/src/ggml-virtgpu' ':(exclude)tools/ui' ':(exclude)tools/server' |
+    xz -T0 -6 >"$P/llama.cpp.tar.xz"
+  echo "$commit" >"$P/llama.cpp.commit"
+fi
 grep -qxF "/$P/" .git/info/exclude 2>/dev/null || echo "/$P/" >> .git/info/exclude
 du -sh "$P"
