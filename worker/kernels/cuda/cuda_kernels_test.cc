@@ -268,12 +268,17 @@ TEST_F(CudaKernelsTest, DequantizedRowsForTheGemmMatchToFloat) {
     const HostMatrix m = MakeMatrix(type, 40, 256, 51);
     DeviceArray<uint8_t> bytes(m.bytes);
     for (bool bf16 : {false, true}) {
-      DeviceArray<uint16_t> out(10 * 256);
-      DequantizeRows(OnDevice(m, bytes), 30, 10, bf16, out.get(), nullptr);
-      const std::vector<uint16_t> got = out.Get();
-      for (int i = 0; i < 10 * 256; ++i) {
-        const float v = m.dequantized[30 * 256 + i];
-        ASSERT_EQ(got[i], bf16 ? FloatToBf16(v) : FloatToHalf(v)) << TensorTypeName(type);
+      // At an aligned output (eight values a thread) and one value past it
+      // (a value a thread).
+      for (int skew : {0, 1}) {
+        DeviceArray<uint16_t> out(10 * 256 + 1);
+        DequantizeRows(OnDevice(m, bytes), 30, 10, bf16, out.get() + skew, nullptr);
+        const std::vector<uint16_t> got = out.Get();
+        for (int i = 0; i < 10 * 256; ++i) {
+          const float v = m.dequantized[30 * 256 + i];
+          ASSERT_EQ(got[skew + i], bf16 ? FloatToBf16(v) : FloatToHalf(v))
+              << TensorTypeName(type) << " skew " << skew;
+        }
       }
     }
   }

@@ -152,6 +152,23 @@ __global__ void DequantizeRowsKernel(DeviceMatrix w, int64_t row_begin, int64_t 
   out[i] = To16(RowElement<T>(w.data + static_cast<size_t>(row_begin + r) * w.row_bytes, k), bf16);
 }
 
+// The same, eight consecutive values per thread (rows a multiple of 8
+// wide): one index division per eight values and one 16-byte store, where
+// the kernel above divides and stores per value.
+template <TensorType T>
+__global__ void DequantizeRows8Kernel(DeviceMatrix w, int64_t row_begin, int64_t count, bool bf16,
+                                      uint16_t* out) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;  // 8 values each
+  const int64_t per_row = w.n_in / 8;
+  if (i >= count * per_row) return;
+  const int64_t r = i / per_row, k0 = (i - r * per_row) * 8;
+  const uint8_t* row = w.data + static_cast<size_t>(row_begin + r) * w.row_bytes;
+  alignas(16) uint16_t v[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) v[j] = To16(RowElement<T>(row, k0 + j), bf16);
+  reinterpret_cast<uint4*>(out)[i] = *reinterpret_cast<const uint4*>(v);
+}
+
 __global__ void ConvertKernel(const float* x, int64_t n, bool bf16, uint16_t* out) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = To16(x[i], bf16);
@@ -254,6 +271,15 @@ void MatVecFloat(const DeviceMatrix& w, const float* x, int64_t rows, float* y, 
 void DequantizeRows(const DeviceMatrix& w, int64_t row_begin, int64_t count, bool bf16,
                     uint16_t* out, Stream stream) {
   if (count * w.n_in == 0) return;
+  if (w.n_in % 8 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0) {
+    const unsigned blocks8 = Blocks(count * (w.n_in / 8));
+#define CASE(T)                                                                                    \
+  case T:                                                                                          \
+    DequantizeRows8Kernel<T><<<blocks8, kThreads, 0, S(stream)>>>(w, row_begin, count, bf16, out); \
+    return;
+    KVMESH_FOR_WEIGHT_TYPE(w.type, CASE)
+#undef CASE
+  }
   const unsigned blocks = Blocks(count * w.n_in);
 #define CASE(T)                                                                                  \
   case T:                                                                                        \
