@@ -71,6 +71,9 @@ __global__ void __launch_bounds__(kMatVecWarps * 32)
   const int64_t groups = w.n_in / kGroup;
   const uint8_t* wr = w.data + static_cast<size_t>(o) * w.row_bytes;
   float acc[kMaxMatVecRows] = {};
+  // Unrolled so that the loads of several groups are in flight at once (the
+  // sums keep their order).
+#pragma unroll 4
   for (int64_t g = lane; g < groups; g += 32) {
 #pragma unroll
     for (int r = 0; r < kMaxMatVecRows; ++r) {
