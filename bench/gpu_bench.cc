@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -200,6 +201,8 @@ int Run(int argc, char** argv) {
                         {"tgN_tokens_per_s", *tgn},
                         {"tgN_over_tg1", *tgn / *tg1}};
   if (bandwidth > 0) row["tg1_share_of_copy_bandwidth"] = tg1_gbps / bandwidth;
+  const char* graphs = std::getenv("KVMESH_CUDA_GRAPHS");
+  row["cuda_graphs"] = graphs != nullptr && std::string(graphs) == "on";
   std::printf("%s\n", row.dump().c_str());
   return 0;
 }

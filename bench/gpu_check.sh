@@ -17,7 +17,9 @@
 #   5. with GPU_CHECK_PEER=1, builds llama.cpp's CUDA backend from the
 #      sources gpu_check_prepare.sh packed and times it on the same files
 #      (pp, tg1, tg16), for a table of ratios;
-#   6. with GPU_CHECK_PROFILE=1, times every kernel of a llama-1b prefill and
+#   6. with GPU_CHECK_GRAPHS=1, times each single-GPU model again with decode
+#      steps replayed from CUDA graphs (KVMESH_CUDA_GRAPHS=on);
+#   7. with GPU_CHECK_PROFILE=1, times every kernel of a llama-1b prefill and
 #      decode under Nsight Compute and splits a decode step into kernel time
 #      and the gaps between kernels (bench/gpu_profile_summary.py).
 # Where the machine has no ../shared and none of the packages, run
@@ -174,6 +176,10 @@ for shape in $SHAPES; do
     "$B/bench/kvmesh_gpu_bench" run -m "$f" --pp "$PP" --tg "$TG" --streams "$STREAMS" \
       --bandwidth "$BW" | tee -a "$BENCH" || log "bench failed on $f"
     peer_run "$f"
+    if [ "${GPU_CHECK_GRAPHS:-0}" = 1 ]; then  # batch-1 decode replayed from CUDA graphs
+      KVMESH_CUDA_GRAPHS=on "$B/bench/kvmesh_gpu_bench" run -m "$f" --pp "$PP" --tg "$TG" \
+        --streams "$STREAMS" --bandwidth "$BW" | tee -a "$BENCH" || log "bench failed on $f (graphs)"
+    fi
     if [ "$shape-$type" = "llama-1b-q4_0" ]; then
       for split in layer tensor; do
         "$B/bench/kvmesh_gpu_bench" run -m "$f" --devices cuda:0.0,cuda:0.1 --split "$split" \
@@ -251,13 +257,14 @@ for r in rows:
         continue
     name = os.path.basename(r["model"]).replace(".gguf", "")
     devs = r["devices"] + ("" if r["split"] == "none" else f" ({r['split']})")
+    devs += ", CUDA graphs" if r.get("cuda_graphs") else ""
     share = r.get("tg1_share_of_copy_bandwidth", 0)
     out.append(f"| {name} | {devs} | {r['pp_tokens_per_s']:.0f} | {r['tg1_tokens_per_s']:.1f} | "
                f"{r['tg1_gb_per_s']:.0f} | {share:.0%} | {r['tgN_tokens_per_s']:.0f} | "
                f"{r['tgN_over_tg1']:.1f}x |")
 peer_rows = []
 for r in rows:
-    if "model" not in r or r["split"] != "none":
+    if "model" not in r or r["split"] != "none" or r.get("cuda_graphs"):
         continue
     name = os.path.basename(r["model"]).replace(".gguf", "")
     path = os.path.join(os.path.dirname(sys.argv[2]), f"peer-{name}.jsonl")

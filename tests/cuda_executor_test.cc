@@ -306,6 +306,58 @@ TEST(CudaGreedyTest, GreedyDecodeMatchesTheCpu) {
 
 // --- what runs without a GPU ------------------------------------------------
 
+// Decode steps replayed from CUDA graphs (KVMESH_CUDA_GRAPHS=on) give the
+// logits of the same steps launched kernel by kernel, to the bit: three
+// sequences decoding together (a graph per shape: run, captured, replayed),
+// then two of them (a new shape), across block boundaries, with a prefill
+// between that takes the ordinary path.
+TEST(CudaGraphTest, ReplayedDecodeStepsMatchLaunchedOnes) {
+  SKIP_WITHOUT_GPU();
+  std::unique_ptr<Model> model = LoadShared("tinystories-d64.gguf");
+  ASSERT_NE(model, nullptr);
+  const int n_vocab = model->config().n_vocab;
+  const KvLayout layout = LayoutFor(*model, TensorType::kQ8_0, false);
+  std::vector<std::vector<float>> runs[2];
+  uint64_t launches[2] = {0, 0};
+  for (int graphs = 0; graphs < 2; ++graphs) {
+    if (graphs) setenv("KVMESH_CUDA_GRAPHS", "on", 1);
+    auto exec = Make(*model, layout, "cuda:0", "");
+    unsetenv("KVMESH_CUDA_GRAPHS");
+    ASSERT_TRUE(exec.ok()) << exec.status().ToString();
+    const std::vector<std::vector<int32_t>> tables = {
+        {0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}};  // 12 blocks: Make()'s
+    std::vector<int32_t> length(3, 0);
+    auto step = [&](const std::vector<int>& seqs, int tokens_each) {
+      ForwardBatch batch;
+      for (int s : seqs) {
+        const std::vector<int32_t> t =
+            ScenarioTokens(length[s] + tokens_each, n_vocab, 11 + static_cast<uint32_t>(s));
+        batch.sequences.push_back({static_cast<int64_t>(batch.tokens.size()), tokens_each,
+                                   length[s], tables[s], LogitsMode::kLast});
+        batch.tokens.insert(batch.tokens.end(), t.end() - tokens_each, t.end());
+        length[s] += tokens_each;
+      }
+      ForwardOutput out;
+      Status st = (*exec)->Forward(batch, &out);
+      EXPECT_TRUE(st.ok()) << st.ToString();
+      runs[graphs].push_back(out.logits);
+    };
+    step({0, 1, 2}, 5);
+    for (int i = 0; i < 30; ++i) step({0, 1, 2}, 1);
+    step({2}, 12);  // a prefill chunk between
+    for (int i = 0; i < 20; ++i) step({0, 1}, 1);
+    for (const DeviceCounters& c : (*exec)->Counters()) launches[graphs] += c.graph_launches;
+  }
+  EXPECT_EQ(launches[0], 0u);
+  // 3 sequences: 29 of 30 steps from a graph (the first runs to size the
+  // buffers); then 2 sequences: 19 of 20.
+  EXPECT_EQ(launches[1], 29u + 19u);
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    EXPECT_EQ(runs[1][i], runs[0][i]) << "step " << i;
+  }
+}
+
 TEST(CudaWithoutGpuTest, AskingForAGpuThatIsNotThereNamesIt) {
   if (HaveGpu()) GTEST_SKIP() << "this machine has a GPU; the no-GPU path is not reachable";
   std::unique_ptr<Model> model = LoadShared("stories260K.gguf");

@@ -72,9 +72,10 @@ struct StepView {
 
 // What a device holds and has spent, for info, metrics and benchmarks.
 struct DeviceCounters {
-  uint64_t weight_bytes = 0;  // the device's copy of its weights
-  uint64_t kv_bytes = 0;      // its KV pages
-  double comm_seconds = 0.0;  // inside collectives (waiting for the others included)
+  uint64_t weight_bytes = 0;    // the device's copy of its weights
+  uint64_t kv_bytes = 0;        // its KV pages
+  double comm_seconds = 0.0;    // inside collectives (waiting for the others included)
+  uint64_t graph_launches = 0;  // steps run as one CUDA graph launch
 };
 
 class GraphBackend {

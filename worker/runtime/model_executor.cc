@@ -93,6 +93,8 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const Model& mode
       CudaExecutorOptions options;
       const char* kernels = std::getenv("KVMESH_CUDA_KERNELS");
       options.plain = kernels != nullptr && std::string_view(kernels) == "plain";
+      const char* graphs = std::getenv("KVMESH_CUDA_GRAPHS");
+      options.graphs = graphs != nullptr && std::string_view(graphs) == "on";
       auto backend =
           CudaExecutor::Create(model, layout, plan.devices[d], num_blocks, comm, options);
       if (!backend.ok()) return backend.status();

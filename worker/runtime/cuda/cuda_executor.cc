@@ -121,6 +121,7 @@ CudaExecutor::~CudaExecutor() = default;
 
 void CudaExecutor::BeginStep(const StepView& s) {
   Impl& m = *impl_;
+  m.graph_mode = Impl::GraphMode::kNone;
   m.Fail(cudaSetDevice(m.shard.device.index), "cudaSetDevice");
   m.step = s;
   m.n_tokens = static_cast<int64_t>(s.positions.size());
@@ -141,7 +142,25 @@ void CudaExecutor::BeginStep(const StepView& s) {
     table_entries += (end + m.layout.block_size - 1) / m.layout.block_size;
     m.max_context = std::max<int32_t>(m.max_context, static_cast<int32_t>(end));
   }
-  const size_t ints = AlignUp((3 * n + table_entries) * 4);
+  // A step a graph can replay (CudaExecutorOptions::graphs): one token of
+  // each of at most kMaxMatVecRows sequences, on a device that computes the
+  // whole model alone. Its block tables get a slot count that only grows,
+  // so that the step's device layout (and every pointer a graph holds)
+  // stays put while the contexts grow.
+  bool graph_step =
+      m.options.graphs && !m.options.plain && !m.graphs_off && n > 0 && n <= cuda::kMaxMatVecRows &&
+      m.shard.layer_begin == 0 && m.shard.layer_end == m.config.n_layer &&
+      m.shard.num_q_heads() == m.config.n_head && m.shard.vocab_begin == 0 &&
+      m.shard.vocab_end == m.config.n_vocab && (m.comm == nullptr || m.comm->size() == 1);
+  for (const SequenceChunk& seq : seqs) graph_step = graph_step && seq.num_tokens == 1;
+  int64_t table_slots = table_entries;
+  if (graph_step) {
+    if (table_entries > m.graph_table_cap) {
+      m.graph_table_cap = std::max<int64_t>({table_entries, 2 * m.graph_table_cap, 64});
+    }
+    table_slots = m.graph_table_cap;
+  }
+  const size_t ints = AlignUp((3 * n + table_slots) * 4);
   const size_t index_bytes = AlignUp(n_logits * 8);
   const size_t rope_bytes = rope.size() * 4;
   const size_t total = ints + index_bytes + rope_bytes;
@@ -184,6 +203,40 @@ void CudaExecutor::BeginStep(const StepView& s) {
   const int64_t vec_rows = std::min<int64_t>(n, cuda::kMaxMatVecRows);
   m.Fail(m.xq.Reserve(std::max<size_t>(
       1, static_cast<size_t>(vec_rows * (max_in / cuda::kGroup + 1)) * sizeof(cuda::ActQ8))));
+
+  m.graph_mode = Impl::GraphMode::kNone;
+  if (!graph_step || m.Skip()) return;
+  // Split-K's grid is sized for the context rounded up (its blocks past a
+  // token's context write empty chunks), so one graph serves kGraphContext
+  // positions of growth.
+  const int32_t cap =
+      (m.max_context + Impl::kGraphContext - 1) / Impl::kGraphContext * Impl::kGraphContext;
+  m.max_context = cap;
+  const Impl::GraphKey key{n, n_logits, cap};
+  uint64_t signature = static_cast<uint64_t>(m.graph_table_cap);
+  auto mix = [&](const void* p) {
+    signature = (signature ^ reinterpret_cast<uintptr_t>(p)) * 0x100000001b3ull;
+  };
+  mix(m.step_device.get());
+  for (const DeviceBuffer& a : m.acts) mix(a.get());
+  mix(m.xq.get());
+  mix(m.host_logits.get());
+  mix(m.attention_scratch.get());
+  if (signature != m.graph_signature) {
+    m.DropGraphs();
+    m.graph_signature = signature;
+  }
+  if (m.graphs.count(key) != 0) {
+    m.graph_mode = Impl::GraphMode::kReplay;
+    m.logits_pending = n_logits > 0;  // as MatMul(kOutput) would have set it
+  } else if (key == m.last_graph_key) {
+    // The second step of this shape: its buffers have their sizes, so the
+    // ops launch nothing but kernels and copies; capture them.
+    m.Fail(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal), "graph capture");
+    if (m.error.ok()) m.graph_mode = Impl::GraphMode::kCapture;
+  }
+  m.graph_key = key;
+  m.last_graph_key = key;
 }
 
 void CudaExecutor::Embed() {
@@ -487,12 +540,38 @@ DeviceCounters CudaExecutor::counters() const {
   c.weight_bytes = impl_->weight_bytes;
   c.kv_bytes = (impl_->k_layer_bytes + impl_->v_layer_bytes) * impl_->shard.num_layers();
   c.comm_seconds = impl_->comm_seconds.load(std::memory_order_relaxed);
+  c.graph_launches = impl_->graph_launches.load(std::memory_order_relaxed);
   return c;
 }
 
 Status CudaExecutor::TakeError() {
   Impl& m = *impl_;
   m.Fail(cudaSetDevice(m.shard.device.index), "cudaSetDevice");
+  if (m.graph_mode == Impl::GraphMode::kCapture) {
+    // The captured step has not run yet: instantiate it, keep it, run it.
+    cudaGraph_t graph = nullptr;
+    m.Fail(cudaStreamEndCapture(m.stream, &graph), "graph capture");
+    if (m.error.ok()) {
+      cudaGraphExec_t exec = nullptr;
+      m.Fail(cudaGraphInstantiate(&exec, graph, 0), "graph instantiation");
+      if (m.error.ok()) {
+        m.graphs[m.graph_key] = exec;
+        m.Fail(cudaGraphLaunch(exec, m.stream), "graph launch");
+        m.graph_launches.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (!m.error.ok()) {
+      // This step fails; the following ones run without graphs.
+      m.graphs_off = true;
+      m.DropGraphs();
+      cudaGetLastError();
+    }
+  } else if (m.graph_mode == Impl::GraphMode::kReplay) {
+    m.Fail(cudaGraphLaunch(m.graphs[m.graph_key], m.stream), "graph launch");
+    m.graph_launches.fetch_add(1, std::memory_order_relaxed);
+  }
+  m.graph_mode = Impl::GraphMode::kNone;
   m.Fail(cudaStreamSynchronize(m.stream), "step");
   m.Fail(cudaGetLastError(), "kernel launch");
   if (m.logits_pending && m.error.ok()) {

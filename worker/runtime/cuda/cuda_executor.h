@@ -35,6 +35,11 @@ namespace kvmesh {
 
 struct CudaExecutorOptions {
   bool plain = false;  // reference kernels only (tests, debugging)
+  // Decode steps replayed from CUDA graphs (KVMESH_CUDA_GRAPHS=on): a
+  // device that holds the whole model captures a step of n one-token
+  // sequences the second time it sees that shape, and replays it after,
+  // one launch instead of a few hundred. Off by default.
+  bool graphs = false;
 };
 
 class CudaExecutor : public GraphBackend {

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "worker/kernels/cuda/ops.h"
@@ -129,6 +131,7 @@ struct CudaExecutor::Impl {
   ~Impl() {
     cudaSetDevice(shard.device.index);
     if (stream != nullptr) cudaStreamSynchronize(stream);
+    DropGraphs();
     if (cublas != nullptr) cublasDestroy(cublas);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
@@ -139,8 +142,9 @@ struct CudaExecutor::Impl {
   }
   void Fail(cudaError_t err, const char* what) { Fail(CudaError(err, what)); }
   // After a failure in this step, ops launch nothing more (buffers may be
-  // missing or stale); the step reports the first error.
-  bool Skip() const { return !error.ok(); }
+  // missing or stale); the step reports the first error. A step replayed
+  // from a graph launches nothing either: the graph holds its kernels.
+  bool Skip() const { return !error.ok() || graph_mode == GraphMode::kReplay; }
   // Launch errors are per host thread: each op checks on the thread that
   // launched it (a device of a tensor split runs on its own thread).
   void CheckLaunch(const char* op) { Fail(cudaGetLastError(), op); }
@@ -199,6 +203,26 @@ struct CudaExecutor::Impl {
   DeviceBuffer xq, x16, dequant, attention_scratch, cublas_workspace, argmax;
   PinnedBuffer host_logits, host_reduce;
   bool logits_pending = false;
+
+  // CUDA graphs of decode steps (CudaExecutorOptions::graphs). A graph bakes
+  // in every pointer and size its kernels were launched with: the step's
+  // shape (tokens, logit rows, the context rounded up to kGraphContext, so
+  // split-K's grid is fixed) is its key, and the buffers' addresses its
+  // signature; when a buffer moves, every graph goes.
+  enum class GraphMode { kNone, kCapture, kReplay };
+  using GraphKey = std::tuple<int64_t, int64_t, int32_t>;  // tokens, logit rows, context cap
+  static constexpr int32_t kGraphContext = 1024;
+  GraphMode graph_mode = GraphMode::kNone;
+  GraphKey graph_key{}, last_graph_key{-1, -1, -1};
+  uint64_t graph_signature = 0;
+  int64_t graph_table_cap = 0;  // block-table entries the step layout holds
+  bool graphs_off = false;      // after a failed capture
+  std::atomic<uint64_t> graph_launches{0};
+  std::map<GraphKey, cudaGraphExec_t> graphs;
+  void DropGraphs() {
+    for (auto& [key, exec] : graphs) cudaGraphExecDestroy(exec);
+    graphs.clear();
+  }
   Status error;
   std::atomic<double> comm_seconds{0.0};
 };
