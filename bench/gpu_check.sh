@@ -5,9 +5,11 @@
 #      runtime, the CUDA tests, kvmesh_gpu_bench) for CUDA_ARCH (90: H100,
 #      H200), every core;
 #   2. runs every CUDA kernel's parity test against the CPU reference
-#      (cuda_block_math_test, cuda_kernels_test) and the executor against the
+#      (cuda_block_math_test, cuda_kernels_test), the executor against the
 #      CPU executor, greedy decode included, with both splits on two virtual
-#      devices (cuda_executor_test);
+#      devices (cuda_executor_test), and llama.cpp's golden outputs on the GPU
+#      (golden_model_test's GoldenGpuTest: greedy generations token for
+#      token, both splits, teacher forcing);
 #   3. meanwhile synthesizes llama-1b and llama-8b in Q4_0, Q8_0, Q4_K_M and
 #      F16 on the CPU, then times prefill (pp512), batch-1 decode and
 #      16-stream decode on each against a device copy-bandwidth probe, and
@@ -75,7 +77,7 @@ if ! cmake -S . -B "$B" "${args[@]}" >"$RESULTS/configure.log" 2>&1; then
   exit 100
 fi
 if ! cmake --build "$B" --parallel "$(nproc)" --target cuda_block_math_test cuda_kernels_test \
-  cuda_executor_test kvmesh_gpu_bench >"$RESULTS/build.log" 2>&1; then
+  cuda_executor_test golden_model_test kvmesh_gpu_bench >"$RESULTS/build.log" 2>&1; then
   grep -E "error|FAILED" -A5 "$RESULTS/build.log" | head -60
   log "build failed"
   exit 101
@@ -121,10 +123,13 @@ SYNTH=$!
 # 2. Tests.
 FAILS=0
 for t in worker/cuda_block_math_test worker/kernels/cuda/cuda_kernels_test worker/cuda_kernels_test \
-  tests/cuda_executor_test; do
+  tests/cuda_executor_test tests/golden_model_test:GoldenGpuTest.*; do
+  filter=${t#*:}
+  [ "$filter" = "$t" ] && filter='*'
+  t=${t%%:*}
   [ -x "$B/$t" ] || continue
   name=$(basename "$t")
-  if "$B/$t" --gtest_color=no >"$RESULTS/$name.log" 2>&1; then
+  if "$B/$t" --gtest_color=no --gtest_filter="$filter" >"$RESULTS/$name.log" 2>&1; then
     log "PASS $name: $(grep -cE '^\[       OK \].*\([0-9]+ ms\)' "$RESULTS/$name.log") passed, $(grep -cE '^\[  SKIPPED \].*\([0-9]+ ms\)' "$RESULTS/$name.log") skipped"
   else
     FAILS=$((FAILS + 1))
@@ -134,6 +139,8 @@ for t in worker/cuda_block_math_test worker/kernels/cuda/cuda_kernels_test worke
   fi
 done
 grep -E "top-1" "$RESULTS/cuda_executor_test.log" 2>/dev/null | tee -a "$RESULTS/summary.txt"
+grep -E "^\[ (greedy|logits|teacher forcing) \]" "$RESULTS/golden_model_test.log" 2>/dev/null |
+  tee -a "$RESULTS/summary.txt"
 
 # 3b. Timings, once the peer's build (if any) no longer takes the cores.
 if [ -n "$PEER_BUILD" ]; then

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepares .gpu-check/ for bench/gpu_check.sh on a GPU machine that has CUDA
 # but none of this project's packages and no ../shared (the device machines
-# of this workplace): the test models and the vocab the synthetic models
-# use, GoogleTest's sources, nlohmann-json and OpenSSL's headers and
+# of this workplace): the test models, llama.cpp's golden outputs for them,
+# the vocab the synthetic models use, GoogleTest's sources, nlohmann-json and OpenSSL's headers and
 # libraries, copied from this machine (Debian 12, scripts/install-deps.sh).
 # About 47 MiB. .gpu-check/ is ignored by git through .git/info/exclude;
 # the GPU run carries it.
@@ -22,6 +22,7 @@ for m in stories260K stories260K-Q8_0 stories260K-Q4_0 stories260K-F16 \
   cp "$SHARED/models/$m.gguf" "$P/shared/models/"
 done
 cp "$SHARED/vocab/ggml-vocab-llama-bpe.gguf" "$P/shared/vocab/"
+cp -r "$SHARED/golden" "$P/shared/"  # llama.cpp's outputs, for the golden tests on the GPU
 cp -r /usr/src/googletest "$P/deps/googletest"
 cp -r /usr/include/nlohmann "$P/deps/include/"
 cp -r /usr/share/cmake/nlohmann_json "$P/deps/share/cmake/"

@@ -4,7 +4,8 @@
 //  - next-token logits of stories260K with an f32 KV cache: max relative error;
 //  - greedy generations (f16 KV, as llama.cpp's default) token for token;
 //  - quantized models by teacher forcing: top-1 agreement and the largest
-//    |Δ logprob| over llama.cpp's top-10 at each step.
+//    |Δ logprob| over llama.cpp's top-10 at each step;
+//  - the same on a GPU (GoldenGpuTest), skipped without one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -59,11 +60,12 @@ std::unique_ptr<ModelExecutor> MakeExecutor(const Model& model, const KvLayout& 
 }
 
 std::vector<float> AllLogits(const Model& model, TensorType kv_type,
-                             const std::vector<int32_t>& tokens, int chunk = 1 << 30) {
+                             const std::vector<int32_t>& tokens, int chunk = 1 << 30,
+                             const std::string& devices = "") {
   const ModelConfig& c = model.config();
   KvLayout layout{c.n_layer, c.n_head_kv, c.head_dim, 16, kv_type, kv_type};
   const int64_t blocks = (static_cast<int64_t>(tokens.size()) + 15) / 16;
-  auto exec = MakeExecutor(model, layout, blocks);
+  auto exec = MakeExecutor(model, layout, blocks, devices);
   if (exec == nullptr) return {};
   std::vector<int32_t> table(blocks);
   std::iota(table.begin(), table.end(), 0);
@@ -91,7 +93,7 @@ double LogSumExp(const float* v, int n) {
   return m + std::log(s);
 }
 
-TEST(GoldenModelTest, NextTokenLogitsMatchInF32) {
+void ExpectNextTokenLogitsMatchInF32(const std::string& devices) {
   auto model = LoadModel("stories260K.gguf");
   ASSERT_NE(model, nullptr);
   const json cases = LoadJson("stories260K/next_token_logits_kv_f32.json");
@@ -100,7 +102,8 @@ TEST(GoldenModelTest, NextTokenLogitsMatchInF32) {
   for (const json& c : cases) {
     const auto tokens = c["prompt_tokens"].get<std::vector<int32_t>>();
     const auto want = c["logits"].get<std::vector<float>>();
-    const std::vector<float> all = AllLogits(*model, TensorType::kF32, tokens);
+    const std::vector<float> all = AllLogits(*model, TensorType::kF32, tokens, 1 << 30, devices);
+    ASSERT_EQ(all.size(), tokens.size() * want.size());
     const float* got = all.data() + (tokens.size() - 1) * want.size();
     double max_diff = 0, max_abs = 0;
     for (size_t i = 0; i < want.size(); ++i) {
@@ -114,8 +117,11 @@ TEST(GoldenModelTest, NextTokenLogitsMatchInF32) {
                 static_cast<int>(30 - std::min<size_t>(30, prompt.size())), "", max_diff, rel);
     EXPECT_LT(rel, 1e-4) << c["prompt"];
   }
-  std::printf("[ logits ] worst max relative error over %zu prompts: %.3g\n", cases.size(), worst);
+  std::printf("[ logits ] worst max relative error over %zu prompts%s: %.3g\n", cases.size(),
+              devices.empty() ? "" : (" on " + devices).c_str(), worst);
 }
+
+TEST(GoldenModelTest, NextTokenLogitsMatchInF32) { ExpectNextTokenLogitsMatchInF32(""); }
 
 // Greedy decoding one token per step (as a server does), f16 KV cache.
 std::vector<int32_t> GreedyDecode(const Model& model, std::vector<int32_t> prompt, int n,
@@ -188,7 +194,7 @@ TEST(GoldenModelTest, GreedyTinyStoriesD64TensorSplit) {
 // compare our top-1 with llama.cpp's choice and our log-probabilities of
 // llama.cpp's top-10 tokens with its values.
 void ExpectTeacherForcingAgrees(const std::string& model_file, const std::string& golden,
-                                TensorType kv_type) {
+                                TensorType kv_type, const std::string& devices = "") {
   auto model = LoadModel(model_file);
   ASSERT_NE(model, nullptr);
   const json cases = LoadJson(golden);
@@ -199,8 +205,9 @@ void ExpectTeacherForcingAgrees(const std::string& model_file, const std::string
     std::vector<int32_t> tokens = c["prompt_tokens"].get<std::vector<int32_t>>();
     const size_t n_prompt = tokens.size();
     for (const json& step : c["steps"]) tokens.push_back(step["token"].get<int32_t>());
-    const std::vector<float> all = AllLogits(*model, kv_type, tokens);
+    const std::vector<float> all = AllLogits(*model, kv_type, tokens, 1 << 30, devices);
     const int n_vocab = model->config().n_vocab;
+    ASSERT_EQ(all.size(), tokens.size() * n_vocab);
     for (size_t i = 0; i < c["steps"].size(); ++i) {
       const json& step = c["steps"][i];
       const float* row = all.data() + (n_prompt - 1 + i) * n_vocab;
@@ -216,8 +223,9 @@ void ExpectTeacherForcingAgrees(const std::string& model_file, const std::string
   }
   const double rate = static_cast<double>(agree) / steps;
   std::printf(
-      "[ teacher forcing ] %-30s top-1 agreement %d/%d = %.2f%%, max |dlogprob| (top-10) %.4g\n",
-      model_file.c_str(), agree, steps, 100 * rate, max_dlogprob);
+      "[ teacher forcing ] %-30s%s top-1 agreement %d/%d = %.2f%%, max |dlogprob| (top-10) %.4g\n",
+      model_file.c_str(), devices.empty() ? "" : (" on " + devices).c_str(), agree, steps,
+      100 * rate, max_dlogprob);
   EXPECT_GE(rate, 0.99) << model_file;
 }
 
@@ -250,6 +258,58 @@ TEST(GoldenModelTest, TeacherForcingTinyStoriesQ6_K) {
 TEST(GoldenModelTest, TeacherForcingStories260KF32) {
   ExpectTeacherForcingAgrees("stories260K.gguf", "stories260K/generate_greedy_top10_logprobs.json",
                              TensorType::kF16);
+}
+
+// The same references on a GPU (bench/gpu_check.sh runs them there); they
+// skip, saying so, on a machine without one. Q5_0 is not a CUDA weight type.
+#define SKIP_WITHOUT_GPU()                                                                     \
+  if (!ProbeGpuMemory(0).ok()) {                                                               \
+    GTEST_SKIP() << "no GPU on this machine (" << ProbeGpuMemory(0).status().message() << ")"; \
+  }
+
+TEST(GoldenGpuTest, NextTokenLogitsMatchInF32) {
+  SKIP_WITHOUT_GPU();
+  ExpectNextTokenLogitsMatchInF32("cuda:0");
+}
+TEST(GoldenGpuTest, GreedyStories260K) {
+  SKIP_WITHOUT_GPU();
+  ExpectGreedyMatches("stories260K.gguf", "stories260K/generate_greedy.json", "cuda:0");
+}
+TEST(GoldenGpuTest, GreedyStories260KF16) {
+  SKIP_WITHOUT_GPU();
+  ExpectGreedyMatches("stories260K-F16.gguf", "stories260K-F16/generate_greedy.json", "cuda:0");
+}
+TEST(GoldenGpuTest, GreedyTinyStoriesD64) {
+  SKIP_WITHOUT_GPU();
+  ExpectGreedyMatches("tinystories-d64.gguf", "tinystories-d64/generate_greedy_top10_logprobs.json",
+                      "cuda:0");
+}
+TEST(GoldenGpuTest, GreedyTinyStoriesD64LayerSplit) {
+  SKIP_WITHOUT_GPU();
+  ExpectGreedyMatches("tinystories-d64.gguf", "tinystories-d64/generate_greedy_top10_logprobs.json",
+                      "cuda:0.0,cuda:0.1", "layer");
+}
+TEST(GoldenGpuTest, GreedyTinyStoriesD64TensorSplit) {
+  SKIP_WITHOUT_GPU();
+  ExpectGreedyMatches("tinystories-d64.gguf", "tinystories-d64/generate_greedy_top10_logprobs.json",
+                      "cuda:0.0,cuda:0.1", "tensor");
+}
+TEST(GoldenGpuTest, TeacherForcingQuantizedAndF32) {
+  SKIP_WITHOUT_GPU();
+  ExpectTeacherForcingAgrees("stories260K-Q8_0.gguf",
+                             "stories260K-Q8_0/generate_greedy_top10_logprobs.json",
+                             TensorType::kF16, "cuda:0");
+  ExpectTeacherForcingAgrees("stories260K-Q4_0.gguf",
+                             "stories260K-Q4_0/generate_greedy_top10_logprobs.json",
+                             TensorType::kF16, "cuda:0");
+  ExpectTeacherForcingAgrees("tinystories-d64-Q4_K_M.gguf",
+                             "tinystories-d64-Q4_K_M/generate_greedy_top10_logprobs.json",
+                             TensorType::kF16, "cuda:0");
+  ExpectTeacherForcingAgrees("tinystories-d64-Q6_K.gguf",
+                             "tinystories-d64-Q6_K/generate_greedy_top10_logprobs.json",
+                             TensorType::kF16, "cuda:0");
+  ExpectTeacherForcingAgrees("stories260K.gguf", "stories260K/generate_greedy_top10_logprobs.json",
+                             TensorType::kF16, "cuda:0");
 }
 
 TEST(GoldenModelTest, ChunkedPrefillEqualsOneShot) {
