@@ -32,6 +32,8 @@ for lib in libcrypto libssl; do
   cp "/usr/lib/x86_64-linux-gnu/$lib.so.3" "$P/deps/lib/"
   ln -s "$lib.so.3" "$P/deps/lib/$lib.so"
 done
+# (A snapshot without the 7 vocab blobs under models/ makes git print
+# "invalid object" for them; they are not packed.)
 if [ -n "${LLAMACPP_REPO:-}" ]; then
   commit=${LLAMACPP_COMMIT:-81ff7abe50b95fb81cc70a6cdba1eb1a02a48f62}
   git -C "$LLAMACPP_REPO" archive --format=tar "$commit" CMakeLists.txt cmake LICENSE licenses \
