@@ -7,8 +7,9 @@
 //       a synthetic model (worker/model/synthetic_model.h) written with every
 //       core, so the check needs no kvmesh CLI build.
 //   kvmesh_gpu_bench run -m MODEL [--devices cuda:0] [--split S] [--pp 512]
-//                        [--tg 32] [--streams 16] [--bandwidth GBPS]
-//       prefill of --pp tokens, batch-1 decode and --streams-stream decode,
+//                        [--tg 32] [--streams 16] [--ctx 16] [--bandwidth GBPS]
+//       prefill of --pp tokens, batch-1 decode and --streams-stream decode
+//       (each stream after a prompt of --ctx tokens),
 //       medians of 3, one JSON line: tokens/s of each, the weight bytes a
 //       decode step reads, and the share of --bandwidth that batch-1 decode
 //       reaches.
@@ -126,6 +127,7 @@ int Run(int argc, char** argv) {
   const int pp = std::stoi(Arg(argc, argv, "--pp", "512"));
   const int tg = std::stoi(Arg(argc, argv, "--tg", "32"));
   const int streams = std::stoi(Arg(argc, argv, "--streams", "16"));
+  const int ctx = std::max(1, std::stoi(Arg(argc, argv, "--ctx", "16")));
   const double bandwidth = std::stod(Arg(argc, argv, "--bandwidth", "0"));
   auto model = Model::Load(path);
   if (!model.ok()) return Fail(model.status().ToString());
@@ -134,7 +136,7 @@ int Run(int argc, char** argv) {
   auto options = PlanOptions::Parse(devices, split, "", 1);
   if (!options.ok()) return Fail(options.status().ToString());
   // Blocks: the prefill's, plus each stream's prompt and decode.
-  const int per_stream = (16 + tg + 15) / 16 + 1;
+  const int per_stream = (ctx + tg + 15) / 16 + 1;
   const int pp_blocks = (pp + 15) / 16;
   const int64_t blocks = pp_blocks + static_cast<int64_t>(streams) * per_stream;
   auto exec = ModelExecutor::Create(**model, layout, *options, blocks);
@@ -155,23 +157,27 @@ int Run(int argc, char** argv) {
     if (r > 0) pp_times.push_back(Seconds(t0, Clock::now()));
   }
 
-  // Decode: each stream prefills 16 tokens, then decodes tg steps; batch-1
-  // uses stream 0 alone.
+  // Decode: each stream prefills --ctx tokens (in chunks of up to 2048),
+  // then decodes tg steps; batch-1 uses stream 0 alone.
   std::vector<std::vector<int32_t>> tables(streams);
   for (int s = 0; s < streams; ++s) {
     for (int b = 0; b < per_stream; ++b) tables[s].push_back(pp_blocks + s * per_stream + b);
-    ForwardBatch p;
-    for (int i = 0; i < 16; ++i) p.tokens.push_back(2 + (i * 17 + s) % (c.n_vocab - 2));
-    p.sequences.push_back({0, 16, 0, tables[s], LogitsMode::kLast});
-    Status st = (*exec)->Forward(p, &out);
-    if (!st.ok()) return Fail(st.ToString());
+    for (int start = 0; start < ctx; start += 2048) {
+      const int n = std::min(2048, ctx - start);
+      ForwardBatch p;
+      for (int i = start; i < start + n; ++i)
+        p.tokens.push_back(2 + (i * 17 + s) % (c.n_vocab - 2));
+      p.sequences.push_back({0, n, start, tables[s], LogitsMode::kLast});
+      Status st = (*exec)->Forward(p, &out);
+      if (!st.ok()) return Fail(st.ToString());
+    }
   }
   auto decode_rate = [&](int n) -> StatusOr<double> {
     std::vector<double> rates;
     for (int r = 0; r < 3; ++r) {
       const auto t0 = Clock::now();
       for (int step = 0; step < tg; ++step) {
-        RETURN_IF_ERROR((*exec)->Forward(DecodeBatch(n, 16 + step, tables, c.n_vocab), &out));
+        RETURN_IF_ERROR((*exec)->Forward(DecodeBatch(n, ctx + step, tables, c.n_vocab), &out));
       }
       rates.push_back(static_cast<double>(n) * tg / Seconds(t0, Clock::now()));
     }
@@ -198,6 +204,7 @@ int Run(int argc, char** argv) {
                         {"tg1_tokens_per_s", *tg1},
                         {"tg1_gb_per_s", tg1_gbps},
                         {"streams", streams},
+                        {"ctx", ctx},
                         {"tgN_tokens_per_s", *tgn},
                         {"tgN_over_tg1", *tgn / *tg1}};
   if (bandwidth > 0) row["tg1_share_of_copy_bandwidth"] = tg1_gbps / bandwidth;

@@ -20,7 +20,8 @@
 #      sources gpu_check_prepare.sh packed and times it on the same files
 #      (pp, tg1, tg16), for a table of ratios;
 #   6. with GPU_CHECK_GRAPHS=1, times each single-GPU model again with decode
-#      steps replayed from CUDA graphs (KVMESH_CUDA_GRAPHS=on);
+#      steps replayed from CUDA graphs (KVMESH_CUDA_GRAPHS=on), and with
+#      GPU_CHECK_LONG_CTX=N, with decode after N-token prompts;
 #   7. with GPU_CHECK_PROFILE=1, times every kernel of a llama-1b prefill and
 #      decode under Nsight Compute and splits a decode step into kernel time
 #      and the gaps between kernels (bench/gpu_profile_summary.py).
@@ -183,6 +184,11 @@ for shape in $SHAPES; do
     "$B/bench/kvmesh_gpu_bench" run -m "$f" --pp "$PP" --tg "$TG" --streams "$STREAMS" \
       --bandwidth "$BW" | tee -a "$BENCH" || log "bench failed on $f"
     peer_run "$f"
+    if [ -n "${GPU_CHECK_LONG_CTX:-}" ]; then  # decode after long prompts
+      "$B/bench/kvmesh_gpu_bench" run -m "$f" --pp "$PP" --tg "$TG" --streams "$STREAMS" \
+        --ctx "$GPU_CHECK_LONG_CTX" --bandwidth "$BW" | tee -a "$BENCH" ||
+        log "bench failed on $f (ctx $GPU_CHECK_LONG_CTX)"
+    fi
     if [ "${GPU_CHECK_GRAPHS:-0}" = 1 ]; then  # batch-1 decode replayed from CUDA graphs
       KVMESH_CUDA_GRAPHS=on "$B/bench/kvmesh_gpu_bench" run -m "$f" --pp "$PP" --tg "$TG" \
         --streams "$STREAMS" --bandwidth "$BW" | tee -a "$BENCH" || log "bench failed on $f (graphs)"
@@ -265,13 +271,15 @@ for r in rows:
     name = os.path.basename(r["model"]).replace(".gguf", "")
     devs = r["devices"] + ("" if r["split"] == "none" else f" ({r['split']})")
     devs += ", CUDA graphs" if r.get("cuda_graphs") else ""
+    devs += f", decode after {r['ctx']} tokens" if r.get("ctx", 16) != 16 else ""
     share = r.get("tg1_share_of_copy_bandwidth", 0)
     out.append(f"| {name} | {devs} | {r['pp_tokens_per_s']:.0f} | {r['tg1_tokens_per_s']:.1f} | "
                f"{r['tg1_gb_per_s']:.0f} | {share:.0%} | {r['tgN_tokens_per_s']:.0f} | "
                f"{r['tgN_over_tg1']:.1f}x |")
 peer_rows = []
 for r in rows:
-    if "model" not in r or r["split"] != "none" or r.get("cuda_graphs"):
+    if ("model" not in r or r["split"] != "none" or r.get("cuda_graphs")
+            or r.get("ctx", 16) != 16):
         continue
     name = os.path.basename(r["model"]).replace(".gguf", "")
     path = os.path.join(os.path.dirname(sys.argv[2]), f"peer-{name}.jsonl")
