@@ -231,8 +231,9 @@ void CudaExecutor::BeginStep(const StepView& s) {
     m.logits_pending = n_logits > 0;  // as MatMul(kOutput) would have set it
   } else if (key == m.last_graph_key) {
     // The second step of this shape: its buffers have their sizes, so the
-    // ops launch nothing but kernels and copies; capture them.
-    m.Fail(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal), "graph capture");
+    // ops launch nothing but kernels and copies; capture them (relaxed: the
+    // capture ends in TakeError, which may run on another thread).
+    m.Fail(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeRelaxed), "graph capture");
     if (m.error.ok()) m.graph_mode = Impl::GraphMode::kCapture;
   }
   m.graph_key = key;
@@ -546,7 +547,8 @@ DeviceCounters CudaExecutor::counters() const {
 
 Status CudaExecutor::TakeError() {
   Impl& m = *impl_;
-  m.Fail(cudaSetDevice(m.shard.device.index), "cudaSetDevice");
+  // A capture ends first. It was begun in relaxed mode, so this thread need
+  // not be the one that began it (a device may run on a thread of its own).
   if (m.graph_mode == Impl::GraphMode::kCapture) {
     // The captured step has not run yet: instantiate it, keep it, run it.
     cudaGraph_t graph = nullptr;
@@ -572,6 +574,7 @@ Status CudaExecutor::TakeError() {
     m.graph_launches.fetch_add(1, std::memory_order_relaxed);
   }
   m.graph_mode = Impl::GraphMode::kNone;
+  m.Fail(cudaSetDevice(m.shard.device.index), "cudaSetDevice");
   m.Fail(cudaStreamSynchronize(m.stream), "step");
   m.Fail(cudaGetLastError(), "kernel launch");
   if (m.logits_pending && m.error.ok()) {
