@@ -213,15 +213,7 @@ void CudaExecutor::BeginStep(const StepView& s) {
       (m.max_context + Impl::kGraphContext - 1) / Impl::kGraphContext * Impl::kGraphContext;
   m.max_context = cap;
   const Impl::GraphKey key{n, n_logits, cap};
-  uint64_t signature = static_cast<uint64_t>(m.graph_table_cap);
-  auto mix = [&](const void* p) {
-    signature = (signature ^ reinterpret_cast<uintptr_t>(p)) * 0x100000001b3ull;
-  };
-  mix(m.step_device.get());
-  for (const DeviceBuffer& a : m.acts) mix(a.get());
-  mix(m.xq.get());
-  mix(m.host_logits.get());
-  mix(m.attention_scratch.get());
+  const uint64_t signature = m.GraphSignature();
   if (signature != m.graph_signature) {
     m.DropGraphs();
     m.graph_signature = signature;
@@ -553,6 +545,11 @@ Status CudaExecutor::TakeError() {
     // The captured step has not run yet: instantiate it, keep it, run it.
     cudaGraph_t graph = nullptr;
     m.Fail(cudaStreamEndCapture(m.stream, &graph), "graph capture");
+    if (m.error.ok() && m.GraphSignature() != m.graph_signature) {
+      // A buffer moved while the step was captured (a relaxed capture lets
+      // the allocation through): the graph would use the old one.
+      m.Fail(InternalError("a buffer moved during a CUDA graph capture"));
+    }
     if (m.error.ok()) {
       cudaGraphExec_t exec = nullptr;
       m.Fail(cudaGraphInstantiate(&exec, graph, 0), "graph instantiation");

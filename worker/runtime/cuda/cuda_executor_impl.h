@@ -219,6 +219,19 @@ struct CudaExecutor::Impl {
   bool graphs_off = false;      // after a failed capture
   std::atomic<uint64_t> graph_launches{0};
   std::map<GraphKey, cudaGraphExec_t> graphs;
+  // The addresses a graph of a decode step bakes in.
+  uint64_t GraphSignature() const {
+    uint64_t signature = static_cast<uint64_t>(graph_table_cap);
+    auto mix = [&](const void* p) {
+      signature = (signature ^ reinterpret_cast<uintptr_t>(p)) * 0x100000001b3ull;
+    };
+    mix(step_device.get());
+    for (const DeviceBuffer& a : acts) mix(a.get());
+    mix(xq.get());
+    mix(host_logits.get());
+    mix(attention_scratch.get());
+    return signature;
+  }
   void DropGraphs() {
     for (auto& [key, exec] : graphs) cudaGraphExecDestroy(exec);
     graphs.clear();
