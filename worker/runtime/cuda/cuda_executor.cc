@@ -539,8 +539,9 @@ DeviceCounters CudaExecutor::counters() const {
 
 Status CudaExecutor::TakeError() {
   Impl& m = *impl_;
-  // A capture ends first. It was begun in relaxed mode, so this thread need
-  // not be the one that began it (a device may run on a thread of its own).
+  m.Fail(cudaSetDevice(m.shard.device.index), "cudaSetDevice");
+  // A capture was begun in relaxed mode, so this thread need not be the one
+  // that began it (a device may run on a thread of its own).
   if (m.graph_mode == Impl::GraphMode::kCapture) {
     // The captured step has not run yet: instantiate it, keep it, run it.
     cudaGraph_t graph = nullptr;
@@ -571,7 +572,6 @@ Status CudaExecutor::TakeError() {
     m.graph_launches.fetch_add(1, std::memory_order_relaxed);
   }
   m.graph_mode = Impl::GraphMode::kNone;
-  m.Fail(cudaSetDevice(m.shard.device.index), "cudaSetDevice");
   m.Fail(cudaStreamSynchronize(m.stream), "step");
   m.Fail(cudaGetLastError(), "kernel launch");
   if (m.logits_pending && m.error.ok()) {
