@@ -210,6 +210,8 @@ int Run(int argc, char** argv) {
   if (bandwidth > 0) row["tg1_share_of_copy_bandwidth"] = tg1_gbps / bandwidth;
   const char* graphs = std::getenv("KVMESH_CUDA_GRAPHS");
   row["cuda_graphs"] = graphs != nullptr && std::string(graphs) == "on";
+  const char* matvec_rows = std::getenv("KVMESH_CUDA_MATVEC_ROWS");
+  row["matvec_rows"] = matvec_rows != nullptr ? std::atoi(matvec_rows) : 8;
   std::printf("%s\n", row.dump().c_str());
   return 0;
 }

@@ -20,8 +20,9 @@
 #      sources gpu_check_prepare.sh packed and times it on the same files
 #      (pp, tg1, tg16), for a table of ratios;
 #   6. with GPU_CHECK_GRAPHS=1, times each single-GPU model again with decode
-#      steps replayed from CUDA graphs (KVMESH_CUDA_GRAPHS=on), and with
-#      GPU_CHECK_LONG_CTX=N, with decode after N-token prompts;
+#      steps replayed from CUDA graphs (KVMESH_CUDA_GRAPHS=on), with
+#      GPU_CHECK_LONG_CTX=N, with decode after N-token prompts, and with
+#      GPU_CHECK_MATVEC_ROWS=N, with the mat-vecs taking steps of up to N rows;
 #   7. with GPU_CHECK_PROFILE=1, times every kernel of a llama-1b prefill and
 #      decode under Nsight Compute and splits a decode step into kernel time
 #      and the gaps between kernels (bench/gpu_profile_summary.py).
@@ -189,6 +190,11 @@ for shape in $SHAPES; do
         --ctx "$GPU_CHECK_LONG_CTX" --bandwidth "$BW" | tee -a "$BENCH" ||
         log "bench failed on $f (ctx $GPU_CHECK_LONG_CTX)"
     fi
+    if [ -n "${GPU_CHECK_MATVEC_ROWS:-}" ]; then  # 16 streams through the mat-vecs
+      KVMESH_CUDA_MATVEC_ROWS=$GPU_CHECK_MATVEC_ROWS "$B/bench/kvmesh_gpu_bench" run -m "$f" \
+        --pp "$PP" --tg "$TG" --streams "$STREAMS" --bandwidth "$BW" | tee -a "$BENCH" ||
+        log "bench failed on $f (mat-vecs to $GPU_CHECK_MATVEC_ROWS rows)"
+    fi
     if [ "${GPU_CHECK_GRAPHS:-0}" = 1 ]; then  # batch-1 decode replayed from CUDA graphs
       KVMESH_CUDA_GRAPHS=on "$B/bench/kvmesh_gpu_bench" run -m "$f" --pp "$PP" --tg "$TG" \
         --streams "$STREAMS" --bandwidth "$BW" | tee -a "$BENCH" || log "bench failed on $f (graphs)"
@@ -271,6 +277,7 @@ for r in rows:
     name = os.path.basename(r["model"]).replace(".gguf", "")
     devs = r["devices"] + ("" if r["split"] == "none" else f" ({r['split']})")
     devs += ", CUDA graphs" if r.get("cuda_graphs") else ""
+    devs += f", mat-vecs to {r['matvec_rows']} rows" if r.get("matvec_rows", 8) != 8 else ""
     devs += f", decode after {r['ctx']} tokens" if r.get("ctx", 16) != 16 else ""
     share = r.get("tg1_share_of_copy_bandwidth", 0)
     out.append(f"| {name} | {devs} | {r['pp_tokens_per_s']:.0f} | {r['tg1_tokens_per_s']:.1f} | "
@@ -279,7 +286,7 @@ for r in rows:
 peer_rows = []
 for r in rows:
     if ("model" not in r or r["split"] != "none" or r.get("cuda_graphs")
-            or r.get("ctx", 16) != 16):
+            or r.get("ctx", 16) != 16 or r.get("matvec_rows", 8) != 8):
         continue
     name = os.path.basename(r["model"]).replace(".gguf", "")
     path = os.path.join(os.path.dirname(sys.argv[2]), f"peer-{name}.jsonl")

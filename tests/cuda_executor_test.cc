@@ -178,11 +178,17 @@ TEST_P(CudaExecutorTest, OneGpuAgreesWithTheCpu) {
               c.model.c_str(), layout.TypeName().c_str(), cache.same_top1, cache.rows,
               cache.max_abs);
   const double cache_error = c.kv == TensorType::kQ4_0 ? cache.max_abs : 0.0;
-  for (const char* kernels : {"fast", "plain"}) {
-    setenv("KVMESH_CUDA_KERNELS", kernels, 1);
+  // "matvec32": the fast kernels with the mat-vecs taking steps of up to 32
+  // rows (KVMESH_CUDA_MATVEC_ROWS), which the scenario's 16- to 24-token
+  // prefills then go through.
+  for (const char* kernels : {"fast", "plain", "matvec32"}) {
+    const bool matvec32 = std::string(kernels) == "matvec32";
+    setenv("KVMESH_CUDA_KERNELS", matvec32 ? "fast" : kernels, 1);
+    if (matvec32) setenv("KVMESH_CUDA_MATVEC_ROWS", "32", 1);
     auto gpu = Make(*model, layout, "cuda:0", "");
     auto gpu_exact = Make(*model, exact, "cuda:0", "");
     unsetenv("KVMESH_CUDA_KERNELS");
+    unsetenv("KVMESH_CUDA_MATVEC_ROWS");
     ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
     ASSERT_TRUE(gpu_exact.ok()) << gpu_exact.status().ToString();
     const auto got = RunForwardScenario(**gpu, n_vocab);

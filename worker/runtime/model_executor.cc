@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string_view>
@@ -95,6 +96,15 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const Model& mode
       options.plain = kernels != nullptr && std::string_view(kernels) == "plain";
       const char* graphs = std::getenv("KVMESH_CUDA_GRAPHS");
       options.graphs = graphs != nullptr && std::string_view(graphs) == "on";
+      if (const char* rows = std::getenv("KVMESH_CUDA_MATVEC_ROWS")) {
+        const int value = std::atoi(rows);
+        if (value >= 1 && value <= 32) {
+          options.matvec_rows = value;
+        } else {
+          std::fprintf(stderr, "kvmesh: ignoring KVMESH_CUDA_MATVEC_ROWS=%s (expected 1-32)\n",
+                       rows);
+        }
+      }
       auto backend =
           CudaExecutor::Create(model, layout, plan.devices[d], num_blocks, comm, options);
       if (!backend.ok()) return backend.status();

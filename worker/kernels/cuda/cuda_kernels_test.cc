@@ -238,7 +238,7 @@ TEST_F(CudaKernelsTest, PlainMatMulMatchesTheCpuDot) {
 
 TEST_F(CudaKernelsTest, DecodeMatVecsMatchThePlainKernel) {
   for (TensorType type : kWeightTypes) {
-    for (int64_t rows : {1, 2, 5, 8}) {
+    for (int64_t rows : {1, 2, 5, 8, 13, 16, 32}) {  // each of the 8-, 16- and 32-row kernels
       const int64_t n_out = 300, n_in = 1024, ldy = n_out;
       const HostMatrix m = MakeMatrix(type, n_out, n_in, 41);
       const std::vector<float> x = Random(rows * n_in, 42);

@@ -62,7 +62,7 @@ __device__ __forceinline__ float WarpSum(float v) {
 
 // One warp per weight row; lane l takes groups l, l+32, ... so a warp reads
 // 32 consecutive blocks at a time, each once for every activation row.
-template <TensorType T>
+template <TensorType T, int kRows>
 __global__ void __launch_bounds__(kMatVecWarps * 32)
     MatVecQ8Kernel(DeviceMatrix w, const ActQ8* xq, int rows, float* y, int64_t ldy) {
   const int64_t o = static_cast<int64_t>(blockIdx.x) * kMatVecWarps + threadIdx.x / 32;
@@ -70,18 +70,18 @@ __global__ void __launch_bounds__(kMatVecWarps * 32)
   if (o >= w.n_out) return;
   const int64_t groups = w.n_in / kGroup;
   const uint8_t* wr = w.data + static_cast<size_t>(o) * w.row_bytes;
-  float acc[kMaxMatVecRows] = {};
+  float acc[kRows] = {};
   // Unrolled so that the loads of several groups are in flight at once (the
   // sums keep their order).
 #pragma unroll 4
   for (int64_t g = lane; g < groups; g += 32) {
 #pragma unroll
-    for (int r = 0; r < kMaxMatVecRows; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       if (r < rows) acc[r] += DotGroup<T>(wr, g, xq[r * groups + g]);
     }
   }
 #pragma unroll
-  for (int r = 0; r < kMaxMatVecRows; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     if (r < rows) {
       const float sum = WarpSum(acc[r]);
       if (lane == 0) y[r * ldy + o] = sum;
@@ -101,21 +101,21 @@ __device__ __forceinline__ void Unpack8(const uint4& raw, float* out) {
   }
 }
 
-template <TensorType T, bool kVector>
+template <TensorType T, bool kVector, int kRows>
 __global__ void __launch_bounds__(kMatVecWarps * 32)
     MatVecFloatKernel(DeviceMatrix w, const float* x, int rows, float* y, int64_t ldy) {
   const int64_t o = static_cast<int64_t>(blockIdx.x) * kMatVecWarps + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (o >= w.n_out) return;
   const uint8_t* wr = w.data + static_cast<size_t>(o) * w.row_bytes;
-  float acc[kMaxMatVecRows] = {};
+  float acc[kRows] = {};
   if constexpr (kVector) {
     const uint4* w8 = reinterpret_cast<const uint4*>(wr);
     for (int64_t c = lane; c < w.n_in / 8; c += 32) {
       float wv[8];
       Unpack8<T>(w8[c], wv);
 #pragma unroll
-      for (int r = 0; r < kMaxMatVecRows; ++r) {
+      for (int r = 0; r < kRows; ++r) {
         if (r < rows) {
           const float4* x4 = reinterpret_cast<const float4*>(x + r * w.n_in + c * 8);
           const float4 a = x4[0], b = x4[1];
@@ -128,13 +128,13 @@ __global__ void __launch_bounds__(kMatVecWarps * 32)
     for (int64_t k = lane; k < w.n_in; k += 32) {
       const float wk = RowElement<T>(wr, k);
 #pragma unroll
-      for (int r = 0; r < kMaxMatVecRows; ++r) {
+      for (int r = 0; r < kRows; ++r) {
         if (r < rows) acc[r] += wk * x[r * w.n_in + k];
       }
     }
   }
 #pragma unroll
-  for (int r = 0; r < kMaxMatVecRows; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     if (r < rows) {
       const float sum = WarpSum(acc[r]);
       if (lane == 0) y[r * ldy + o] = sum;
@@ -213,14 +213,17 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t n_in, ActQ8* out,
   QuantizeActivationsKernel<<<Blocks(groups * 32), kThreads, 0, S(stream)>>>(x, groups, out);
 }
 
-void MatVecQ8(const DeviceMatrix& w, const ActQ8* xq, int64_t rows, float* y, int64_t ldy,
-              Stream stream) {
-  if (rows == 0 || w.n_out == 0) return;
+namespace {
+
+// A mat-vec kernel for `rows` activation rows: the smallest of 8, 16 and 32
+// rows that holds them (its accumulators are registers).
+template <int kRows>
+void LaunchMatVecQ8(const DeviceMatrix& w, const ActQ8* xq, int r, float* y, int64_t ldy,
+                    cudaStream_t s) {
   const unsigned blocks = Blocks(w.n_out, kMatVecWarps);
-  const int r = static_cast<int>(rows);
-#define CASE(T)                                                                       \
-  case T:                                                                             \
-    MatVecQ8Kernel<T><<<blocks, kMatVecWarps * 32, 0, S(stream)>>>(w, xq, r, y, ldy); \
+#define CASE(T)                                                                      \
+  case T:                                                                            \
+    MatVecQ8Kernel<T, kRows><<<blocks, kMatVecWarps * 32, 0, s>>>(w, xq, r, y, ldy); \
     return;
   switch (w.type) {
     CASE(TensorType::kQ8_0)
@@ -234,40 +237,66 @@ void MatVecQ8(const DeviceMatrix& w, const ActQ8* xq, int64_t rows, float* y, in
 #undef CASE
 }
 
-void MatVecFloat(const DeviceMatrix& w, const float* x, int64_t rows, float* y, int64_t ldy,
-                 Stream stream) {
-  if (rows == 0 || w.n_out == 0) return;
+template <int kRows>
+void LaunchMatVecFloat(const DeviceMatrix& w, const float* x, int r, float* y, int64_t ldy,
+                       cudaStream_t s) {
   const unsigned blocks = Blocks(w.n_out, kMatVecWarps);
-  const int r = static_cast<int>(rows);
   const bool vector = w.n_in % 8 == 0 && w.row_bytes % 16 == 0 &&
                       reinterpret_cast<uintptr_t>(w.data) % 16 == 0 &&
                       reinterpret_cast<uintptr_t>(x) % 16 == 0;
-  cudaStream_t s = S(stream);
   switch (w.type) {
     case TensorType::kF32:
-      MatVecFloatKernel<TensorType::kF32, false>
+      MatVecFloatKernel<TensorType::kF32, false, kRows>
           <<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r, y, ldy);
       return;
     case TensorType::kF16:
       if (vector) {
-        MatVecFloatKernel<TensorType::kF16, true>
+        MatVecFloatKernel<TensorType::kF16, true, kRows>
             <<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r, y, ldy);
       } else {
-        MatVecFloatKernel<TensorType::kF16, false>
+        MatVecFloatKernel<TensorType::kF16, false, kRows>
             <<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r, y, ldy);
       }
       return;
     case TensorType::kBF16:
       if (vector) {
-        MatVecFloatKernel<TensorType::kBF16, true>
+        MatVecFloatKernel<TensorType::kBF16, true, kRows>
             <<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r, y, ldy);
       } else {
-        MatVecFloatKernel<TensorType::kBF16, false>
+        MatVecFloatKernel<TensorType::kBF16, false, kRows>
             <<<blocks, kMatVecWarps * 32, 0, s>>>(w, x, r, y, ldy);
       }
       return;
     default:
       return;
+  }
+}
+
+}  // namespace
+
+void MatVecQ8(const DeviceMatrix& w, const ActQ8* xq, int64_t rows, float* y, int64_t ldy,
+              Stream stream) {
+  if (rows == 0 || w.n_out == 0 || rows > kMaxMatVecRows) return;
+  const int r = static_cast<int>(rows);
+  if (r <= 8) {
+    LaunchMatVecQ8<8>(w, xq, r, y, ldy, S(stream));
+  } else if (r <= 16) {
+    LaunchMatVecQ8<16>(w, xq, r, y, ldy, S(stream));
+  } else {
+    LaunchMatVecQ8<32>(w, xq, r, y, ldy, S(stream));
+  }
+}
+
+void MatVecFloat(const DeviceMatrix& w, const float* x, int64_t rows, float* y, int64_t ldy,
+                 Stream stream) {
+  if (rows == 0 || w.n_out == 0 || rows > kMaxMatVecRows) return;
+  const int r = static_cast<int>(rows);
+  if (r <= 8) {
+    LaunchMatVecFloat<8>(w, x, r, y, ldy, S(stream));
+  } else if (r <= 16) {
+    LaunchMatVecFloat<16>(w, x, r, y, ldy, S(stream));
+  } else {
+    LaunchMatVecFloat<32>(w, x, r, y, ldy, S(stream));
   }
 }
 

@@ -141,8 +141,11 @@ void MatMulPlain(const DeviceMatrix& w, const float* x, int64_t rows, float* y, 
 
 // Decode: rows of x quantized once to ActQ8 groups (n_in / 32 per row), then
 // one warp per weight row reads it once for all `rows` (at most
-// kMaxMatVecRows) with 4-byte integer dots. Quantized types only.
-inline constexpr int kMaxMatVecRows = 8;
+// kMaxMatVecRows; kernels for 8, 16 and 32) with 4-byte integer dots.
+// Quantized types only. The executor takes this path for steps of up to
+// kDefaultMatVecRows rows, or KVMESH_CUDA_MATVEC_ROWS.
+inline constexpr int kMaxMatVecRows = 32;
+inline constexpr int kDefaultMatVecRows = 8;
 void QuantizeActivations(const float* x, int64_t rows, int64_t n_in, ActQ8* out, Stream stream);
 void MatVecQ8(const DeviceMatrix& w, const ActQ8* xq, int64_t rows, float* y, int64_t ldy,
               Stream stream);

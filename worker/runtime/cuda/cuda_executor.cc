@@ -143,15 +143,16 @@ void CudaExecutor::BeginStep(const StepView& s) {
     m.max_context = std::max<int32_t>(m.max_context, static_cast<int32_t>(end));
   }
   // A step a graph can replay (CudaExecutorOptions::graphs): one token of
-  // each of at most kMaxMatVecRows sequences, on a device that computes the
+  // each of at most matvec_rows sequences, on a device that computes the
   // whole model alone. Its block tables get a slot count that only grows,
   // so that the step's device layout (and every pointer a graph holds)
   // stays put while the contexts grow.
-  bool graph_step =
-      m.options.graphs && !m.options.plain && !m.graphs_off && n > 0 && n <= cuda::kMaxMatVecRows &&
-      m.shard.layer_begin == 0 && m.shard.layer_end == m.config.n_layer &&
-      m.shard.num_q_heads() == m.config.n_head && m.shard.vocab_begin == 0 &&
-      m.shard.vocab_end == m.config.n_vocab && (m.comm == nullptr || m.comm->size() == 1);
+  bool graph_step = m.options.graphs && !m.options.plain && !m.graphs_off && n > 0 &&
+                    n <= m.options.matvec_rows && m.shard.layer_begin == 0 &&
+                    m.shard.layer_end == m.config.n_layer &&
+                    m.shard.num_q_heads() == m.config.n_head && m.shard.vocab_begin == 0 &&
+                    m.shard.vocab_end == m.config.n_vocab &&
+                    (m.comm == nullptr || m.comm->size() == 1);
   for (const SequenceChunk& seq : seqs) graph_step = graph_step && seq.num_tokens == 1;
   int64_t table_slots = table_entries;
   if (graph_step) {
@@ -199,8 +200,8 @@ void CudaExecutor::BeginStep(const StepView& s) {
   const int64_t max_in =
       std::max({m.width[static_cast<int>(Act::kNormed)], m.width[static_cast<int>(Act::kGate)],
                 m.width[static_cast<int>(Act::kAttention)]});
-  if (n > cuda::kMaxMatVecRows) m.Fail(m.x16.Reserve(static_cast<size_t>(n * max_in) * 2));
-  const int64_t vec_rows = std::min<int64_t>(n, cuda::kMaxMatVecRows);
+  if (n > m.options.matvec_rows) m.Fail(m.x16.Reserve(static_cast<size_t>(n * max_in) * 2));
+  const int64_t vec_rows = std::min<int64_t>(n, m.options.matvec_rows);
   m.Fail(m.xq.Reserve(std::max<size_t>(
       1, static_cast<size_t>(vec_rows * (max_in / cuda::kGroup + 1)) * sizeof(cuda::ActQ8))));
 
@@ -289,7 +290,7 @@ void CudaExecutor::MatMul(Act in, int layer, std::span<const MatMulOut> outs) {
     logits = logits || t.out == Act::kLogits;
     if (m.options.plain) {
       cuda::MatMulPlain(w, x, rows, y, ldy, m.stream);
-    } else if (rows <= cuda::kMaxMatVecRows) {
+    } else if (rows <= m.options.matvec_rows) {
       if (IsQuantized(w.type)) {
         if (!quantized_input) {
           cuda::QuantizeActivations(x, rows, n_in, m.xq.get<cuda::ActQ8>(), m.stream);

@@ -7,7 +7,7 @@
 //  - KV pages live in device memory in the layout's storage types, in the
 //    CPU's page order and with the CPU's bytes (block_math.h), so
 //    ReadBlock/WriteBlock move them between devices and tiers unchanged.
-//  - Decode steps (at most kMaxMatVecRows rows) quantize each matrix input to
+//  - Decode steps (at most matvec_rows rows) quantize each matrix input to
 //    8 bits once, shared by the targets, and run the mat-vec of the weight's
 //    type; longer steps convert the input to f16/bf16 and run cuBLAS on
 //    tensor cores (quantized weights are dequantized in bounded row chunks
@@ -40,6 +40,10 @@ struct CudaExecutorOptions {
   // sequences the second time it sees that shape, and replays it after,
   // one launch instead of a few hundred. Off by default.
   bool graphs = false;
+  // Steps of up to this many rows take the decode mat-vecs (weights read
+  // once for all rows); longer ones dequantize and multiply on tensor cores.
+  // 1-32 (KVMESH_CUDA_MATVEC_ROWS); 8 by default.
+  int matvec_rows = 8;
 };
 
 class CudaExecutor : public GraphBackend {
