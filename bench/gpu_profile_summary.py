@@ -40,7 +40,8 @@ def read_kernels(path):
             value = float(row["Metric Value"].replace(",", ""))
         except (KeyError, ValueError):
             continue
-        k = kernels.setdefault(key, {"name": short(row["Kernel Name"]), "ns": 0.0, "bytes": 0.0})
+        k = kernels.setdefault(key, {"name": short(row["Kernel Name"]), "grid": row.get("Grid Size"),
+                                     "ns": 0.0, "bytes": 0.0})
         metric = row["Metric Name"]
         if metric == "gpu__time_duration.sum":
             k["ns"] = value
@@ -84,23 +85,11 @@ def table(title, steps):
 def by_shape(path):
     """The mat-vec kernels of a decode, by kernel and grid: time and DRAM rate."""
     per = defaultdict(lambda: [0, 0.0, 0.0])
-    with open(path, newline="") as f:
-        lines = [l for l in f if l.startswith('"')]
-    seen = {}
-    for row in csv.DictReader(lines):
-        try:
-            value = float(row["Metric Value"].replace(",", ""))
-        except (KeyError, ValueError):
-            continue
-        key = (short(row["Kernel Name"]), row["Grid Size"])
-        kid = (row["ID"], row["Process ID"])
-        if kid not in seen:
-            seen[kid] = key
-            per[key][0] += 1
-        if row["Metric Name"] == "gpu__time_duration.sum":
-            per[key][1] += value
-        elif row["Metric Name"].startswith("dram__bytes"):
-            per[key][2] += value
+    for k in read_kernels(path):
+        p = per[(k["name"], k["grid"])]
+        p[0] += 1
+        p[1] += k["ns"]
+        p[2] += k["bytes"]
     print("| kernel | grid | launches | us each | MB each | GB/s |")
     print("|---|---|---|---|---|---|")
     for (name, grid), (n, ns, b) in sorted(per.items(), key=lambda kv: -kv[1][1]):

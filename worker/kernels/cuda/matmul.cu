@@ -5,6 +5,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "worker/kernels/cuda/ops.h"
 
 namespace kvmesh::cuda {
@@ -272,32 +274,35 @@ void LaunchMatVecFloat(const DeviceMatrix& w, const float* x, int r, float* y, i
   }
 }
 
+// Calls f with the smallest kernel row count (8, 16 or 32) that holds `rows`,
+// as a std::integral_constant.
+template <typename F>
+void ForRowBucket(int rows, F&& f) {
+  if (rows <= 8) {
+    f(std::integral_constant<int, 8>{});
+  } else if (rows <= 16) {
+    f(std::integral_constant<int, 16>{});
+  } else {
+    f(std::integral_constant<int, 32>{});
+  }
+}
+
 }  // namespace
 
 void MatVecQ8(const DeviceMatrix& w, const ActQ8* xq, int64_t rows, float* y, int64_t ldy,
               Stream stream) {
   if (rows == 0 || w.n_out == 0 || rows > kMaxMatVecRows) return;
-  const int r = static_cast<int>(rows);
-  if (r <= 8) {
-    LaunchMatVecQ8<8>(w, xq, r, y, ldy, S(stream));
-  } else if (r <= 16) {
-    LaunchMatVecQ8<16>(w, xq, r, y, ldy, S(stream));
-  } else {
-    LaunchMatVecQ8<32>(w, xq, r, y, ldy, S(stream));
-  }
+  ForRowBucket(static_cast<int>(rows), [&](auto bucket) {
+    LaunchMatVecQ8<decltype(bucket)::value>(w, xq, static_cast<int>(rows), y, ldy, S(stream));
+  });
 }
 
 void MatVecFloat(const DeviceMatrix& w, const float* x, int64_t rows, float* y, int64_t ldy,
                  Stream stream) {
   if (rows == 0 || w.n_out == 0 || rows > kMaxMatVecRows) return;
-  const int r = static_cast<int>(rows);
-  if (r <= 8) {
-    LaunchMatVecFloat<8>(w, x, r, y, ldy, S(stream));
-  } else if (r <= 16) {
-    LaunchMatVecFloat<16>(w, x, r, y, ldy, S(stream));
-  } else {
-    LaunchMatVecFloat<32>(w, x, r, y, ldy, S(stream));
-  }
+  ForRowBucket(static_cast<int>(rows), [&](auto bucket) {
+    LaunchMatVecFloat<decltype(bucket)::value>(w, x, static_cast<int>(rows), y, ldy, S(stream));
+  });
 }
 
 void DequantizeRows(const DeviceMatrix& w, int64_t row_begin, int64_t count, bool bf16,
