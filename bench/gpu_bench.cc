@@ -211,7 +211,9 @@ int Run(int argc, char** argv) {
   const char* graphs = std::getenv("KVMESH_CUDA_GRAPHS");
   row["cuda_graphs"] = graphs != nullptr && std::string(graphs) == "on";
   const char* matvec_rows = std::getenv("KVMESH_CUDA_MATVEC_ROWS");
-  row["matvec_rows"] = matvec_rows != nullptr ? std::atoi(matvec_rows) : 8;
+  // As the executor reads it: values outside 1-32 are ignored (8).
+  const int rows = matvec_rows != nullptr ? std::atoi(matvec_rows) : 8;
+  row["matvec_rows"] = rows >= 1 && rows <= 32 ? rows : 8;
   std::printf("%s\n", row.dump().c_str());
   return 0;
 }

@@ -142,7 +142,10 @@ class GraphBackend {
   // May be called from any thread (metrics scrapes).
   virtual DeviceCounters counters() const = 0;
 
-  // The first device fault of the step, if any, and clears it.
+  // The first device fault of the step, if any, and clears it. kAborted
+  // means that none of the step ran (a CUDA graph could not be captured or
+  // launched; the backend has turned graphs off) and the step may be run
+  // again from BeginStep.
   virtual Status TakeError() = 0;
 };
 

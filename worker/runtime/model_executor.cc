@@ -7,6 +7,7 @@
 #include <map>
 #include <string_view>
 
+#include "common/log.h"
 #include "worker/runtime/cpu/cpu_executor.h"
 #include "worker/runtime/cpu/local_communicator.h"
 #include "worker/runtime/cuda/nccl_communicator.h"
@@ -290,6 +291,33 @@ Status ModelExecutor::Forward(const ForwardBatch& batch, ForwardOutput* output) 
   step.logits = output->logits.data();
   step.n_vocab = config_.n_vocab;
 
+  // A step whose graph a device could not capture or launch ran nowhere on
+  // that device (kAborted) and runs once more, without graphs there; the
+  // other devices' parts of it rewrite the same KV slots with the same values.
+  Status status;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    RunStep(step, n_tokens);
+    status = Status::Ok();
+    bool rerun = false;
+    for (auto& b : backends_) {
+      Status s = b->TakeError();
+      rerun = rerun || s.code() == StatusCode::kAborted;
+      if (status.ok() && !s.ok()) status = s;
+    }
+    if (!rerun || attempt == 1) break;
+    Log(LogLevel::kWarning, "executor", "step run again: " + status.message());
+  }
+  if (status.ok() && config_.final_softcap > 0.0f) {
+    // cap · tanh(logit / cap), the division as a multiplication by 1 / cap
+    // (as the GGUF ecosystem computes it).
+    const float cap = config_.final_softcap;
+    const float inv = 1.0f / cap;
+    for (float& x : output->logits) x = cap * std::tanh(x * inv);
+  }
+  return status;
+}
+
+void ModelExecutor::RunStep(const StepView& step, int64_t n_tokens) {
   const int n = plan_.num_devices();
   if (plan_.split == SplitKind::kLayer) {
     residual_.resize(n_tokens * config_.n_embd);
@@ -312,19 +340,6 @@ Status ModelExecutor::Forward(const ForwardBatch& batch, ForwardOutput* output) 
         },
         /*concurrent=*/true);
   }
-  Status status;
-  for (auto& b : backends_) {
-    Status s = b->TakeError();
-    if (status.ok() && !s.ok()) status = s;
-  }
-  if (status.ok() && config_.final_softcap > 0.0f) {
-    // cap · tanh(logit / cap), the division as a multiplication by 1 / cap
-    // (as the GGUF ecosystem computes it).
-    const float cap = config_.final_softcap;
-    const float inv = 1.0f / cap;
-    for (float& x : output->logits) x = cap * std::tanh(x * inv);
-  }
-  return status;
 }
 
 Status ModelExecutor::ReadBlock(int32_t block, std::vector<uint8_t>* out) const {

@@ -83,6 +83,8 @@ class ModelExecutor : public Executor {
   // Runs job(d) for each device, on its thread or the caller's: all at once
   // (tensor split) or in plan order.
   void RunOnDevices(const std::function<void(int)>& job, bool concurrent);
+  // One forward step on every device; their faults are left for TakeError.
+  void RunStep(const StepView& step, int64_t n_tokens);
 
   const ModelConfig& config_;
   const KvLayout layout_;

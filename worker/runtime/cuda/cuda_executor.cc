@@ -226,8 +226,15 @@ void CudaExecutor::BeginStep(const StepView& s) {
     // The second step of this shape: its buffers have their sizes, so the
     // ops launch nothing but kernels and copies; capture them (relaxed: the
     // capture ends in TakeError, which may run on another thread).
-    m.Fail(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeRelaxed), "graph capture");
-    if (m.error.ok()) m.graph_mode = Impl::GraphMode::kCapture;
+    // A capture that cannot begin leaves the step to run as launched, and
+    // the following steps without graphs.
+    if (cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeRelaxed) == cudaSuccess) {
+      m.graph_mode = Impl::GraphMode::kCapture;
+    } else {
+      cudaGetLastError();
+      m.graphs_off = true;
+      m.DropGraphs();
+    }
   }
   m.graph_key = key;
   m.last_graph_key = key;
@@ -556,21 +563,32 @@ Status CudaExecutor::TakeError() {
       cudaGraphExec_t exec = nullptr;
       m.Fail(cudaGraphInstantiate(&exec, graph, 0), "graph instantiation");
       if (m.error.ok()) {
+        if (m.graphs.size() >= Impl::kMaxGraphs) m.DropGraphs();
         m.graphs[m.graph_key] = exec;
         m.Fail(cudaGraphLaunch(exec, m.stream), "graph launch");
         m.graph_launches.fetch_add(1, std::memory_order_relaxed);
       }
     }
     if (graph != nullptr) cudaGraphDestroy(graph);
-    if (!m.error.ok()) {
-      // This step fails; the following ones run without graphs.
-      m.graphs_off = true;
-      m.DropGraphs();
-      cudaGetLastError();
-    }
   } else if (m.graph_mode == Impl::GraphMode::kReplay) {
     m.Fail(cudaGraphLaunch(m.graphs[m.graph_key], m.stream), "graph launch");
     m.graph_launches.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (m.graph_mode != Impl::GraphMode::kNone && !m.error.ok()) {
+    // The step's ops were captured, not run, so nothing of it happened: the
+    // caller runs it again (GraphBackend::TakeError's kAborted), and this
+    // step and the following ones run without graphs.
+    m.graphs_off = true;
+    m.DropGraphs();
+    cudaGetLastError();
+    m.graph_mode = Impl::GraphMode::kNone;
+    cudaStreamSynchronize(m.stream);
+    cudaGetLastError();
+    Status s(StatusCode::kAborted, "CUDA graphs turned off on device " + m.shard.device.Name() +
+                                       " after: " + m.error.ToString());
+    m.error = Status::Ok();
+    m.logits_pending = false;
+    return s;
   }
   m.graph_mode = Impl::GraphMode::kNone;
   m.Fail(cudaStreamSynchronize(m.stream), "step");

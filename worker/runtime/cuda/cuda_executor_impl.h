@@ -212,6 +212,10 @@ struct CudaExecutor::Impl {
   enum class GraphMode { kNone, kCapture, kReplay };
   using GraphKey = std::tuple<int64_t, int64_t, int32_t>;  // tokens, logit rows, context cap
   static constexpr int32_t kGraphContext = 1024;
+  // Past this many shapes the graphs are all dropped and captured again as
+  // the shapes recur: a server's batch sizes times its contexts would
+  // otherwise keep adding graphs (each holds device memory) for ever.
+  static constexpr size_t kMaxGraphs = 64;
   GraphMode graph_mode = GraphMode::kNone;
   GraphKey graph_key{}, last_graph_key{-1, -1, -1};
   uint64_t graph_signature = 0;
