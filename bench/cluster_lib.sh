@@ -10,6 +10,8 @@
 # workers; ROUTER is then their addresses, comma-separated. WORKER_CPUS (one
 # CPU list per worker, e.g. "0 1") and ROUTER_CPUS (one list for every
 # router) pin the processes with taskset, as if each had its own machine.
+# KV_MEMORY_EACH (one byte count per worker) gives each worker its own
+# --kv-memory, after the shared flags, for clusters of unequal caches.
 
 # The value of NAME=VALUE in a process's "listening" line.
 field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
@@ -18,6 +20,7 @@ start_cluster() {
   local workers=$1 policy=$2
   shift 2
   local i addrs=() roles=(${ROLES:-}) router_flags=(${ROUTER_FLAGS:-}) cpus=(${WORKER_CPUS:-}) pin
+  local kv_each=(${KV_MEMORY_EACH:-}) own
   local router_pin=()
   [[ -n ${ROUTER_CPUS:-} ]] && router_pin=(taskset -c "$ROUTER_CPUS")
   if [[ $policy == *+fetch ]]; then
@@ -27,8 +30,10 @@ start_cluster() {
   for ((i = 0; i < workers; ++i)); do
     pin=()
     [[ -n ${cpus[$i]:-} ]] && pin=(taskset -c "${cpus[$i]}")
+    own=()
+    [[ -n ${kv_each[$i]:-} ]] && own=(--kv-memory "${kv_each[$i]}")
     ${pin[@]+"${pin[@]}"} "$B/worker/kvmesh-worker" --grpc-port 0 --http-port 0 --threads 1 --worker-id "w$i" \
-      --role "${roles[$i]:-both}" --log-level warning "$@" >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
+      --role "${roles[$i]:-both}" --log-level warning "$@" ${own[@]+"${own[@]}"} >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
   done
   for ((i = 0; i < workers; ++i)); do
     for _ in $(seq 100); do grep -qs listening "$tmp/w$i.out" && break; sleep 0.1; done

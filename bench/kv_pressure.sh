@@ -5,7 +5,9 @@
 # workers x KV tokens per worker). For each demand and policy, a fresh
 # cluster (router + WORKERS workers with KV_TOKENS of KV cache each, cold
 # caches) serves the same traffic through bench/router_sessions. Prints one
-# markdown row per (demand, policy) and the machine load.
+# markdown row per (demand, policy) and the machine load. KV_TOKENS may list
+# one size per worker ("2048 2048 6144 6144"): a cluster of unequal caches,
+# as a fleet of mixed GPUs has; the demand is then over their sum.
 #
 #   [WORKERS=4] [ROUTERS=1] [KV_TOKENS=4096] [CONTEXT=1024] [USERS=4] [TURNS=2]
 #   [CONCURRENCY=8] [RATE=0] [SKEW=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
@@ -46,9 +48,17 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 details=()
 bytes_per_token=$("$B/cli/kvmesh" kv-plan -m "$MODEL" --context "$CONTEXT" --kv-type f16 --json |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_per_token"])')
-kv_memory=$((bytes_per_token * KV_TOKENS))
+kv_sizes=($KV_TOKENS)
+kv_total=0
+KV_MEMORY_EACH=""
+for ((i = 0; i < WORKERS; ++i)); do
+  size=${kv_sizes[$i]:-${kv_sizes[0]}}
+  kv_total=$((kv_total + size))
+  KV_MEMORY_EACH+="$((bytes_per_token * size)) "
+done
+export KV_MEMORY_EACH
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "${ROUTERS:-1} router(s), $WORKERS workers x $KV_TOKENS KV tokens ($kv_memory bytes), contexts of $CONTEXT tokens," \
+echo "${ROUTERS:-1} router(s), $WORKERS workers with KV tokens $KV_TOKENS (bytes $KV_MEMORY_EACH), contexts of $CONTEXT tokens," \
   "tenant skew $SKEW," \
   "$USERS users per tenant x $TURNS turns, $([[ $RATE != 0 ]] && echo "open loop at $RATE requests/s" ||
   echo "concurrency $CONCURRENCY"), $(basename "$MODEL")"
@@ -56,9 +66,9 @@ echo
 echo "| KV demand | tenants | policy | hit ratio | TTFT p50 ms | TTFT p90 ms | requests/s | max/min requests |"
 echo "|---|---:|---|---:|---:|---:|---:|---|"
 for demand in $DEMANDS; do
-  tenants=$(python3 -c "print(max(1, round($demand * $WORKERS * $KV_TOKENS / $CONTEXT)))")
+  tenants=$(python3 -c "print(max(1, round($demand * $kv_total / $CONTEXT)))")
   for policy in $POLICIES; do
-    start_cluster "$WORKERS" "$policy" --model "$MODEL" --kv-memory "$kv_memory"
+    start_cluster "$WORKERS" "$policy" --model "$MODEL"
     "$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
       --concurrency "$CONCURRENCY" --rate "$RATE" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens 32 \
