@@ -18,7 +18,10 @@
 #      /tmp/kvmesh-gpu-check): summary.txt, table.md, bench.jsonl, the logs;
 #   5. with GPU_CHECK_PEER=1, builds llama.cpp's CUDA backend from the
 #      sources gpu_check_prepare.sh packed and times it on the same files
-#      (pp, tg1, tg16), for a table of ratios;
+#      (pp, tg1, tg16), for a table of ratios (built here, not carried: its
+#      CUDA library alone is 67 MB, 45 MB compressed, past what a run
+#      carries; the timings wait for the build, so as not to share the cores
+#      with it, and the call must leave it the minutes);
 #   6. with GPU_CHECK_GRAPHS=1, times each single-GPU model again with decode
 #      steps replayed from CUDA graphs (KVMESH_CUDA_GRAPHS=on), with
 #      GPU_CHECK_LONG_CTX=N, with decode after N-token prompts, and with
