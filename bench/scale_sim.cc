@@ -138,7 +138,7 @@ class Simulation {
         .chat_template = std::nullopt,
         .chat_template_error = {},
         .index = PrefixIndex(std::chrono::seconds(20), [this] { return SimTime(); })});
-    auto policy = MakePolicy(o_.policy);
+    auto policy = MakePolicy(o_.policy, o_.weights);
     if (!policy.ok()) {
       std::fprintf(stderr, "scale_sim: %s\n", policy.status().ToString().c_str());
       std::exit(2);
@@ -262,6 +262,7 @@ class Simulation {
     std::vector<const Candidate*> conns;
     const int32_t max_cacheable = static_cast<int32_t>((req.prompt_tokens - 1) / kBlockTokens);
     BuildWorkerViews(r.snap, candidates, match, max_cacheable, false, hint, &views, &conns);
+    r.affinity.SessionTokens(views, hint);
     Decision d;
     if (!StickToSession(hint, views, 2.0, 4, &d))
       d = r.policy->Choose({static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens});
@@ -275,7 +276,8 @@ class Simulation {
         {std::string(views[d.index].id), static_cast<int32_t>(req.prompt_tokens), slot}, SimTime());
     r.decision_us.push_back(
         std::chrono::duration<double, std::micro>(WallClock::now() - t0).count());
-    req.lease = std::make_unique<WorkerLease>(conns[d.index]->worker);
+    req.lease = std::make_unique<WorkerLease>(conns[d.index]->worker,
+                                              req.prompt_tokens - views[d.index].cached_tokens);
     req.worker = slot;
     req.tried.Add(slot);
     // The best any router could have found: the longest prefix a live
@@ -295,7 +297,6 @@ class Simulation {
       return;
     }
     w.queue.push_back(id);
-    w.queued_tokens += req.prompt_tokens;
     if (w.prefilling < 0) StartPrefill(slot);
   }
 
@@ -316,7 +317,6 @@ class Simulation {
     const int id = w.queue[pick];
     w.queue.erase(w.queue.begin() + static_cast<std::ptrdiff_t>(pick));
     Request& req = *requests_[id];
-    w.queued_tokens -= req.prompt_tokens;
     w.prefilling = id;
     const int64_t held = w.cache.Held(req.keys);
     PinKeys(slot, req.keys);
@@ -326,6 +326,7 @@ class Simulation {
     phase_.fleet_tokens += std::min(req.fleet_held * kBlockTokens, req.prompt_tokens - 1);
     const double seconds = static_cast<double>(req.prompt_tokens - cached) / o_.prefill_tps;
     w.busy_s += seconds;
+    w.prefill_end = now_ + seconds;
     Push(now_ + seconds, Kind::kPrefillDone, id, req.attempt);
   }
 
@@ -335,6 +336,7 @@ class Simulation {
     if (req.done || attempt != req.attempt) return;  // failed, or retried elsewhere
     Worker& w = workers_[req.worker];
     phase_.ttft.push_back(now_ - req.arrive);
+    if (req.lease) req.lease->PrefillDone();
     w.prefilling = -1;
     w.decoding.push_back(id);
     Push(now_ + req.out_tokens / o_.decode_tps, Kind::kFinish, id);
@@ -453,7 +455,18 @@ class Simulation {
     kvmesh::v1::LoadResponse load;
     load.set_running(static_cast<uint32_t>(worker.decoding.size() + (worker.prefilling >= 0)));
     load.set_waiting(static_cast<uint32_t>(worker.queue.size()));
-    load.set_queued_prefill_tokens(static_cast<uint64_t>(worker.queued_tokens));
+    // As the worker counts it: the queued prompts less what its cache holds
+    // of the first 16 (its admission lookahead), and what is left of the
+    // prefill in progress.
+    double queued = 0;
+    size_t looked = 0;
+    for (const int id : worker.queue) {
+      const Request& q = *requests_[id];
+      const int64_t held = looked++ < 16 ? worker.cache.Held(q.keys) * kBlockTokens : 0;
+      queued += static_cast<double>(q.prompt_tokens - std::min(held, q.prompt_tokens - 1));
+    }
+    if (worker.prefilling >= 0) queued += std::max(0.0, worker.prefill_end - now_) * o_.prefill_tps;
+    load.set_queued_prefill_tokens(static_cast<uint64_t>(queued));
     load.set_prefill_tokens_per_s(o_.prefill_tps);
     load.set_kv_blocks_total(static_cast<uint64_t>(o_.worker_blocks));
     load.set_kv_blocks_used(static_cast<uint64_t>(worker.cache.pinned()));
@@ -529,7 +542,6 @@ class Simulation {
       w.queue.clear();
       w.prefilling = -1;
       w.decoding.clear();
-      w.queued_tokens = 0;
       w.cache.ForEach([&](uint64_t k) { --holders_[k]; });
       w.cache.Clear();
       pending_.erase(slot);

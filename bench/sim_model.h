@@ -54,6 +54,8 @@ struct Options {
   double phase_s = 60;
   double warmup_s = 90;
   uint64_t seed = 1;
+  // The prefix policy's weights (the router's prefix_* config keys).
+  router::PrefixPolicyWeights weights;
 };
 
 struct Session {
@@ -84,8 +86,8 @@ struct Worker {
   std::deque<int> queue;
   int prefilling = -1;
   std::vector<int> decoding;
-  int64_t queued_tokens = 0;
-  double busy_s = 0;  // prefill time in the current phase
+  double prefill_end = 0;  // when the prefill in progress ends
+  double busy_s = 0;       // prefill time in the current phase
   int64_t served = 0;
   bool alive = true;
 };
@@ -169,6 +171,10 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
       {"--phase-s", [&](const std::string& v) { o->phase_s = std::stod(v); }},
       {"--warmup-s", [&](const std::string& v) { o->warmup_s = std::stod(v); }},
       {"--seed", [&](const std::string& v) { o->seed = std::stoull(v); }},
+      {"--displacement-weight",
+       [&](const std::string& v) { o->weights.displacement_weight = std::stod(v); }},
+      {"--guard-ratio", [&](const std::string& v) { o->weights.guard_ratio = std::stod(v); }},
+      {"--guard-slack", [&](const std::string& v) { o->weights.guard_slack = std::stoi(v); }},
   };
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];

@@ -368,7 +368,7 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
                       .count(),
                   request_id, group.name, std::string(plan->view.id), std::string(policy_->name()),
                   plan->decision.reason, n_prompt, plan->view.cached_tokens});
-    WorkerLease lease(plan->worker);
+    WorkerLease lease(plan->worker, n_prompt - plan->predicted);
     // The next request of the session sees this one in the worker's load.
     if (session_lock.owns_lock()) session_lock.unlock();
     AttemptEnd end = Relay(lease, *plan, forward, r, on_message);
@@ -407,6 +407,7 @@ std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
   std::vector<const Candidate*> conns;
   BuildWorkerViews(snap, candidates, match, r.max_cacheable_blocks, r.options->prompt_logprobs(),
                    hint, &views, &conns);
+  sessions_.SessionTokens(views, hint);
   Plan plan;
   if (!StickToSession(hint, views, options_.session_guard_ratio, options_.session_guard_slack,
                       &plan.decision))
@@ -483,6 +484,7 @@ RouterCore::AttemptEnd RouterCore::Relay(WorkerLease& lease, const Plan& plan,
       }
       continue;
     }
+    lease.PrefillDone();
     if (resp.choice() >= std::max<uint32_t>(1, options.n())) {
       stream->Cancel();
       cancelled = true;

@@ -1,5 +1,7 @@
 #include "router/session_affinity.h"
 
+#include <algorithm>
+
 namespace kvmesh::router {
 
 std::string SessionAffinity::Key(const std::string& model, const std::string& session) {
@@ -11,11 +13,11 @@ std::string SessionAffinity::Key(const std::string& model, const std::string& se
 std::optional<SessionAffinity::Hint> SessionAffinity::Find(const std::string& session,
                                                            Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
+  Expire(now);
   auto it = sessions_.find(session);
   if (it == sessions_.end()) return std::nullopt;
   if (now - it->second.used > ttl_) {
-    lru_.erase(it->second.lru);
-    sessions_.erase(it);
+    Erase(it);
     return std::nullopt;
   }
   return it->second.hint;
@@ -24,18 +26,60 @@ std::optional<SessionAffinity::Hint> SessionAffinity::Find(const std::string& se
 void SessionAffinity::Record(const std::string& session, Hint hint, Clock::time_point now) {
   if (max_sessions_ == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
+  Expire(now);
   auto it = sessions_.find(session);
   if (it != sessions_.end()) {
-    it->second.hint = std::move(hint);
-    it->second.used = now;
-    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    Entry& e = it->second;
+    if (e.live) Count(e, -1);
+    live_.splice(live_.begin(), e.live ? live_ : idle_, e.lru);
+    e.hint = std::move(hint);
+    e.used = now;
+    e.live = true;
+    Count(e, +1);
     return;
   }
-  lru_.push_front(session);
-  sessions_.emplace(session, Entry{std::move(hint), now, lru_.begin()});
+  live_.push_front(session);
+  const Entry& e =
+      sessions_.emplace(session, Entry{std::move(hint), now, true, live_.begin()}).first->second;
+  Count(e, +1);
   while (sessions_.size() > max_sessions_) {
-    sessions_.erase(lru_.back());
-    lru_.pop_back();
+    Erase(sessions_.find(idle_.empty() ? live_.back() : idle_.back()));
+  }
+}
+
+void SessionAffinity::Expire(Clock::time_point now) {
+  while (!live_.empty()) {
+    auto it = sessions_.find(live_.back());
+    if (now - it->second.used <= live_window_) break;
+    Count(it->second, -1);
+    it->second.live = false;
+    idle_.splice(idle_.begin(), live_, it->second.lru);  // the newest idle
+  }
+}
+
+void SessionAffinity::Count(const Entry& e, int64_t sign) {
+  auto it = live_tokens_.try_emplace(e.hint.worker_id, 0).first;
+  it->second += sign * e.hint.prompt_tokens;
+  if (it->second == 0) live_tokens_.erase(it);
+}
+
+void SessionAffinity::Erase(std::unordered_map<std::string, Entry>::iterator it) {
+  if (it->second.live) Count(it->second, -1);
+  (it->second.live ? live_ : idle_).erase(it->second.lru);
+  sessions_.erase(it);
+}
+
+void SessionAffinity::SessionTokens(std::span<WorkerView> views,
+                                    const std::optional<Hint>& hint) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (live_tokens_.empty()) return;
+  for (WorkerView& v : views) {
+    const auto it = live_tokens_.find(absl::string_view(v.id.data(), v.id.size()));
+    if (it == live_tokens_.end()) continue;
+    v.session_tokens = it->second;
+    if (hint && hint->worker_id == v.id) {
+      v.session_tokens = std::max<int64_t>(0, v.session_tokens - hint->prompt_tokens);
+    }
   }
 }
 

@@ -5,6 +5,12 @@
 // last prompt), so the policy's load guard still moves a session off an
 // overloaded worker. Bounded: the least recently used sessions are
 // forgotten first, and any after `ttl`. Thread-safe.
+//
+// It also sums, per worker, the last prompt of each session last sent there
+// and used within `live_window`: the context those live sessions keep in
+// the worker's cache and will extend (SessionTokens). A worker whose live
+// sessions already fill its cache evicts one of them for every token a new
+// session brings, which the prefix policy prices.
 #pragma once
 
 #include <array>
@@ -14,8 +20,12 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
+
+#include "absl/container/flat_hash_map.h"
+#include "router/policies/policy.h"
 
 namespace kvmesh::router {
 
@@ -30,8 +40,9 @@ class SessionAffinity {
   };
 
   explicit SessionAffinity(size_t max_sessions = 100000,
-                           std::chrono::seconds ttl = std::chrono::hours(1))
-      : max_sessions_(max_sessions), ttl_(ttl) {}
+                           std::chrono::seconds ttl = std::chrono::hours(1),
+                           std::chrono::seconds live_window = std::chrono::minutes(5))
+      : max_sessions_(max_sessions), ttl_(ttl), live_window_(live_window) {}
 
   // Decisions for one session are serialized: Lock(session) before looking
   // up the hint and choosing, so same-session requests that arrive together
@@ -48,19 +59,35 @@ class SessionAffinity {
   void Record(const std::string& session, Hint hint, Clock::time_point now = Clock::now());
   size_t size() const;
 
+  // Sets each view's session_tokens: the live sessions' prompt tokens on its
+  // worker, less the asking session's own (`hint`, which it would leave).
+  // Sessions leave the live sum when a Find or Record finds them past the
+  // window.
+  void SessionTokens(std::span<WorkerView> views, const std::optional<Hint>& hint) const;
+
  private:
   struct Entry {
     Hint hint;
     Clock::time_point used;
-    std::list<std::string>::iterator lru;
+    bool live = true;                      // in live_ (counted) or idle_
+    std::list<std::string>::iterator lru;  // in live_ or idle_
   };
+
+  // Moves sessions unused for live_window_ out of the live sums.
+  void Expire(Clock::time_point now);
+  void Count(const Entry& e, int64_t sign);
+  void Erase(std::unordered_map<std::string, Entry>::iterator it);
 
   const size_t max_sessions_;
   const std::chrono::seconds ttl_;
+  const std::chrono::seconds live_window_;
   std::array<std::mutex, 64> decide_mu_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> sessions_;
-  std::list<std::string> lru_;  // most recent first
+  // Most recent first; every live session is more recent than every idle one.
+  std::list<std::string> live_;
+  std::list<std::string> idle_;
+  absl::flat_hash_map<std::string, int64_t> live_tokens_;  // by worker id
 };
 
 }  // namespace kvmesh::router

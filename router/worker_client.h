@@ -11,7 +11,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -92,10 +94,20 @@ class WorkerClient {
   // or the load a KV event batch carries), which therefore still counts
   // them: subtracted from the reported load.
   std::atomic<int32_t> finished_since_poll{0};
+  // Prompt tokens this router's requests on the worker still have to
+  // compute (those not cached there when routed, until each streams its
+  // first token; owned by WorkerLease): the worker's queue as far as this
+  // router knows, which a burst routed between two load reports reaches
+  // before any report does.
+  std::atomic<int64_t> prefill_inflight{0};
 
  protected:
   // Implementations publish each load report and each change of worker_id().
-  void PublishLoad(const v1::LoadResponse& load) { load_board_.Publish(load); }
+  // The report counts what was sent and finished before it.
+  void PublishLoad(const v1::LoadResponse& load) {
+    load_board_.Publish(load);
+    finished_since_poll = 0;
+  }
   void PublishId(std::string_view id) {
     routing_id_.store(InternWorkerId(id), std::memory_order_release);
   }
@@ -106,15 +118,24 @@ class WorkerClient {
 };
 
 // A request's hold on a worker: keeps the client alive and counts the
-// request in flight until the lease is destroyed.
+// request in flight until the lease is destroyed, and its prompt tokens to
+// compute until PrefillDone (or the lease's end).
 class WorkerLease {
  public:
-  explicit WorkerLease(std::shared_ptr<WorkerClient> worker) : worker_(std::move(worker)) {
+  explicit WorkerLease(std::shared_ptr<WorkerClient> worker, int64_t prefill_tokens = 0)
+      : worker_(std::move(worker)), prefill_tokens_(std::max<int64_t>(0, prefill_tokens)) {
     ++worker_->inflight;
+    worker_->prefill_inflight += prefill_tokens_;
   }
   ~WorkerLease() {
+    PrefillDone();
     --worker_->inflight;
     ++worker_->finished_since_poll;
+  }
+  // The request streamed its first token: its prompt is computed.
+  void PrefillDone() {
+    worker_->prefill_inflight -= prefill_tokens_;
+    prefill_tokens_ = 0;
   }
   WorkerLease(const WorkerLease&) = delete;
   WorkerLease& operator=(const WorkerLease&) = delete;
@@ -124,6 +145,7 @@ class WorkerLease {
 
  private:
   std::shared_ptr<WorkerClient> worker_;
+  int64_t prefill_tokens_;
 };
 
 }  // namespace kvmesh::router

@@ -163,7 +163,6 @@ void WorkerConnection::PollLoop() {
         std::lock_guard<std::mutex> lock(mu_);
         load_ = load;
         PublishLoad(load);
-        finished_since_poll = 0;
       }
     }
     if (failed == StatusCode::OK) {
@@ -217,7 +216,6 @@ void WorkerConnection::SubscribeLoop() {
         std::lock_guard<std::mutex> lock(mu_);
         load_ = batch.load();
         PublishLoad(load_);
-        finished_since_poll = 0;
       }
     }
     ctx.TryCancel();

@@ -40,6 +40,7 @@ void BuildWorkerViews(const ModelSnapshot& snap, const WorkerSet& candidates,
     v.running = std::max<int32_t>(0, load.running - stale);
     v.waiting = load.waiting;
     v.queued_prefill_tokens = load.queued_prefill_tokens;
+    v.prefill_inflight_tokens = c.worker->prefill_inflight.load();
     v.step_tokens = static_cast<int32_t>(load.max_tokens_per_step);
     v.inflight = c.worker->inflight.load();
     v.prefill_tokens_per_s = load.prefill_tokens_per_s;

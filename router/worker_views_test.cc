@@ -77,6 +77,34 @@ TEST(BuildWorkerViewsTest, ReadsLoadAndIdOfTheWeighedCandidatesOnly) {
   EXPECT_EQ(conns[1]->slot, 8);
 }
 
+// A lease counts its request in flight, and its prompt tokens to compute
+// until the first token; a load report resets what finished since the last.
+TEST(BuildWorkerViewsTest, CountsThisRoutersRequestsUntilTheirFirstToken) {
+  Fleet fleet(2);
+  const auto& worker = fleet.snap.healthy()[1].worker;
+  auto view = [&] {
+    std::vector<WorkerView> views;
+    std::vector<const Candidate*> conns;
+    BuildWorkerViews(fleet.snap, fleet.all, PrefixMatch(), 100, false, std::nullopt, &views,
+                     &conns);
+    return views[1];
+  };
+  {
+    WorkerLease a(worker, 5000), b(worker, 700);
+    EXPECT_EQ(view().inflight, 2);
+    EXPECT_EQ(view().prefill_inflight_tokens, 5700);
+    a.PrefillDone();
+    a.PrefillDone();  // once only
+    EXPECT_EQ(view().prefill_inflight_tokens, 700);
+    EXPECT_EQ(view().running, 1);  // the report's, no request finished yet
+  }
+  EXPECT_EQ(view().inflight, 0);
+  EXPECT_EQ(view().prefill_inflight_tokens, 0);
+  EXPECT_EQ(view().running, 0);  // the report still counts the two that finished
+  static_cast<FakeWorkerClient*>(worker.get())->set_load(v1::LoadResponse());
+  EXPECT_EQ(worker->finished_since_poll.load(), 0);
+}
+
 // The session's worker keeps the session unless it carries more than
 // ratio × (least load + 1) + slack requests, or is not among the views.
 TEST(StickToSessionTest, KeepsTheSessionWithinTheLoadGuard) {

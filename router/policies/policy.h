@@ -23,12 +23,19 @@ struct WorkerView {
   int32_t running = 0;  // requests running on it (its last report)
   int32_t waiting = 0;  // requests queued on it
   int64_t queued_prefill_tokens = 0;
+  // Prompt tokens this router's requests on it still have to compute
+  // (until their first token): its queue as far as this router knows.
+  int64_t prefill_inflight_tokens = 0;
   int32_t step_tokens = 0;          // prompt tokens it computes per step; 0 when unknown
   int32_t inflight = 0;             // requests this router has in flight to it now
   double prefill_tokens_per_s = 0;  // measured; 0 when unknown
   int64_t blocks_free = 0;
   int64_t blocks_total = 0;
   int64_t blocks_cached = 0;  // free blocks holding cached prefixes (cache pressure)
+  // Prompt tokens of the live sessions this router last sent it (other than
+  // the asking one): context they keep in its cache and will extend
+  // (SessionAffinity::SessionTokens).
+  int64_t session_tokens = 0;
   int32_t cached_tokens = 0;  // prompt tokens it holds (prefix match × block size)
   // Of cached_tokens, those only in its host-RAM tier (copied back before use).
   int32_t host_cached_tokens = 0;

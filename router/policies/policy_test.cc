@@ -181,6 +181,53 @@ TEST(PolicyTest, PrefixPricesWhatAMissWouldEvict) {
   EXPECT_EQ(choose(*priced).index, 1);
 }
 
+// A new session whose tenant prefix one worker holds, but whose cache that
+// worker's live sessions already fill: each token it brings there evicts a
+// live session's context (which that session recomputes on its next turn),
+// so it goes to a worker with room even though that one recomputes the
+// prefix. Without live sessions the holder keeps it.
+TEST(PolicyTest, PrefixPricesTheLiveSessionsACacheHolds) {
+  const std::vector<BlockHash> none;
+  auto p = MakePrefixPolicy({});
+  // 13,500 tokens, 12,000 of them a tenant prefix w0 holds; 8,192 blocks of
+  // 16 tokens each, with blocks free (sessions between turns, or evicted).
+  std::vector<WorkerView> ws = {W(0, 0, 12000), W(1, 0, 0)};
+  for (WorkerView& v : ws) {
+    v.blocks_total = v.blocks_free = 8192;
+    v.blocks_cached = 0;
+  }
+  EXPECT_EQ(p->Choose({13500, ws, none, 16}).index, 0);
+  ws[0].session_tokens = 8192 * 16;  // w0's live sessions fill its cache
+  EXPECT_EQ(p->Choose({13500, ws, none, 16}).index, 0) << "the 1,500 uncached tokens cost 3,000";
+  // The same with a long first prompt: 40,000 tokens to compute on w0
+  // evict as many of its live sessions' tokens; w1 computes 52,000 but
+  // evicts none.
+  EXPECT_EQ(p->Choose({52000, ws, none, 16}).index, 1);
+  ws[0].session_tokens = 0;
+  EXPECT_EQ(p->Choose({52000, ws, none, 16}).index, 0);
+  // A quarter full of live sessions, a quarter of the price: 40,000 +
+  // 10,000 against 52,000.
+  ws[0].session_tokens = 8192 * 4;
+  EXPECT_EQ(p->Choose({52000, ws, none, 16}).index, 0);
+  ws[0].session_tokens = 8192 * 16;
+  EXPECT_EQ(MakePrefixPolicy({.displacement_weight = 0})->Choose({52000, ws, none, 16}).index, 0);
+}
+
+// A burst routed before any load report: the router's own requests still
+// prefilling on a worker count as its queue.
+TEST(PolicyTest, PrefixCountsItsOwnRequestsNotYetReported) {
+  const std::vector<BlockHash> none;
+  auto p = MakePrefixPolicy({});
+  std::vector<WorkerView> ws = {W(0, 0, 2000), W(1, 0, 0)};
+  EXPECT_EQ(p->Choose({3000, ws, none, 16}).index, 0);
+  ws[0].prefill_inflight_tokens = 60000;  // one long prompt sent, no report since
+  EXPECT_EQ(p->Choose({3000, ws, none, 16}).index, 1);
+  // A later report that has it (and more) counts once, not twice.
+  ws[0].queued_prefill_tokens = 61000;
+  ws[1].queued_prefill_tokens = 58000;
+  EXPECT_EQ(p->Choose({3000, ws, none, 16}).index, 0);
+}
+
 // Workers admit the waiting request with the most cached tokens first, so a
 // returning session whose holder's queue is other tenants' misses waits
 // about one step there, and stays; a request the holder lacks still waits

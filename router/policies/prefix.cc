@@ -99,9 +99,17 @@ class PrefixPolicy final : public Policy {
         const double empty =
             static_cast<double>(std::max<int64_t>(0, v.blocks_free - v.blocks_cached)) *
             input.block_size;
-        displaced = w_.displacement_weight * std::max(0.0, uncached - empty);
+        // Live sessions filling the cache: each token placed there evicts
+        // one of theirs in proportion to how full they keep it, even where
+        // blocks look empty now (a session between turns, a cache refilling).
+        const double capacity = static_cast<double>(v.blocks_total) * input.block_size;
+        const double live = std::min(1.0, static_cast<double>(v.session_tokens) / capacity);
+        displaced =
+            w_.displacement_weight * std::max(std::max(0.0, uncached - empty), uncached * live);
       }
-      const double queue = static_cast<double>(v.queued_prefill_tokens);
+      // The report lags; this router's own requests may not be in it yet.
+      const double queue =
+          static_cast<double>(std::max(v.queued_prefill_tokens, v.prefill_inflight_tokens));
       const double step = v.step_tokens > 0 ? v.step_tokens : w_.fetch_holder_step_tokens;
       const double share =
           input.prompt_tokens > 0
