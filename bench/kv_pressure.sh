@@ -24,7 +24,9 @@
 # ROUTERS > 1 puts that many routers over the same workers, turn t of
 # session s going through router (s + t) mod ROUTERS, as requests behind a
 # Service over a deployment's router replicas land on any of them.
-# DETAIL=1 prints, after the table, each run's hit ratio by turn, how many
+# SESSION_IDS=1 names each session in its requests (router_sessions
+# --session-ids): the router keeps sessions on their workers and prices the
+# live sessions a cache holds. DETAIL=1 prints, after the table, each run's hit ratio by turn, how many
 # later turns stayed on the previous turn's worker, and the prompt tokens
 # each worker computed (its kvmesh_worker_prefill_tokens_total): where a
 # policy's work piled up.
@@ -72,7 +74,7 @@ for demand in $DEMANDS; do
     "$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
       --concurrency "$CONCURRENCY" --rate "$RATE" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens 32 \
-      --reply-tokens 16 >"$tmp/sessions.out" || true
+      --reply-tokens 16 --session-ids "${SESSION_IDS:-0}" >"$tmp/sessions.out" || true
     json=$(tail -1 "$tmp/sessions.out")
     if [[ ${DETAIL:-0} == 1 ]]; then
       computed=()

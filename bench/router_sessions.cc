@@ -10,7 +10,11 @@
 //
 //   build/bench/router_sessions --router 127.0.0.1:50050[,HOST:PORT…] [--sessions 16] [--turns 6]
 //       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
-//       [--tenants 1] [--tenant-skew 0] [--rate 0] [--trace FILE]
+//       [--tenants 1] [--tenant-skew 0] [--rate 0] [--trace FILE] [--session-ids 0|1]
+//
+// --session-ids 1 names each session in its requests (session_id, as an
+// agent's X-Claude-Code-Session-Id or an OpenAI prompt_cache_key does), so
+// the router keeps it on its worker and counts its context as live there.
 //
 // Closed loop by default: --concurrency sessions at a time, each next one
 // starting when one ends. With --rate R (requests per second), open loop:
@@ -59,6 +63,7 @@ int main(int argc, char** argv) {
   int sessions = 16, turns = 6, concurrency = 4, system_tokens = 256, user_tokens = 48,
       reply_tokens = 32, tenants = 1;
   double rate = 0, skew = 0;
+  bool session_ids = false;
   std::string trace_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -85,6 +90,8 @@ int main(int argc, char** argv) {
       skew = std::atof(argv[i + 1]);
     else if (a == "--trace")
       trace_path = argv[i + 1];
+    else if (a == "--session-ids")
+      session_ids = v != 0;
   }
   std::FILE* trace = nullptr;
   if (!trace_path.empty() && (trace = std::fopen(trace_path.c_str(), "w")) == nullptr) {
@@ -142,6 +149,7 @@ int main(int argc, char** argv) {
       req.mutable_options()->set_max_tokens(reply_tokens);
       req.mutable_options()->set_ignore_eos(true);
       req.mutable_options()->mutable_sampling()->set_temperature(0);
+      if (session_ids) req.mutable_options()->set_session_id("session-" + std::to_string(s));
       grpc::ClientContext ctx;
       const auto t0 = Clock::now();
       auto reader = stub->Generate(&ctx, req);

@@ -273,7 +273,9 @@ class Simulation {
                   std::min(hashes.size(), static_cast<size_t>(match.exact_blocks[slot]))));
     r.affinity.Record(
         session_key,
-        {std::string(views[d.index].id), static_cast<int32_t>(req.prompt_tokens), slot}, SimTime());
+        {std::string(views[d.index].id), static_cast<int32_t>(req.prompt_tokens), slot,
+         std::max<int64_t>(0, req.prompt_tokens - views[d.index].cached_tokens)},
+        SimTime());
     r.decision_us.push_back(
         std::chrono::duration<double, std::micro>(WallClock::now() - t0).count());
     req.lease = std::make_unique<WorkerLease>(conns[d.index]->worker,

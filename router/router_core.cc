@@ -362,7 +362,8 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
         plan->slot, std::span<const BlockHash>(hashes).subspan(std::min(
                         hashes.size(), static_cast<size_t>(std::max(0, plan->exact_blocks)))));
     if (!session.empty())
-      sessions_.Record(session, {std::string(plan->view.id), n_prompt, plan->slot});
+      sessions_.Record(session, {std::string(plan->view.id), n_prompt, plan->slot,
+                                 std::max(0, n_prompt - plan->predicted)});
     log_.Decided({std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count(),

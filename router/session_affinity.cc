@@ -32,6 +32,7 @@ void SessionAffinity::Record(const std::string& session, Hint hint, Clock::time_
     Entry& e = it->second;
     if (e.live) Count(e, -1);
     live_.splice(live_.begin(), e.live ? live_ : idle_, e.lru);
+    if (e.hint.worker_id == hint.worker_id) hint.context_tokens += e.hint.context_tokens;
     e.hint = std::move(hint);
     e.used = now;
     e.live = true;
@@ -59,7 +60,7 @@ void SessionAffinity::Expire(Clock::time_point now) {
 
 void SessionAffinity::Count(const Entry& e, int64_t sign) {
   auto it = live_tokens_.try_emplace(e.hint.worker_id, 0).first;
-  it->second += sign * e.hint.prompt_tokens;
+  it->second += sign * e.hint.context_tokens;
   if (it->second == 0) live_tokens_.erase(it);
 }
 
@@ -78,7 +79,7 @@ void SessionAffinity::SessionTokens(std::span<WorkerView> views,
     if (it == live_tokens_.end()) continue;
     v.session_tokens = it->second;
     if (hint && hint->worker_id == v.id) {
-      v.session_tokens = std::max<int64_t>(0, v.session_tokens - hint->prompt_tokens);
+      v.session_tokens = std::max<int64_t>(0, v.session_tokens - hint->context_tokens);
     }
   }
 }

@@ -6,9 +6,10 @@
 // overloaded worker. Bounded: the least recently used sessions are
 // forgotten first, and any after `ttl`. Thread-safe.
 //
-// It also sums, per worker, the last prompt of each session last sent there
-// and used within `live_window`: the context those live sessions keep in
-// the worker's cache and will extend (SessionTokens). A worker whose live
+// It also sums, per worker, the context each session last sent there and
+// used within `live_window` keeps in the worker's cache (SessionTokens):
+// what its requests there added to the cache, so a prefix many sessions
+// share counts once, for the session that brought it. A worker whose live
 // sessions already fill its cache evicts one of them for every token a new
 // session brings, which the prefix policy prices.
 #pragma once
@@ -37,6 +38,10 @@ class SessionAffinity {
     std::string worker_id;
     int32_t prompt_tokens = 0;  // of the session's last request there
     int slot = -1;              // its slot then (the id decides)
+    // Record: the tokens this request adds to the worker's cache (its prompt
+    // less what the worker held of it). Find: the session's whole context
+    // there, those summed over its requests since it came to the worker.
+    int64_t context_tokens = 0;
   };
 
   explicit SessionAffinity(size_t max_sessions = 100000,
@@ -59,7 +64,7 @@ class SessionAffinity {
   void Record(const std::string& session, Hint hint, Clock::time_point now = Clock::now());
   size_t size() const;
 
-  // Sets each view's session_tokens: the live sessions' prompt tokens on its
+  // Sets each view's session_tokens: the live sessions' context on its
   // worker, less the asking session's own (`hint`, which it would leave).
   // Sessions leave the live sum when a Find or Record finds them past the
   // window.

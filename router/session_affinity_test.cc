@@ -42,16 +42,17 @@ TEST(SessionAffinityTest, ForgetsTheLeastRecentlyUsedBeyondTheBound) {
   EXPECT_TRUE(sessions.Find("s3", t0).has_value());
 }
 
-// The live sessions' last prompts, summed by the worker each was last sent
-// to: a session that moves moves its tokens, one idle past the window
-// leaves the sum (and comes back when used again), and the asking session's
-// own tokens are left out.
+// The live sessions' context, summed by the worker each was last sent to:
+// what each session's requests there added to its cache (a session that
+// stays adds to its context; one that moves starts again there), one idle
+// past the window leaves the sum (and comes back when used again), and the
+// asking session's own context is left out.
 TEST(SessionAffinityTest, SumsTheLiveSessionsOfEachWorker) {
   SessionAffinity sessions(100, 3600s, 60s);
   const auto t0 = SessionAffinity::Clock::now();
-  sessions.Record("s1", {"a", 1000}, t0);
-  sessions.Record("s2", {"a", 500}, t0 + 10s);
-  sessions.Record("s3", {"b", 300}, t0 + 20s);
+  sessions.Record("s1", {"a", 1000, 0, 1000}, t0);       // brought a 900-token shared prefix
+  sessions.Record("s2", {"a", 1000, 0, 100}, t0 + 10s);  // found it there
+  sessions.Record("s3", {"b", 300, 1, 300}, t0 + 20s);
   auto tokens = [&](const std::optional<SessionAffinity::Hint>& hint = std::nullopt) {
     std::vector<WorkerView> views(3);
     views[0].id = "a";
@@ -61,27 +62,32 @@ TEST(SessionAffinityTest, SumsTheLiveSessionsOfEachWorker) {
     return std::vector<int64_t>{views[0].session_tokens, views[1].session_tokens,
                                 views[2].session_tokens};
   };
-  EXPECT_EQ(tokens(), (std::vector<int64_t>{1500, 300, 0}));
-  sessions.Record("s1", {"b", 1200}, t0 + 30s);  // s1 moved, its prompt grew
-  EXPECT_EQ(tokens(), (std::vector<int64_t>{500, 1500, 0}));
-  EXPECT_EQ(tokens(sessions.Find("s1", t0 + 30s)), (std::vector<int64_t>{500, 300, 0}));
-  // At t0 + 75 s, s2 (last used at t0 + 10 s) is idle; s3 (t0 + 20 s) not yet.
-  EXPECT_TRUE(sessions.Find("s2", t0 + 75s).has_value());  // still remembered
-  EXPECT_EQ(tokens(), (std::vector<int64_t>{0, 1500, 0}));
-  sessions.Record("s4", {"c", 50}, t0 + 85s);  // s3 goes idle too
-  EXPECT_EQ(tokens(), (std::vector<int64_t>{0, 1200, 50}));
-  sessions.Record("s2", {"a", 600}, t0 + 90s);  // back
-  EXPECT_EQ(tokens(), (std::vector<int64_t>{600, 1200, 50}));
+  EXPECT_EQ(tokens(), (std::vector<int64_t>{1100, 300, 0}));
+  sessions.Record("s2", {"a", 1200, 0, 200}, t0 + 25s);  // its next turn, 200 more
+  EXPECT_EQ(tokens(), (std::vector<int64_t>{1300, 300, 0}));
+  EXPECT_EQ(sessions.Find("s2", t0 + 25s)->context_tokens, 300);
+  sessions.Record("s1", {"b", 1200, 1, 1200}, t0 + 30s);  // s1 moved: all of it again
+  EXPECT_EQ(tokens(), (std::vector<int64_t>{300, 1500, 0}));
+  EXPECT_EQ(tokens(sessions.Find("s1", t0 + 30s)), (std::vector<int64_t>{300, 300, 0}));
+  // At t0 + 86 s, s2 (last used at t0 + 25 s) is idle; s3 (t0 + 20 s) too.
+  EXPECT_TRUE(sessions.Find("s2", t0 + 86s).has_value());  // still remembered
+  EXPECT_EQ(tokens(), (std::vector<int64_t>{0, 1200, 0}));
+  sessions.Record("s2", {"a", 1300, 0, 100}, t0 + 90s);  // back, its context kept
+  EXPECT_EQ(tokens(), (std::vector<int64_t>{400, 1200, 0}));
   // Forgotten past the bound or the TTL: gone from the sums as well.
   SessionAffinity small(1, 3600s, 60s);
-  small.Record("x", {"a", 10}, t0);
-  small.Record("y", {"b", 20}, t0);
+  small.Record("x", {"a", 10, 0, 10}, t0);
+  small.Record("y", {"b", 20, 1, 20}, t0);
   std::vector<WorkerView> views(2);
   views[0].id = "a";
   views[1].id = "b";
   small.SessionTokens(views, std::nullopt);
   EXPECT_EQ(views[0].session_tokens, 0);
   EXPECT_EQ(views[1].session_tokens, 20);
+  EXPECT_FALSE(small.Find("y", t0 + 3601s).has_value());
+  views[1].session_tokens = 0;
+  small.SessionTokens(views, std::nullopt);
+  EXPECT_EQ(views[1].session_tokens, 0);
 }
 
 }  // namespace
