@@ -262,7 +262,7 @@ class Simulation {
     std::vector<const Candidate*> conns;
     const int32_t max_cacheable = static_cast<int32_t>((req.prompt_tokens - 1) / kBlockTokens);
     BuildWorkerViews(r.snap, candidates, match, max_cacheable, false, hint, &views, &conns);
-    r.affinity.SessionTokens(views, hint);
+    r.affinity.SessionTokens(views, hint, SimTime());
     Decision d;
     if (!StickToSession(hint, views, 2.0, 4, &d))
       d = r.policy->Choose({static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens});

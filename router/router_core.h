@@ -155,7 +155,9 @@ class RouterCore final : public InferenceCore {
   std::atomic<uint64_t> next_id_{1};
   std::atomic<int> active_{0};
   StreamWatchdog watchdog_;
-  SessionAffinity sessions_;
+  // Mutable: a decision (PlanAttempt, const) moves idle sessions out of the
+  // live sums as it reads them.
+  mutable SessionAffinity sessions_;
   RoutingLog log_;
 };
 

@@ -70,9 +70,10 @@ void SessionAffinity::Erase(std::unordered_map<std::string, Entry>::iterator it)
   sessions_.erase(it);
 }
 
-void SessionAffinity::SessionTokens(std::span<WorkerView> views,
-                                    const std::optional<Hint>& hint) const {
+void SessionAffinity::SessionTokens(std::span<WorkerView> views, const std::optional<Hint>& hint,
+                                    Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
+  Expire(now);
   if (live_tokens_.empty()) return;
   for (WorkerView& v : views) {
     const auto it = live_tokens_.find(absl::string_view(v.id.data(), v.id.size()));

@@ -66,9 +66,9 @@ class SessionAffinity {
 
   // Sets each view's session_tokens: the live sessions' context on its
   // worker, less the asking session's own (`hint`, which it would leave).
-  // Sessions leave the live sum when a Find or Record finds them past the
-  // window.
-  void SessionTokens(std::span<WorkerView> views, const std::optional<Hint>& hint) const;
+  // Sessions past the window leave the sums first.
+  void SessionTokens(std::span<WorkerView> views, const std::optional<Hint>& hint,
+                     Clock::time_point now = Clock::now());
 
  private:
   struct Entry {

@@ -53,27 +53,30 @@ TEST(SessionAffinityTest, SumsTheLiveSessionsOfEachWorker) {
   sessions.Record("s1", {"a", 1000, 0, 1000}, t0);       // brought a 900-token shared prefix
   sessions.Record("s2", {"a", 1000, 0, 100}, t0 + 10s);  // found it there
   sessions.Record("s3", {"b", 300, 1, 300}, t0 + 20s);
-  auto tokens = [&](const std::optional<SessionAffinity::Hint>& hint = std::nullopt) {
+  auto tokens = [&](SessionAffinity::Clock::time_point now,
+                    const std::optional<SessionAffinity::Hint>& hint = std::nullopt) {
     std::vector<WorkerView> views(3);
     views[0].id = "a";
     views[1].id = "b";
     views[2].id = "c";
-    sessions.SessionTokens(views, hint);
+    sessions.SessionTokens(views, hint, now);
     return std::vector<int64_t>{views[0].session_tokens, views[1].session_tokens,
                                 views[2].session_tokens};
   };
-  EXPECT_EQ(tokens(), (std::vector<int64_t>{1100, 300, 0}));
+  EXPECT_EQ(tokens(t0 + 20s), (std::vector<int64_t>{1100, 300, 0}));
   sessions.Record("s2", {"a", 1200, 0, 200}, t0 + 25s);  // its next turn, 200 more
-  EXPECT_EQ(tokens(), (std::vector<int64_t>{1300, 300, 0}));
+  EXPECT_EQ(tokens(t0 + 25s), (std::vector<int64_t>{1300, 300, 0}));
   EXPECT_EQ(sessions.Find("s2", t0 + 25s)->context_tokens, 300);
   sessions.Record("s1", {"b", 1200, 1, 1200}, t0 + 30s);  // s1 moved: all of it again
-  EXPECT_EQ(tokens(), (std::vector<int64_t>{300, 1500, 0}));
-  EXPECT_EQ(tokens(sessions.Find("s1", t0 + 30s)), (std::vector<int64_t>{300, 300, 0}));
-  // At t0 + 86 s, s2 (last used at t0 + 25 s) is idle; s3 (t0 + 20 s) too.
-  EXPECT_TRUE(sessions.Find("s2", t0 + 86s).has_value());  // still remembered
-  EXPECT_EQ(tokens(), (std::vector<int64_t>{0, 1200, 0}));
+  EXPECT_EQ(tokens(t0 + 30s), (std::vector<int64_t>{300, 1500, 0}));
+  EXPECT_EQ(tokens(t0 + 30s, sessions.Find("s1", t0 + 30s)), (std::vector<int64_t>{300, 300, 0}));
+  // At t0 + 81 s, s3 (last used at t0 + 20 s) is idle; at t0 + 86 s, s2
+  // (t0 + 25 s) too, though still remembered.
+  EXPECT_EQ(tokens(t0 + 81s), (std::vector<int64_t>{300, 1200, 0}));
+  EXPECT_EQ(tokens(t0 + 86s), (std::vector<int64_t>{0, 1200, 0}));
+  EXPECT_TRUE(sessions.Find("s2", t0 + 86s).has_value());
   sessions.Record("s2", {"a", 1300, 0, 100}, t0 + 90s);  // back, its context kept
-  EXPECT_EQ(tokens(), (std::vector<int64_t>{400, 1200, 0}));
+  EXPECT_EQ(tokens(t0 + 90s), (std::vector<int64_t>{400, 1200, 0}));
   // Forgotten past the bound or the TTL: gone from the sums as well.
   SessionAffinity small(1, 3600s, 60s);
   small.Record("x", {"a", 10, 0, 10}, t0);
@@ -81,12 +84,12 @@ TEST(SessionAffinityTest, SumsTheLiveSessionsOfEachWorker) {
   std::vector<WorkerView> views(2);
   views[0].id = "a";
   views[1].id = "b";
-  small.SessionTokens(views, std::nullopt);
+  small.SessionTokens(views, std::nullopt, t0);
   EXPECT_EQ(views[0].session_tokens, 0);
   EXPECT_EQ(views[1].session_tokens, 20);
   EXPECT_FALSE(small.Find("y", t0 + 3601s).has_value());
   views[1].session_tokens = 0;
-  small.SessionTokens(views, std::nullopt);
+  small.SessionTokens(views, std::nullopt, t0 + 3601s);
   EXPECT_EQ(views[1].session_tokens, 0);
 }
 
