@@ -56,7 +56,10 @@ std::optional<v1::PeerFetch> RouterCore::PrefillElsewhere(
   const Decision d =
       policy_->Choose({forward.prompt_tokens_size(), views, hashes, group.block_size});
   if (metrics_) metrics_->OnDecision(std::string(policy_->name()), "prefill_" + d.reason, 0);
-  WorkerLease worker(conns[d.index]->worker);
+  // Held for the prefill (the stream ends with it), its prompt counted as
+  // the worker's queue meanwhile.
+  WorkerLease worker(conns[d.index]->worker,
+                     forward.prompt_tokens_size() - views[d.index].cached_tokens);
   group.index.AddOptimistic(views[d.index].slot, hashes);
 
   v1::GenerateRequest req;
