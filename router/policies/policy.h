@@ -89,6 +89,10 @@ struct PrefixPolicyWeights {
   // its empty blocks) cost this many times again: under memory pressure a
   // miss placed on a full cache displaces work someone will redo.
   double displacement_weight = 1.0;
+  // How much of a worker's cache its live sessions fill (their context over
+  // the cache's size) counts as well: every uncached token evicts live
+  // context in that proportion, times this (0: only the empty blocks count).
+  double live_session_weight = 1.0;
   // Peer prefix fetch: a worker may fetch the prompt blocks it lacks from
   // the worker holding the most of them instead of computing them, when
   // that is cheaper. A fetch costs fetch_overhead_seconds, plus its tokens

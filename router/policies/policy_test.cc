@@ -203,6 +203,7 @@ TEST(PolicyTest, PrefixPricesTheLiveSessionsACacheHolds) {
   // evict as many of its live sessions' tokens; w1 computes 52,000 but
   // evicts none.
   EXPECT_EQ(p->Choose({52000, ws, none, 16}).index, 1);
+  EXPECT_EQ(MakePrefixPolicy({.live_session_weight = 0})->Choose({52000, ws, none, 16}).index, 0);
   ws[0].session_tokens = 0;
   EXPECT_EQ(p->Choose({52000, ws, none, 16}).index, 0);
   // A quarter full of live sessions, a quarter of the price: 40,000 +

@@ -103,7 +103,8 @@ class PrefixPolicy final : public Policy {
         // one of theirs in proportion to how full they keep it, even where
         // blocks look empty now (a session between turns, a cache refilling).
         const double capacity = static_cast<double>(v.blocks_total) * input.block_size;
-        const double live = std::min(1.0, static_cast<double>(v.session_tokens) / capacity);
+        const double live = w_.live_session_weight *
+                            std::min(1.0, static_cast<double>(v.session_tokens) / capacity);
         displaced =
             w_.displacement_weight * std::max(std::max(0.0, uncached - empty), uncached * live);
       }
