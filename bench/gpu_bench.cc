@@ -29,6 +29,7 @@
 #include "common/thread_pool.h"
 #include "worker/model/model.h"
 #include "worker/model/synthetic_model.h"
+#include "worker/runtime/cuda/cuda_executor.h"
 #include "worker/runtime/model_executor.h"
 
 namespace {
@@ -208,12 +209,10 @@ int Run(int argc, char** argv) {
                         {"tgN_tokens_per_s", *tgn},
                         {"tgN_over_tg1", *tgn / *tg1}};
   if (bandwidth > 0) row["tg1_share_of_copy_bandwidth"] = tg1_gbps / bandwidth;
-  const char* graphs = std::getenv("KVMESH_CUDA_GRAPHS");
-  row["cuda_graphs"] = graphs != nullptr && std::string(graphs) == "on";
-  const char* matvec_rows = std::getenv("KVMESH_CUDA_MATVEC_ROWS");
-  // As the executor reads it: values outside 1-32 are ignored (8).
-  const int rows = matvec_rows != nullptr ? std::atoi(matvec_rows) : 8;
-  row["matvec_rows"] = rows >= 1 && rows <= 32 ? rows : 8;
+  // As the executor reads them.
+  const CudaExecutorOptions cuda = CudaExecutorOptions::FromEnv();
+  row["cuda_graphs"] = cuda.graphs;
+  row["matvec_rows"] = cuda.matvec_rows;
   std::printf("%s\n", row.dump().c_str());
   return 0;
 }

@@ -92,20 +92,7 @@ StatusOr<std::unique_ptr<ModelExecutor>> ModelExecutor::Create(const Model& mode
     Communicator* comm = exec->comms_.empty() ? nullptr : exec->comms_[d].get();
     if (cuda) {
 #if defined(KVMESH_HAS_CUDA)
-      CudaExecutorOptions options;
-      const char* kernels = std::getenv("KVMESH_CUDA_KERNELS");
-      options.plain = kernels != nullptr && std::string_view(kernels) == "plain";
-      const char* graphs = std::getenv("KVMESH_CUDA_GRAPHS");
-      options.graphs = graphs != nullptr && std::string_view(graphs) == "on";
-      if (const char* rows = std::getenv("KVMESH_CUDA_MATVEC_ROWS")) {
-        const int value = std::atoi(rows);
-        if (value >= 1 && value <= 32) {
-          options.matvec_rows = value;
-        } else {
-          std::fprintf(stderr, "kvmesh: ignoring KVMESH_CUDA_MATVEC_ROWS=%s (expected 1-32)\n",
-                       rows);
-        }
-      }
+      const CudaExecutorOptions options = CudaExecutorOptions::FromEnv();
       auto backend =
           CudaExecutor::Create(model, layout, plan.devices[d], num_blocks, comm, options);
       if (!backend.ok()) return backend.status();

@@ -580,7 +580,6 @@ Status CudaExecutor::TakeError() {
     // step and the following ones run without graphs.
     m.graphs_off = true;
     m.DropGraphs();
-    cudaGetLastError();
     m.graph_mode = Impl::GraphMode::kNone;
     cudaStreamSynchronize(m.stream);
     cudaGetLastError();

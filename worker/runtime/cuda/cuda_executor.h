@@ -22,7 +22,10 @@
 #pragma once
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "worker/model/model.h"
@@ -44,6 +47,26 @@ struct CudaExecutorOptions {
   // once for all rows); longer ones dequantize and multiply on tensor cores.
   // 1-32 (KVMESH_CUDA_MATVEC_ROWS); 8 by default.
   int matvec_rows = 8;
+
+  // From KVMESH_CUDA_KERNELS=plain, KVMESH_CUDA_GRAPHS=on and
+  // KVMESH_CUDA_MATVEC_ROWS (a value outside 1-32 is ignored, with a line
+  // on stderr).
+  static CudaExecutorOptions FromEnv() {
+    CudaExecutorOptions options;
+    const char* kernels = std::getenv("KVMESH_CUDA_KERNELS");
+    options.plain = kernels != nullptr && std::string_view(kernels) == "plain";
+    const char* graphs = std::getenv("KVMESH_CUDA_GRAPHS");
+    options.graphs = graphs != nullptr && std::string_view(graphs) == "on";
+    if (const char* rows = std::getenv("KVMESH_CUDA_MATVEC_ROWS")) {
+      const int value = std::atoi(rows);
+      if (value >= 1 && value <= 32) {
+        options.matvec_rows = value;
+      } else {
+        std::fprintf(stderr, "kvmesh: ignoring KVMESH_CUDA_MATVEC_ROWS=%s (expected 1-32)\n", rows);
+      }
+    }
+    return options;
+  }
 };
 
 class CudaExecutor : public GraphBackend {
