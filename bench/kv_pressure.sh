@@ -29,7 +29,9 @@
 # live sessions a cache holds. DETAIL=1 prints, after the table, each run's hit ratio by turn, how many
 # later turns stayed on the previous turn's worker, and the prompt tokens
 # each worker computed (its kvmesh_worker_prefill_tokens_total): where a
-# policy's work piled up.
+# policy's work piled up; and the first router's decisions by reason.
+# LOG_DIR=dir keeps each run's router logs there (with ROUTER_FLAGS="--log-level
+# debug", every decision and what the policy saw of each worker).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
@@ -76,14 +78,21 @@ for demand in $DEMANDS; do
       --concurrency "$CONCURRENCY" --rate "$RATE" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens 32 \
       --reply-tokens 16 --session-ids "${SESSION_IDS:-0}" >"$tmp/sessions.out" || true
     json=$(tail -1 "$tmp/sessions.out")
+    if [[ -n ${LOG_DIR:-} ]]; then
+      mkdir -p "$LOG_DIR"
+      for f in "$tmp"/r*.err; do cp "$f" "$LOG_DIR/$demand-$policy-$(basename "$f")"; done
+    fi
     if [[ ${DETAIL:-0} == 1 ]]; then
       computed=()
       for ((i = 0; i < WORKERS; ++i)); do
         computed+=("$(curl -s "http://$(field http "$tmp/w$i.out")/metrics" |
           awk '$1 == "kvmesh_worker_prefill_tokens_total" { print $2 }')")
       done
+      reasons=$(curl -s "http://$(field http "$tmp/r0.out")/metrics" |
+        awk -F'[{}]' '$1 == "kvmesh_router_decisions_total" { split($2, l, "reason=\""); sub(/".*/, "", l[2]);
+          split($3, v, " "); printf "%s %s, ", l[2], v[1] }')
       details+=("$(python3 -c "print(f'{float($demand):.0%}')") $policy: $(grep '^cached by turn' "$tmp/sessions.out");"\
-" prompt tokens computed per worker: ${computed[*]}")
+" prompt tokens computed per worker: ${computed[*]}; router 0's decisions: ${reasons%, }")
     fi
     if ! python3 -c 'import json,sys; json.loads(sys.argv[1])' "$json" 2>/dev/null; then
       echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | |"

@@ -383,6 +383,26 @@ Status RouterCore::Route(const ModelSnapshot& first_snapshot, std::vector<int32_
   return last_error;
 }
 
+namespace {
+
+// At debug level, each decision with what the policy saw of every candidate:
+// why a request went where it went.
+void LogDecision(int32_t n_prompt, const std::vector<WorkerView>& views, const Decision& d) {
+  std::string line = "decision " + d.reason + " -> " + std::string(views[d.index].id) + " (" +
+                     std::to_string(n_prompt) + " prompt tokens):";
+  for (const WorkerView& v : views) {
+    line += " " + std::string(v.id) + "[cached " + std::to_string(v.cached_tokens) + " queue " +
+            std::to_string(std::max(v.queued_prefill_tokens, v.prefill_inflight_tokens)) +
+            " load " + std::to_string(v.load()) + " free " + std::to_string(v.blocks_free) + "/" +
+            std::to_string(v.blocks_total) + " evictable " + std::to_string(v.blocks_cached) +
+            " sessions " + std::to_string(v.session_tokens) + " prefill/s " +
+            std::to_string(static_cast<int64_t>(v.prefill_tokens_per_s)) + "]";
+  }
+  Log(LogLevel::kDebug, "router", line);
+}
+
+}  // namespace
+
 std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
     const ModelSnapshot& snap, const WorkerSet& tried, const RouteRequest& r,
     const std::optional<SessionAffinity::Hint>& hint) const {
@@ -414,6 +434,7 @@ std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
                       &plan.decision))
     plan.decision = policy_->Choose({r.n_prompt, views, r.hashes, group.block_size});
   const Decision& d = plan.decision;
+  if (GetLogLevel() == LogLevel::kDebug) LogDecision(r.n_prompt, views, d);
   plan.worker = conns[d.index]->worker;
   plan.view = views[d.index];
   plan.slot = plan.view.slot;

@@ -214,6 +214,34 @@ TEST(PolicyTest, PrefixPricesTheLiveSessionsACacheHolds) {
   EXPECT_EQ(MakePrefixPolicy({.displacement_weight = 0})->Choose({52000, ws, none, 16}).index, 0);
 }
 
+// A new tenant's first request, held nowhere. w2 measured twice the others'
+// prefill speed (on a shared machine, a worker computing alone measures
+// fast), but its cache is full and its live sessions fill it, while w0's
+// cache is half empty and its live sessions fill a quarter. What a request evicts is recomputed
+// later by whichever worker its owner's next turn goes to, so it is priced at the fleet's median
+// speed, not at w2's: otherwise the fast worker takes every tenant no cache holds until its own
+// cache thrashes (bench/kv_pressure.sh with session ids at 100% demand: one worker computed 44,000
+// prompt tokens, another 4,600).
+TEST(PolicyTest, EvictionsArePricedAtTheFleetsSpeedNotTheFastWorkers) {
+  const std::vector<BlockHash> none;
+  std::vector<WorkerView> ws = {W(0, 0, 0, 12000), W(1, 0, 0, 12000), W(2, 0, 0, 24000)};
+  for (WorkerView& v : ws) {
+    v.blocks_total = v.blocks_free = v.blocks_cached = 256;  // every cache full
+    v.session_tokens = 4096;
+  }
+  ws[0].session_tokens = 1024;
+  ws[0].blocks_cached = 128;  // half of w0's cache empty
+  auto p = MakePrefixPolicy({});
+  // w0: 1,057 / 12,000 + 264 / 12,000 = 0.110 s; w2: 1,057 / 24,000 +
+  // 1,057 / 12,000 = 0.132 s (priced at its own speed, 0.088 s).
+  EXPECT_EQ(p->Choose({1057, ws, none, 16}).index, 0);
+  // With room on w2 (its live sessions a quarter of its cache, blocks empty)
+  // it is the fastest and takes it.
+  ws[2].session_tokens = 1024;
+  ws[2].blocks_cached = 64;
+  EXPECT_EQ(p->Choose({1057, ws, none, 16}).index, 2);
+}
+
 // A burst routed before any load report: the router's own requests still
 // prefilling on a worker count as its queue.
 TEST(PolicyTest, PrefixCountsItsOwnRequestsNotYetReported) {

@@ -2,9 +2,10 @@
 // there, and take the cheapest — unless load is too uneven.
 //
 //   cost(w) = (prompt tokens not cached on w
-//              + displacement_weight × those of them past w's empty blocks
 //              + prefill tokens queued on w ahead of the request
 //              + tokens_per_running_request × requests on w) / prefill speed of w
+//             + displacement_weight × cached tokens it would evict on w
+//               / median prefill speed of the candidates
 //             + prompt tokens in w's host tier / restore speed of w
 //
 // A worker admits the waiting request with the most cached tokens first, so
@@ -23,7 +24,10 @@
 // "Routing under KV pressure").
 //
 // Uncached tokens past a worker's empty blocks evict cached prefixes there
-// (which someone will recompute), so under memory pressure they count twice:
+// (which someone will recompute), so under memory pressure they count again,
+// at the candidates' median prefill speed (the evicted prefix's next request
+// may go anywhere; priced at this worker's own speed, a worker measured as
+// fast drew every prefix no cache held until its cache thrashed):
 // a tenant whose context was partly evicted stays with the worker that still
 // holds part of it rather than moving to a full cache and displacing another
 // tenant's. With room in the caches the term is 0.
@@ -84,6 +88,12 @@ class PrefixPolicy final : public Policy {
     double fastest_known = 0;
     for (const WorkerView& v : ws) fastest_known = std::max(fastest_known, v.prefill_tokens_per_s);
     const double unknown_rate = fastest_known > 0 ? fastest_known : w_.default_prefill_tokens_per_s;
+    // The speed at which what a request evicts is priced (see the top).
+    std::vector<double> rates(n);
+    for (int i = 0; i < n; ++i)
+      rates[i] = ws[i].prefill_tokens_per_s > 0 ? ws[i].prefill_tokens_per_s : unknown_rate;
+    std::nth_element(rates.begin(), rates.begin() + n / 2, rates.end());
+    const double fleet_rate = rates[n / 2];
     for (int i = 0; i < n; ++i) {
       const WorkerView& v = ws[i];
       const double rate = v.prefill_tokens_per_s > 0 ? v.prefill_tokens_per_s : unknown_rate;
@@ -117,8 +127,8 @@ class PrefixPolicy final : public Policy {
               ? std::clamp(cached / static_cast<double>(input.prompt_tokens), 0.0, 1.0)
               : 0;
       const double ahead = share * std::min(queue, step) + (1 - share) * queue;
-      cost[i] = (uncached + displaced + ahead + w_.tokens_per_running_request * v.load()) / rate +
-                (price_host ? host / v.host_restore_tokens_per_s : 0.0);
+      cost[i] = (uncached + ahead + w_.tokens_per_running_request * v.load()) / rate +
+                displaced / fleet_rate + (price_host ? host / v.host_restore_tokens_per_s : 0.0);
       // A fetch starts after w's device blocks: the pages go to the device,
       // and a prefix is device blocks first, so w's host-tier blocks are
       // fetched too (instead of restored).
