@@ -21,9 +21,14 @@
 //     tool result of 500-2500 tokens and an answer of 100-700, then a pause
 //     (exponential, mean --think-s); a finished session is replaced by a new
 //     one of the same tenant. The number of sessions is set by --demand, the
-//     distinct KV their contexts need over the fleet's capacity. Each request
-//     goes to a router drawn at random (a Service spreads connections; an
-//     agent's requests land on any router).
+//     distinct KV their contexts need over the fleet's capacity (sessions
+//     start mid-way, at a random turn). Each request goes to a router drawn
+//     at random (a Service spreads connections; an agent's requests land on
+//     any router). With --session-rate R the loop is open instead: new
+//     sessions (of random tenants, from their first turn) start at R a
+//     second whatever the fleet serves, and end after --turns turns, so a
+//     slow fleet holds more sessions at once, as agents' users keep arriving
+//     (the table's last column: sessions live at the phase's end).
 // The timeline (simulated seconds): warm-up, then four phases of --phase-s:
 // N routers; one router added (it first loads every worker's snapshot); the
 // oldest router removed (it drains); a zone of --zones lost (its workers'
@@ -37,7 +42,7 @@
 // events) and its decision time (measured).
 //
 //   build/bench/scale_sim [--workers 1000] [--routers 1,2,4] [--policy prefix]
-//       [--demand 1.0] [--phase-s 60] [--warmup-s 90] [--seed 1] ...
+//       [--demand 1.0 | --session-rate R] [--phase-s 60] [--warmup-s 90] [--seed 1] ...
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -77,13 +82,23 @@ class Simulation {
     const double private_tokens = o_.turns / 2.0 * avg_turn;
     const double capacity = static_cast<double>(o_.workers) * o_.worker_blocks * kBlockTokens;
     const double shared = static_cast<double>(o_.tenants) * o_.prefix_tokens;
+    const bool open = o_.session_rate > 0;
     const int n_sessions =
-        std::max(1, static_cast<int>((o_.demand * capacity - shared) / private_tokens));
-    std::printf(
-        "\n## %d router%s, policy %s: %d workers in %d zones, %d sessions of %d tenants "
-        "(KV demand %.0f%%)\n\n",
-        n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), o_.workers, o_.zones, n_sessions,
-        o_.tenants, 100 * o_.demand);
+        open ? 0 : std::max(1, static_cast<int>((o_.demand * capacity - shared) / private_tokens));
+    if (open) {
+      std::printf(
+          "\n## %d router%s, policy %s: %d workers in %d zones, open loop: %.2f new sessions/s "
+          "of %d tenants, %d turns each\n\n",
+          n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), o_.workers, o_.zones,
+          o_.session_rate, o_.tenants, o_.turns);
+      Push(NextSessionGap(), Kind::kNewSession, 0);
+    } else {
+      std::printf(
+          "\n## %d router%s, policy %s: %d workers in %d zones, %d sessions of %d tenants "
+          "(KV demand %.0f%%)\n\n",
+          n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), o_.workers, o_.zones,
+          n_sessions, o_.tenants, 100 * o_.demand);
+    }
     for (int w = 0; w < o_.workers; ++w) workers_.emplace_back(o_.worker_blocks);
     for (int r = 0; r < n_routers_; ++r) AddRouter(false);
     for (int s = 0; s < n_sessions; ++s) {
@@ -101,8 +116,8 @@ class Simulation {
     for (int p = 0; p <= 4; ++p) Push(o_.warmup_s + p * o_.phase_s, Kind::kPhase, p);
     std::printf(
         "| phase | routers | requests | hit ratio | fleet held | TTFT p50 s | p90 s | "
-        "p99 s | retried | failed mid-stream | prefill busy max/mean |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        "p99 s | retried | failed mid-stream | prefill busy max/mean | live sessions |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     while (!events_.empty()) {
       const Event e = events_.top();
       events_.pop();
@@ -119,6 +134,9 @@ class Simulation {
  private:
   void Push(double t, Kind kind, int64_t a, int64_t b = 0) {
     events_.push({t, seq_++, kind, a, b});
+  }
+  double NextSessionGap() {
+    return now_ + std::exponential_distribution<double>(o_.session_rate)(rng_);
   }
   double Uniform(double lo, double hi) {
     return lo + (hi - lo) * std::uniform_real_distribution<double>(0, 1)(rng_);
@@ -215,7 +233,22 @@ class Simulation {
       case Kind::kDetect:
         Detect(static_cast<int>(e.a));
         break;
+      case Kind::kNewSession:
+        NewSession();
+        break;
     }
+  }
+
+  // Open loop: a session of a random tenant starts now, and the next one
+  // after an exponential gap.
+  void NewSession() {
+    Session session;
+    session.tenant = static_cast<int>(rng_() % o_.tenants);
+    session.uid = next_uid_++;
+    sessions_.push_back(session);
+    ++live_sessions_;
+    Arrive(static_cast<int>(sessions_.size()) - 1);
+    Push(NextSessionGap(), Kind::kNewSession, 0);
   }
 
   // A session's next turn: a tool result appended, sent to a random router.
@@ -264,7 +297,7 @@ class Simulation {
     BuildWorkerViews(r.snap, candidates, match, max_cacheable, false, hint, &views, &conns);
     r.affinity.SessionTokens(views, hint, SimTime());
     Decision d;
-    if (!StickToSession(hint, views, 2.0, 4, &d))
+    if (!StickToSession(hint, views, static_cast<int32_t>(req.prompt_tokens), 2.0, 4, &d))
       d = r.policy->Choose({static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens});
     const int slot = views[d.index].slot;
     ++req.attempt;
@@ -368,7 +401,13 @@ class Simulation {
     req.lease.reset();
     ++w.served;
     ++phase_.requests;
-    if (++session.turn >= o_.turns) {  // a new session of the same tenant
+    if (++session.turn >= o_.turns) {
+      if (o_.session_rate > 0) {  // open loop: it ends
+        --live_sessions_;
+        requests_[id].reset();
+        return;
+      }
+      // Closed loop: a new session of the same tenant.
       session.uid = next_uid_++;
       session.turn = 0;
       session.history = 0;
@@ -584,16 +623,18 @@ class Simulation {
       busy_sum += w.busy_s;
     }
     const int live_routers = static_cast<int>(LiveRouters().size());
-    std::printf("| %s | %d | %lld | %.1f%% | %.1f%% | %.2f | %.2f | %.2f | %lld | %lld | %.1f |\n",
-                phase_name_.c_str(), live_routers, static_cast<long long>(phase_.requests),
-                100.0 * static_cast<double>(phase_.hit_tokens) /
-                    std::max<double>(1, static_cast<double>(phase_.prompt_tokens)),
-                100.0 * static_cast<double>(phase_.fleet_tokens) /
-                    std::max<double>(1, static_cast<double>(phase_.prompt_tokens)),
-                Percentile(phase_.ttft, 0.5), Percentile(phase_.ttft, 0.9),
-                Percentile(phase_.ttft, 0.99), static_cast<long long>(phase_.retried),
-                static_cast<long long>(phase_.failed),
-                busy_sum > 0 ? busy_max / (busy_sum / alive) : 0.0);
+    std::printf(
+        "| %s | %d | %lld | %.1f%% | %.1f%% | %.2f | %.2f | %.2f | %lld | %lld | %.1f | %lld |\n",
+        phase_name_.c_str(), live_routers, static_cast<long long>(phase_.requests),
+        100.0 * static_cast<double>(phase_.hit_tokens) /
+            std::max<double>(1, static_cast<double>(phase_.prompt_tokens)),
+        100.0 * static_cast<double>(phase_.fleet_tokens) /
+            std::max<double>(1, static_cast<double>(phase_.prompt_tokens)),
+        Percentile(phase_.ttft, 0.5), Percentile(phase_.ttft, 0.9), Percentile(phase_.ttft, 0.99),
+        static_cast<long long>(phase_.retried), static_cast<long long>(phase_.failed),
+        busy_sum > 0 ? busy_max / (busy_sum / alive) : 0.0,
+        static_cast<long long>(o_.session_rate > 0 ? live_sessions_
+                                                   : static_cast<int64_t>(sessions_.size())));
     RouterRow row;
     row.phase = phase_name_;
     for (const auto& r : routers_) {
@@ -651,6 +692,7 @@ class Simulation {
   double now_ = 0;
   uint64_t seq_ = 0;
   uint64_t next_uid_ = 1;
+  int64_t live_sessions_ = 0;  // open loop: started and not yet ended
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::vector<Worker> workers_;
   std::vector<std::unique_ptr<SimRouter>> routers_;

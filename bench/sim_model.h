@@ -50,6 +50,10 @@ struct Options {
   double report_ms = 250;
   bool load_with_events = true;  // workers send their load with each event batch
   double detect_ms = 600;        // 3 failed load polls 200 ms apart
+  // Open loop: new sessions start at this many per simulated second
+  // (Poisson), each ending after --turns turns, whatever the fleet serves;
+  // 0 keeps --demand's number of sessions going (closed loop).
+  double session_rate = 0;
   int sample = 64;
   double phase_s = 60;
   double warmup_s = 90;
@@ -115,7 +119,17 @@ struct EventBatch {
   std::optional<v1::LoadResponse> load;
 };
 
-enum class Kind { kArrive, kPrefillDone, kFinish, kFlush, kDeliver, kReport, kPhase, kDetect };
+enum class Kind {
+  kArrive,
+  kPrefillDone,
+  kFinish,
+  kFlush,
+  kDeliver,
+  kReport,
+  kPhase,
+  kDetect,
+  kNewSession
+};
 
 struct Event {
   double t;
@@ -168,6 +182,7 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
        }},
       {"--detect-ms", [&](const std::string& v) { o->detect_ms = std::stod(v); }},
       {"--sample", [&](const std::string& v) { o->sample = std::stoi(v); }},
+      {"--session-rate", [&](const std::string& v) { o->session_rate = std::stod(v); }},
       {"--phase-s", [&](const std::string& v) { o->phase_s = std::stod(v); }},
       {"--warmup-s", [&](const std::string& v) { o->warmup_s = std::stod(v); }},
       {"--seed", [&](const std::string& v) { o->seed = std::stoull(v); }},
@@ -195,6 +210,7 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
     return "--zones, --tenants, --turns and --worker-blocks must be at least 1";
   if (o->demand <= 0 || o->prefill_tps <= 0 || o->decode_tps <= 0 || o->think_s <= 0)
     return "--demand, --prefill-tps, --decode-tps and --think-s must be positive";
+  if (o->session_rate < 0) return "--session-rate must be 0 (closed loop) or positive";
   for (int n : o->routers)
     if (n < 1) return "--routers entries must be at least 1";
   return "";

@@ -20,7 +20,9 @@ std::optional<SessionAffinity::Hint> SessionAffinity::Find(const std::string& se
     Erase(it);
     return std::nullopt;
   }
-  return it->second.hint;
+  Hint hint = it->second.hint;
+  if (now - it->second.used > presume_window_) hint.prompt_tokens = 0;
+  return hint;
 }
 
 void SessionAffinity::Record(const std::string& session, Hint hint, Clock::time_point now) {

@@ -36,8 +36,13 @@ class SessionAffinity {
 
   struct Hint {
     std::string worker_id;
-    int32_t prompt_tokens = 0;  // of the session's last request there
-    int slot = -1;              // its slot then (the id decides)
+    // Of the session's last request there. Find returns it only within
+    // `presume_window` of that request, while the worker's KV events may not
+    // yet have told the index of its blocks; after that, 0: the index knows
+    // what the worker still holds of it (a presumption kept past it held
+    // sessions on workers that had evicted their context).
+    int32_t prompt_tokens = 0;
+    int slot = -1;  // its slot then (the id decides)
     // Record: the tokens this request adds to the worker's cache (its prompt
     // less what the worker held of it). Find: the session's whole context
     // there, those summed over its requests since it came to the worker.
@@ -46,8 +51,12 @@ class SessionAffinity {
 
   explicit SessionAffinity(size_t max_sessions = 100000,
                            std::chrono::seconds ttl = std::chrono::hours(1),
-                           std::chrono::seconds live_window = std::chrono::minutes(5))
-      : max_sessions_(max_sessions), ttl_(ttl), live_window_(live_window) {}
+                           std::chrono::seconds live_window = std::chrono::minutes(5),
+                           std::chrono::seconds presume_window = std::chrono::seconds(2))
+      : max_sessions_(max_sessions),
+        ttl_(ttl),
+        live_window_(live_window),
+        presume_window_(presume_window) {}
 
   // Decisions for one session are serialized: Lock(session) before looking
   // up the hint and choosing, so same-session requests that arrive together
@@ -86,6 +95,7 @@ class SessionAffinity {
   const size_t max_sessions_;
   const std::chrono::seconds ttl_;
   const std::chrono::seconds live_window_;
+  const std::chrono::seconds presume_window_;
   std::array<std::mutex, 64> decide_mu_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> sessions_;

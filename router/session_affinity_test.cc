@@ -20,6 +20,19 @@ TEST(SessionAffinityTest, RemembersTheLastWorkerOfASession) {
   EXPECT_FALSE(sessions.Find("s2", t0 + 2s).has_value());
 }
 
+// The last prompt is presumed held only while the worker's events may not
+// have reached the index yet; later the index says what is left of it.
+TEST(SessionAffinityTest, PresumesTheLastPromptOnlyUntilEventsHaveArrived) {
+  SessionAffinity sessions(10, 3600s, 300s, 2s);
+  const auto t0 = SessionAffinity::Clock::now();
+  sessions.Record("s1", {"worker-a", 1500}, t0);
+  EXPECT_EQ(sessions.Find("s1", t0 + 2s)->prompt_tokens, 1500);
+  const auto later = sessions.Find("s1", t0 + 3s);
+  ASSERT_TRUE(later.has_value());
+  EXPECT_EQ(later->worker_id, "worker-a");
+  EXPECT_EQ(later->prompt_tokens, 0);
+}
+
 TEST(SessionAffinityTest, ForgetsAfterTheTtl) {
   SessionAffinity sessions(10, 60s);
   const auto t0 = SessionAffinity::Clock::now();

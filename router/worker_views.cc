@@ -95,13 +95,15 @@ WorkerSet SampleCandidates(const ModelSnapshot& snap, const WorkerSet& candidate
 }
 
 bool StickToSession(const std::optional<SessionAffinity::Hint>& hint,
-                    const std::vector<WorkerView>& views, double guard_ratio, int32_t guard_slack,
-                    Decision* decision) {
+                    const std::vector<WorkerView>& views, int32_t prompt_tokens, double guard_ratio,
+                    int32_t guard_slack, Decision* decision) {
   if (!hint) return false;
   int32_t least = std::numeric_limits<int32_t>::max();
   for (const WorkerView& v : views) least = std::min(least, v.load());
   for (size_t i = 0; i < views.size(); ++i) {
     if (views[i].id != hint->worker_id) continue;
+    // Its context evicted there: the session has no home to keep.
+    if (2 * static_cast<int64_t>(views[i].cached_tokens) < prompt_tokens) return false;
     const double limit = guard_ratio * (least + 1) + guard_slack;
     if (views[i].load() > limit) return false;  // overloaded: the policy decides
     *decision = {static_cast<int>(i), "session"};

@@ -36,12 +36,13 @@ void BuildWorkerViews(const ModelSnapshot& snap, const WorkerSet& candidates,
 WorkerSet SampleCandidates(const ModelSnapshot& snap, const WorkerSet& candidates,
                            const PrefixMatch& match, int sample, int session_slot);
 
-// The session's worker in `hint`, when it is among `views` and its load is
-// at most guard_ratio × (the least load + 1) + guard_slack: sets `decision`
-// to it (reason "session") and returns true. Otherwise (overloaded, gone or
-// already tried) false, and the policy decides.
+// The session's worker in `hint`, when it is among `views`, holds at least
+// half of the request's `prompt_tokens` and carries at most guard_ratio ×
+// (the least load + 1) + guard_slack requests: sets `decision` to it (reason
+// "session") and returns true. Otherwise (it evicted the session's context,
+// is overloaded, gone or already tried) false, and the policy decides.
 bool StickToSession(const std::optional<SessionAffinity::Hint>& hint,
-                    const std::vector<WorkerView>& views, double guard_ratio, int32_t guard_slack,
-                    Decision* decision);
+                    const std::vector<WorkerView>& views, int32_t prompt_tokens, double guard_ratio,
+                    int32_t guard_slack, Decision* decision);
 
 }  // namespace kvmesh::router

@@ -106,25 +106,31 @@ TEST(BuildWorkerViewsTest, CountsThisRoutersRequestsUntilTheirFirstToken) {
 }
 
 // The session's worker keeps the session unless it carries more than
-// ratio × (least load + 1) + slack requests, or is not among the views.
+// ratio × (least load + 1) + slack requests, is not among the views, or
+// holds less than half of the prompt (it evicted the session's context).
 TEST(StickToSessionTest, KeepsTheSessionWithinTheLoadGuard) {
   std::vector<WorkerView> views(3);
   views[0].id = "a";
   views[0].running = 1;
   views[1].id = "b";
   views[1].running = 8;
+  views[1].cached_tokens = 96;
   views[2].id = "c";
   views[2].inflight = 9;  // this router's count beats a lagging report
+  views[2].cached_tokens = 96;
   Decision d;
   SessionAffinity::Hint hint{"b", 100, 1};
-  ASSERT_TRUE(StickToSession(hint, views, 2.0, 4, &d));  // 8 <= 2 × 2 + 4
+  ASSERT_TRUE(StickToSession(hint, views, 120, 2.0, 4, &d));  // 8 <= 2 × 2 + 4
   EXPECT_EQ(d.index, 1);
   EXPECT_EQ(d.reason, "session");
   hint.worker_id = "c";  // 9 > 8: overloaded, the policy decides
-  EXPECT_FALSE(StickToSession(hint, views, 2.0, 4, &d));
+  EXPECT_FALSE(StickToSession(hint, views, 120, 2.0, 4, &d));
   hint.worker_id = "gone";
-  EXPECT_FALSE(StickToSession(hint, views, 2.0, 4, &d));
-  EXPECT_FALSE(StickToSession(std::nullopt, views, 2.0, 4, &d));
+  EXPECT_FALSE(StickToSession(hint, views, 120, 2.0, 4, &d));
+  EXPECT_FALSE(StickToSession(std::nullopt, views, 120, 2.0, 4, &d));
+  hint.worker_id = "b";
+  views[1].cached_tokens = 48;  // 48 of 120: its context is gone
+  EXPECT_FALSE(StickToSession(hint, views, 120, 2.0, 4, &d));
 }
 
 }  // namespace
