@@ -86,11 +86,11 @@ for demand in $DEMANDS; do
       computed=()
       for ((i = 0; i < WORKERS; ++i)); do
         computed+=("$(curl -s "http://$(field http "$tmp/w$i.out")/metrics" |
-          awk '$1 == "kvmesh_worker_prefill_tokens_total" { print $2 }')")
+          awk '$1 == "kvmesh_worker_prefill_tokens_total" { print $2 }' || true)")
       done
       reasons=$(curl -s "http://$(field http "$tmp/r0.out")/metrics" |
         awk -F'[{}]' '$1 == "kvmesh_router_decisions_total" { split($2, l, "reason=\""); sub(/".*/, "", l[2]);
-          split($3, v, " "); printf "%s %s, ", l[2], v[1] }')
+          split($3, v, " "); printf "%s %s, ", l[2], v[1] }' || true)
       details+=("$(python3 -c "print(f'{float($demand):.0%}')") $policy: $(grep '^cached by turn' "$tmp/sessions.out");"\
 " prompt tokens computed per worker: ${computed[*]}; router 0's decisions: ${reasons%, }")
     fi

@@ -297,7 +297,10 @@ class Simulation {
     BuildWorkerViews(r.snap, candidates, match, max_cacheable, false, hint, &views, &conns);
     r.affinity.SessionTokens(views, hint, SimTime());
     Decision d;
-    if (!StickToSession(hint, views, static_cast<int32_t>(req.prompt_tokens), 2.0, 4, &d))
+    const int32_t hold = hint ? SessionHoldTokens(*hint, static_cast<int32_t>(req.prompt_tokens),
+                                                  max_cacheable * kBlockTokens, false)
+                              : 0;
+    if (!StickToSession(hint, views, hold, 2.0, 4, &d))
       d = r.policy->Choose({static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens});
     const int slot = views[d.index].slot;
     ++req.attempt;

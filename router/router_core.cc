@@ -430,8 +430,12 @@ std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
                    hint, &views, &conns);
   sessions_.SessionTokens(views, hint);
   Plan plan;
-  if (!StickToSession(hint, views, r.n_prompt, options_.session_guard_ratio,
-                      options_.session_guard_slack, &plan.decision))
+  const int32_t hold =
+      hint ? SessionHoldTokens(*hint, r.n_prompt, r.max_cacheable_blocks * group.block_size,
+                               r.options->prompt_logprobs())
+           : 0;
+  if (!StickToSession(hint, views, hold, options_.session_guard_ratio, options_.session_guard_slack,
+                      &plan.decision))
     plan.decision = policy_->Choose({r.n_prompt, views, r.hashes, group.block_size});
   const Decision& d = plan.decision;
   if (GetLogLevel() == LogLevel::kDebug) LogDecision(r.n_prompt, views, d);

@@ -21,7 +21,7 @@ std::optional<SessionAffinity::Hint> SessionAffinity::Find(const std::string& se
     return std::nullopt;
   }
   Hint hint = it->second.hint;
-  if (now - it->second.used > presume_window_) hint.prompt_tokens = 0;
+  hint.recent = now - it->second.used <= presume_window_;
   return hint;
 }
 

@@ -1,10 +1,12 @@
 // SessionAffinity: which worker each session (GenerationOptions.session_id)
-// was last sent to, so its next request goes there too even before the
-// prefix index has heard of the pages it left there. The hint enters the
-// routing decision as prefix the worker is presumed to hold (the session's
-// last prompt), so the policy's load guard still moves a session off an
-// overloaded worker. Bounded: the least recently used sessions are
-// forgotten first, and any after `ttl`. Thread-safe.
+// was last sent to, so its next request goes there too while that worker
+// holds the session's context (StickToSession). For `presume_window` after
+// a request the worker is presumed to hold its prompt even before the prefix
+// index has heard of the pages (the hint enters the decision as that
+// prefix, so the policy's load guard still moves a session off an
+// overloaded worker); after that the index says. Bounded: the least
+// recently used sessions are forgotten first, and any after `ttl`.
+// Thread-safe.
 //
 // It also sums, per worker, the context each session last sent there and
 // used within `live_window` keeps in the worker's cache (SessionTokens):
@@ -36,17 +38,18 @@ class SessionAffinity {
 
   struct Hint {
     std::string worker_id;
-    // Of the session's last request there. Find returns it only within
-    // `presume_window` of that request, while the worker's KV events may not
-    // yet have told the index of its blocks; after that, 0: the index knows
-    // what the worker still holds of it (a presumption kept past it held
-    // sessions on workers that had evicted their context).
-    int32_t prompt_tokens = 0;
-    int slot = -1;  // its slot then (the id decides)
+    int32_t prompt_tokens = 0;  // of the session's last request there
+    int slot = -1;              // its slot then (the id decides)
     // Record: the tokens this request adds to the worker's cache (its prompt
     // less what the worker held of it). Find: the session's whole context
     // there, those summed over its requests since it came to the worker.
     int64_t context_tokens = 0;
+    // Find: whether that request was sent within `presume_window`, so the
+    // worker's KV events may not yet have told the index of its blocks and
+    // the worker is presumed to hold its prompt. After that the index says
+    // what the worker still holds (a presumption kept for good held
+    // sessions on workers that had evicted their context).
+    bool recent = true;
   };
 
   explicit SessionAffinity(size_t max_sessions = 100000,

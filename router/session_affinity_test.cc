@@ -26,11 +26,12 @@ TEST(SessionAffinityTest, PresumesTheLastPromptOnlyUntilEventsHaveArrived) {
   SessionAffinity sessions(10, 3600s, 300s, 2s);
   const auto t0 = SessionAffinity::Clock::now();
   sessions.Record("s1", {"worker-a", 1500}, t0);
-  EXPECT_EQ(sessions.Find("s1", t0 + 2s)->prompt_tokens, 1500);
+  EXPECT_TRUE(sessions.Find("s1", t0 + 2s)->recent);
   const auto later = sessions.Find("s1", t0 + 3s);
   ASSERT_TRUE(later.has_value());
   EXPECT_EQ(later->worker_id, "worker-a");
-  EXPECT_EQ(later->prompt_tokens, 0);
+  EXPECT_EQ(later->prompt_tokens, 1500);
+  EXPECT_FALSE(later->recent);
 }
 
 TEST(SessionAffinityTest, ForgetsAfterTheTtl) {

@@ -57,8 +57,9 @@ void BuildWorkerViews(const ModelSnapshot& snap, const WorkerSet& candidates,
         0, v.cached_tokens - std::min(device_blocks, max_cacheable_blocks) * group.block_size);
     v.host_restore_tokens_per_s = load.host_restore_tokens_per_s;
     v.peer_fetch_tokens_per_s = load.peer_fetch_tokens_per_s;
-    if (hint && hint->worker_id == v.id && !prompt_logprobs) {
-      // Presumed to hold what the session's last prompt left there.
+    if (hint && hint->recent && hint->worker_id == v.id && !prompt_logprobs) {
+      // Presumed to hold what the session's last prompt left there, until
+      // the worker's events have had time to say so.
       const int32_t presumed =
           std::min(hint->prompt_tokens, max_cacheable_blocks * group.block_size);
       v.cached_tokens = std::max(v.cached_tokens, presumed);
@@ -91,11 +92,20 @@ WorkerSet SampleCandidates(const ModelSnapshot& snap, const WorkerSet& candidate
     const Candidate& c = snap.healthy()[(r >> 32) % snap.healthy().size()];
     if (candidates.Contains(c.slot)) chosen.Add(c.slot);
   }
+  // Every draw missed the candidates (few of the healthy workers, none
+  // holding anything): all of them, rather than nothing to decide among.
+  if (chosen.empty()) return candidates;
   return chosen;
 }
 
+int32_t SessionHoldTokens(const SessionAffinity::Hint& hint, int32_t prompt_tokens,
+                          int32_t max_cacheable_tokens, bool prompt_logprobs) {
+  if (prompt_logprobs) return 0;  // no view counts a cached token
+  return std::min({prompt_tokens, hint.prompt_tokens, max_cacheable_tokens}) / 2;
+}
+
 bool StickToSession(const std::optional<SessionAffinity::Hint>& hint,
-                    const std::vector<WorkerView>& views, int32_t prompt_tokens, double guard_ratio,
+                    const std::vector<WorkerView>& views, int32_t hold_tokens, double guard_ratio,
                     int32_t guard_slack, Decision* decision) {
   if (!hint) return false;
   int32_t least = std::numeric_limits<int32_t>::max();
@@ -103,7 +113,7 @@ bool StickToSession(const std::optional<SessionAffinity::Hint>& hint,
   for (size_t i = 0; i < views.size(); ++i) {
     if (views[i].id != hint->worker_id) continue;
     // Its context evicted there: the session has no home to keep.
-    if (2 * static_cast<int64_t>(views[i].cached_tokens) < prompt_tokens) return false;
+    if (views[i].cached_tokens < hold_tokens) return false;
     const double limit = guard_ratio * (least + 1) + guard_slack;
     if (views[i].load() > limit) return false;  // overloaded: the policy decides
     *decision = {static_cast<int>(i), "session"};

@@ -107,7 +107,8 @@ TEST(BuildWorkerViewsTest, CountsThisRoutersRequestsUntilTheirFirstToken) {
 
 // The session's worker keeps the session unless it carries more than
 // ratio × (least load + 1) + slack requests, is not among the views, or
-// holds less than half of the prompt (it evicted the session's context).
+// holds less than it must (SessionHoldTokens; it evicted the session's
+// context).
 TEST(StickToSessionTest, KeepsTheSessionWithinTheLoadGuard) {
   std::vector<WorkerView> views(3);
   views[0].id = "a";
@@ -120,17 +121,29 @@ TEST(StickToSessionTest, KeepsTheSessionWithinTheLoadGuard) {
   views[2].cached_tokens = 96;
   Decision d;
   SessionAffinity::Hint hint{"b", 100, 1};
-  ASSERT_TRUE(StickToSession(hint, views, 120, 2.0, 4, &d));  // 8 <= 2 × 2 + 4
+  ASSERT_TRUE(StickToSession(hint, views, 60, 2.0, 4, &d));  // 8 <= 2 × 2 + 4
   EXPECT_EQ(d.index, 1);
   EXPECT_EQ(d.reason, "session");
   hint.worker_id = "c";  // 9 > 8: overloaded, the policy decides
-  EXPECT_FALSE(StickToSession(hint, views, 120, 2.0, 4, &d));
+  EXPECT_FALSE(StickToSession(hint, views, 60, 2.0, 4, &d));
   hint.worker_id = "gone";
-  EXPECT_FALSE(StickToSession(hint, views, 120, 2.0, 4, &d));
-  EXPECT_FALSE(StickToSession(std::nullopt, views, 120, 2.0, 4, &d));
+  EXPECT_FALSE(StickToSession(hint, views, 60, 2.0, 4, &d));
+  EXPECT_FALSE(StickToSession(std::nullopt, views, 60, 2.0, 4, &d));
   hint.worker_id = "b";
-  views[1].cached_tokens = 48;  // 48 of 120: its context is gone
-  EXPECT_FALSE(StickToSession(hint, views, 120, 2.0, 4, &d));
+  views[1].cached_tokens = 48;  // under the 60 it must hold: its context is gone
+  EXPECT_FALSE(StickToSession(hint, views, 60, 2.0, 4, &d));
+}
+
+// Half of the smaller of the new prompt and the session's last one, within
+// what a worker can hold of the prompt; nothing when no cached token counts.
+TEST(StickToSessionTest, HoldsHalfOfWhatTheSessionLeftThere) {
+  SessionAffinity::Hint hint{"b", 4000, 1};
+  EXPECT_EQ(SessionHoldTokens(hint, 5000, 4992, false), 2000);
+  // A turn bringing more than the context so far: the old context decides.
+  EXPECT_EQ(SessionHoldTokens(hint, 20000, 19984, false), 2000);
+  // A prompt of one block holds none of it: nothing required.
+  EXPECT_EQ(SessionHoldTokens(hint, 16, 0, false), 0);
+  EXPECT_EQ(SessionHoldTokens(hint, 5000, 4992, true), 0);
 }
 
 }  // namespace
