@@ -55,6 +55,22 @@ TEST(SampleCandidatesTest, DrawsDifferentWorkersEachTime) {
   EXPECT_GT(seen.size(), 900);  // 6,400 draws leave about 2 of 1,000 unseen
 }
 
+// Two candidates of 1,000 healthy workers, holding nothing: 64 draws miss
+// both about 88% of the time, and then every candidate is weighed rather
+// than none (the policy must be handed at least one worker).
+TEST(SampleCandidatesTest, NeverLeavesTheDecisionWithoutACandidate) {
+  Fleet fleet(1000);
+  const PrefixMatch none;
+  WorkerSet two;
+  two.Add(10);
+  two.Add(20);
+  for (int round = 0; round < 50; ++round) {
+    const WorkerSet chosen = SampleCandidates(fleet.snap, two, none, 64, -1);
+    EXPECT_FALSE(chosen.empty());
+    EXPECT_EQ(chosen - two, WorkerSet());
+  }
+}
+
 TEST(BuildWorkerViewsTest, ReadsLoadAndIdOfTheWeighedCandidatesOnly) {
   Fleet fleet(200);
   v1::InfoResponse info;
