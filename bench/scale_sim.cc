@@ -58,6 +58,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "bench/sim_model.h"
+#include "bench/sim_report.h"
 #include "bench/sim_worker_cache.h"
 #include "router/fake_worker_client.h"
 #include "router/policies/policy.h"
@@ -128,7 +129,9 @@ class Simulation {
       }
       Handle(e);
     }
-    PrintRouterTable();
+    int64_t overflow = 0;
+    for (const Worker& w : workers_) overflow += w.cache.overflow();
+    PrintRouterTable(router_rows_, overflow, notes_);
   }
 
  private:
@@ -655,38 +658,6 @@ class Simulation {
     }
     router_rows_.push_back(std::move(row));
   }
-
-  void PrintRouterTable() {
-    std::printf(
-        "\nPer router (the median router of the phase; simulated seconds, measured CPU):\n\n"
-        "| phase | event blocks/s | batches/s | MiB/s | ingest CPU | ns/block | "
-        "decisions/s | decision p50 µs | p99 µs | indexed blocks |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (const RouterRow& row : router_rows_) {
-      auto med = [](std::vector<double> v) { return Percentile(std::move(v), 0.5); };
-      std::printf("| %s | %.0f | %.0f | %.2f | %.2f%% | %.0f | %.1f | %.1f | %.1f | %.0f |\n",
-                  row.phase.c_str(), med(row.blocks_s), med(row.batches_s), med(row.mib_s),
-                  100 * med(row.ingest_core), med(row.ns_per_block), med(row.decisions_s),
-                  med(row.decision_p50), med(row.decision_p99), med(row.index_blocks));
-    }
-    int64_t overflow = 0;
-    for (const Worker& w : workers_) overflow += w.cache.overflow();
-    std::printf("\n");
-    for (const std::string& n : notes_) std::printf("- %s\n", n.c_str());
-    std::printf("- caches over capacity with every block pinned: %lld times\n",
-                static_cast<long long>(overflow));
-  }
-
-  struct PhaseStats {
-    int64_t requests = 0, prompt_tokens = 0, hit_tokens = 0, fleet_tokens = 0;
-    int64_t retried = 0, failed = 0;
-    std::vector<double> ttft;
-  };
-  struct RouterRow {
-    std::string phase;
-    std::vector<double> blocks_s, batches_s, mib_s, ingest_core, ns_per_block, decisions_s,
-        decision_p50, decision_p99, index_blocks;
-  };
 
   const Options o_;
   std::mt19937_64 rng_;
