@@ -30,7 +30,8 @@ void BuildWorkerViews(const ModelSnapshot& snap, const WorkerSet& candidates,
 // The candidates a decision weighs in a large fleet: every one holding part
 // of the prompt (device, host tier or guess), the session's worker
 // (`session_slot`, -1: none), and `sample` slots of `snap` drawn at random
-// (those not in `candidates` are skipped, so fewer may come). The policy's
+// (those not in `candidates` are skipped, so fewer may come; if none come at
+// all, every candidate, so that a decision always has one). The policy's
 // least-loaded choice then picks among the sample: with 64 drawn from
 // a thousand, the chosen worker is almost surely among the least-loaded
 // tenth (the "power of d choices").
