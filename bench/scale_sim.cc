@@ -300,9 +300,8 @@ class Simulation {
     BuildWorkerViews(r.snap, candidates, match, max_cacheable, false, hint, &views, &conns);
     r.affinity.SessionTokens(views, hint, SimTime());
     Decision d;
-    const int32_t hold = hint ? SessionHoldTokens(*hint, static_cast<int32_t>(req.prompt_tokens),
-                                                  max_cacheable * kBlockTokens, false)
-                              : 0;
+    const int32_t hold = SessionHoldTokens(hint, static_cast<int32_t>(req.prompt_tokens),
+                                           max_cacheable * kBlockTokens, false);
     if (!StickToSession(hint, views, hold, 2.0, 4, &d))
       d = r.policy->Choose({static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens});
     const int slot = views[d.index].slot;

@@ -430,10 +430,8 @@ std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
                    hint, &views, &conns);
   sessions_.SessionTokens(views, hint);
   Plan plan;
-  const int32_t hold =
-      hint ? SessionHoldTokens(*hint, r.n_prompt, r.max_cacheable_blocks * group.block_size,
-                               r.options->prompt_logprobs())
-           : 0;
+  const int32_t hold = SessionHoldTokens(
+      hint, r.n_prompt, r.max_cacheable_blocks * group.block_size, r.options->prompt_logprobs());
   if (!StickToSession(hint, views, hold, options_.session_guard_ratio, options_.session_guard_slack,
                       &plan.decision))
     plan.decision = policy_->Choose({r.n_prompt, views, r.hashes, group.block_size});

@@ -98,10 +98,10 @@ WorkerSet SampleCandidates(const ModelSnapshot& snap, const WorkerSet& candidate
   return chosen;
 }
 
-int32_t SessionHoldTokens(const SessionAffinity::Hint& hint, int32_t prompt_tokens,
+int32_t SessionHoldTokens(const std::optional<SessionAffinity::Hint>& hint, int32_t prompt_tokens,
                           int32_t max_cacheable_tokens, bool prompt_logprobs) {
-  if (prompt_logprobs) return 0;  // no view counts a cached token
-  return std::min({prompt_tokens, hint.prompt_tokens, max_cacheable_tokens}) / 2;
+  if (!hint || prompt_logprobs) return 0;  // no session, or no view counts a cached token
+  return std::min({prompt_tokens, hint->prompt_tokens, max_cacheable_tokens}) / 2;
 }
 
 bool StickToSession(const std::optional<SessionAffinity::Hint>& hint,

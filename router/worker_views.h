@@ -42,8 +42,8 @@ WorkerSet SampleCandidates(const ModelSnapshot& snap, const WorkerSet& candidate
 // half of the smaller of the prompt and the session's last prompt there (a
 // turn that brings more than the context so far does not count as an
 // eviction), within what a worker can hold of it; 0 when the request scores
-// its prompt (no cached token counts then).
-int32_t SessionHoldTokens(const SessionAffinity::Hint& hint, int32_t prompt_tokens,
+// its prompt (no cached token counts then) or has no session worker.
+int32_t SessionHoldTokens(const std::optional<SessionAffinity::Hint>& hint, int32_t prompt_tokens,
                           int32_t max_cacheable_tokens, bool prompt_logprobs);
 
 // The session's worker in `hint`, when it is among `views`, holds at least
