@@ -28,7 +28,8 @@
 //     sessions (of random tenants, from their first turn) start at R a
 //     second whatever the fleet serves, and end after --turns turns, so a
 //     slow fleet holds more sessions at once, as agents' users keep arriving
-//     (the table's last column: sessions live at the phase's end).
+//     (the table's last column: sessions live at the phase's end). Agents
+//     name their sessions (x-session-id) unless --session-ids 0.
 // The timeline (simulated seconds): warm-up, then four phases of --phase-s:
 // N routers; one router added (it first loads every worker's snapshot); the
 // oldest router removed (it drains); a zone of --zones lost (its workers'
@@ -89,16 +90,16 @@ class Simulation {
     if (open) {
       std::printf(
           "\n## %d router%s, policy %s: %d workers in %d zones, open loop: %.2f new sessions/s "
-          "of %d tenants, %d turns each\n\n",
+          "of %d tenants, %d turns each%s\n\n",
           n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), o_.workers, o_.zones,
-          o_.session_rate, o_.tenants, o_.turns);
+          o_.session_rate, o_.tenants, o_.turns, o_.session_ids ? "" : ", no session ids");
       Push(NextSessionGap(), Kind::kNewSession, 0);
     } else {
       std::printf(
           "\n## %d router%s, policy %s: %d workers in %d zones, %d sessions of %d tenants "
-          "(KV demand %.0f%%)\n\n",
+          "(KV demand %.0f%%)%s\n\n",
           n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), o_.workers, o_.zones,
-          n_sessions, o_.tenants, 100 * o_.demand);
+          n_sessions, o_.tenants, 100 * o_.demand, o_.session_ids ? "" : ", no session ids");
     }
     for (int w = 0; w < o_.workers; ++w) workers_.emplace_back(o_.worker_blocks);
     for (int r = 0; r < n_routers_; ++r) AddRouter(false);
@@ -290,7 +291,7 @@ class Simulation {
     const std::string session_key = std::to_string(sessions_[req.session].uid);
     const auto t0 = WallClock::now();
     const PrefixMatch match = r.group->index.Match(hashes, candidates_all);
-    auto hint = r.affinity.Find(session_key, SimTime());
+    auto hint = o_.session_ids ? r.affinity.Find(session_key, SimTime()) : std::nullopt;
     WorkerSet candidates = candidates_all;
     if (o_.sample > 0 && candidates.size() > 2 * o_.sample)
       candidates = SampleCandidates(r.snap, candidates, match, o_.sample, hint ? hint->slot : -1);
@@ -309,11 +310,12 @@ class Simulation {
     r.group->index.AddOptimistic(
         slot, std::span<const BlockHash>(hashes).subspan(
                   std::min(hashes.size(), static_cast<size_t>(match.exact_blocks[slot]))));
-    r.affinity.Record(
-        session_key,
-        {std::string(views[d.index].id), static_cast<int32_t>(req.prompt_tokens), slot,
-         std::max<int64_t>(0, req.prompt_tokens - views[d.index].cached_tokens)},
-        SimTime());
+    if (o_.session_ids)
+      r.affinity.Record(
+          session_key,
+          {std::string(views[d.index].id), static_cast<int32_t>(req.prompt_tokens), slot,
+           std::max<int64_t>(0, req.prompt_tokens - views[d.index].cached_tokens)},
+          SimTime());
     r.decision_us.push_back(
         std::chrono::duration<double, std::micro>(WallClock::now() - t0).count());
     req.lease = std::make_unique<WorkerLease>(conns[d.index]->worker,

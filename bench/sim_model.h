@@ -49,7 +49,11 @@ struct Options {
   double lag_ms = 20;
   double report_ms = 250;
   bool load_with_events = true;  // workers send their load with each event batch
-  double detect_ms = 600;        // 3 failed load polls 200 ms apart
+  // Agents name their session (x-session-id) so routers keep a session on
+  // its worker; 0: they send none, as plain OpenAI clients, and only the
+  // prefix index (or approx_prefix's text tree) finds a session's worker.
+  bool session_ids = true;
+  double detect_ms = 600;  // 3 failed load polls 200 ms apart
   // Open loop: new sessions start at this many per simulated second
   // (Poisson), each ending after --turns turns, whatever the fleet serves;
   // 0 keeps --demand's number of sessions going (closed loop).
@@ -179,6 +183,11 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
        [&](const std::string& v) {
          if (v != "0" && v != "1") throw std::invalid_argument(v);
          o->load_with_events = v == "1";
+       }},
+      {"--session-ids",
+       [&](const std::string& v) {
+         if (v != "0" && v != "1") throw std::invalid_argument(v);
+         o->session_ids = v == "1";
        }},
       {"--detect-ms", [&](const std::string& v) { o->detect_ms = std::stod(v); }},
       {"--sample", [&](const std::string& v) { o->sample = std::stoi(v); }},
