@@ -199,6 +199,11 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
                      .Name("kvmesh_worker_peer_page_bytes_total")
                      .Help("KV page bytes moved between workers: in = fetched, out = served")
                      .Register(*registry_);
+  // Every label value at 0 from the start, so that rates and alerts see
+  // "none yet" rather than no series.
+  for (const char* result : {"ok", "partial", "rejected", "failed"})
+    peer_fetches_->Add({{"result", result}});
+  for (const char* direction : {"in", "out"}) peer_bytes_->Add({{"direction", direction}});
   peer_fetch_tokens_ = &BuildCounter()
                             .Name("kvmesh_worker_peer_fetch_tokens_total")
                             .Help("Prompt tokens whose KV pages were fetched from a peer")
