@@ -62,8 +62,14 @@ struct EngineLoad {
   // cache-first admission reads; later ones count in full).
   int64_t queued_prefill_tokens = 0;
   int32_t max_tokens_per_step = 0;  // the scheduler's step budget
-  double prefill_tokens_per_s = 0;  // recent rates (medians of recent steps)
+  // Recent rates: medians of the last 16 steps that did such work, those
+  // more than 5 minutes older than the latest step forgotten (RateTracker);
+  // 0 when none is left.
+  double prefill_tokens_per_s = 0;
   double decode_tokens_per_s = 0;
+  // The prefill rate when last measured, however long ago (what a peer
+  // fetch saved is priced at it); 0 before the first.
+  double last_prefill_tokens_per_s = 0;
   int64_t steps = 0;
   int64_t preemptions = 0;
   int64_t host_blocks = 0;           // blocks held by the host tier
@@ -183,6 +189,7 @@ class Engine {
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
   RateTracker prefill_rate_;
   RateTracker decode_rate_;
+  double last_prefill_rate_ = 0;  // prefill_rate_'s median at its latest sample
   int64_t steps_ = 0;
   std::vector<float> masked_logits_;  // a constrained request's logits after its mask
   LogprobScorer scorer_;

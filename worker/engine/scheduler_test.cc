@@ -232,5 +232,20 @@ TEST(RateTrackerTest, MedianOfTheRecentWindowIgnoresOutliers) {
   EXPECT_EQ(r.Median(), 130);  // window {130, 140, 110, 120}
 }
 
+TEST(RateTrackerTest, SamplesOlderThanTheMaxAgeAreForgotten) {
+  using std::chrono::seconds;
+  RateTracker r(4, seconds(10));
+  const RateTracker::Clock::time_point t0{};
+  r.Add(100, t0);
+  r.Add(200, t0 + seconds(5));
+  r.Add(300, t0 + seconds(6));
+  EXPECT_EQ(r.Median(t0 + seconds(7)), 200);   // {100, 200, 300}
+  EXPECT_EQ(r.Median(t0 + seconds(12)), 300);  // 100 expired: {200, 300}
+  EXPECT_EQ(r.Median(t0 + seconds(16)), 300);  // {300}
+  EXPECT_EQ(r.Median(t0 + seconds(17)), 0);    // none left: not measured
+  r.Add(50, t0 + seconds(30));
+  EXPECT_EQ(r.Median(t0 + seconds(30)), 50);  // a new sample counts alone
+}
+
 }  // namespace
 }  // namespace kvmesh

@@ -165,7 +165,7 @@ Status PeerFetcher::Fetch(const v1::PeerFetch& hint, std::chrono::system_clock::
             "computing from there: " + check.rejected);
   }
   const int64_t tokens = static_cast<int64_t>(check.accepted) * bs;
-  const double rate = engine_.GetLoad().prefill_tokens_per_s;
+  const double rate = engine_.GetLoad().last_prefill_tokens_per_s;
   const double saved = rate > 0 ? static_cast<double>(tokens) / rate - seconds : 0;
   metrics_.OnPeerFetch(result, tokens, static_cast<int64_t>(check.accepted) * engine_.block_bytes(),
                        seconds, saved);
