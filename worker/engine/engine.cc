@@ -608,11 +608,10 @@ void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t de
   // prefills say how fast this worker prefills: a step of a few tokens is
   // mostly fixed per-step cost, and a worker serving cache hits (small
   // prefills) must not look slow for it.
-  if (step_seconds > 0 && prefill_tokens >= 64) {
-    prefill_rate_.Add(prefill_tokens / step_seconds);
-    last_prefill_rate_ = prefill_rate_.Median();
-  }
-  if (step_seconds > 0 && decode_tokens > 0) decode_rate_.Add(decode_tokens / step_seconds);
+  const auto now = RateTracker::Clock::now();
+  const bool prefill_measured = step_seconds > 0 && prefill_tokens >= 64;
+  if (prefill_measured) prefill_rate_.Add(prefill_tokens / step_seconds, now);
+  if (step_seconds > 0 && decode_tokens > 0) decode_rate_.Add(decode_tokens / step_seconds, now);
   EngineLoad load;
   load.running = static_cast<int32_t>(scheduler_.running().size());
   load.waiting = static_cast<int32_t>(scheduler_.waiting().size());
@@ -637,8 +636,9 @@ void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t de
   for (const Request* r : scheduler_.running()) {
     if (r->num_computed < r->num_prompt_tokens) load.queued_prefill_tokens += r->num_uncomputed();
   }
-  load.prefill_tokens_per_s = prefill_rate_.Median();
-  load.decode_tokens_per_s = decode_rate_.Median();
+  load.prefill_tokens_per_s = prefill_rate_.Median(now);
+  load.decode_tokens_per_s = decode_rate_.Median(now);
+  if (prefill_measured) last_prefill_rate_ = load.prefill_tokens_per_s;
   load.last_prefill_tokens_per_s = last_prefill_rate_;
   load.steps = steps_;
   load.preemptions = scheduler_.num_preemptions();
