@@ -204,6 +204,11 @@ EngineLoad Engine::GetLoad() const {
   std::lock_guard<std::mutex> lock(mu_);
   EngineLoad load = load_;
   load.waiting += static_cast<int32_t>(new_requests_.size());
+  // The speeds as of now, not as of the last step: an idle worker's samples
+  // expire too.
+  const auto now = RateTracker::Clock::now();
+  load.prefill_tokens_per_s = prefill_rate_.Median(now);
+  load.decode_tokens_per_s = decode_rate_.Median(now);
   return load;
 }
 
@@ -604,14 +609,6 @@ void Engine::Finish(Request* r, FinishReason reason, RequestOutput pending, Stat
 }
 
 void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t decode_tokens) {
-  // Recent rates of steps that did that kind of work. Only sizeable
-  // prefills say how fast this worker prefills: a step of a few tokens is
-  // mostly fixed per-step cost, and a worker serving cache hits (small
-  // prefills) must not look slow for it.
-  const auto now = RateTracker::Clock::now();
-  const bool prefill_measured = step_seconds > 0 && prefill_tokens >= 64;
-  if (prefill_measured) prefill_rate_.Add(prefill_tokens / step_seconds, now);
-  if (step_seconds > 0 && decode_tokens > 0) decode_rate_.Add(decode_tokens / step_seconds, now);
   EngineLoad load;
   load.running = static_cast<int32_t>(scheduler_.running().size());
   load.waiting = static_cast<int32_t>(scheduler_.waiting().size());
@@ -636,10 +633,6 @@ void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t de
   for (const Request* r : scheduler_.running()) {
     if (r->num_computed < r->num_prompt_tokens) load.queued_prefill_tokens += r->num_uncomputed();
   }
-  load.prefill_tokens_per_s = prefill_rate_.Median(now);
-  load.decode_tokens_per_s = decode_rate_.Median(now);
-  if (prefill_measured) last_prefill_rate_ = load.prefill_tokens_per_s;
-  load.last_prefill_tokens_per_s = last_prefill_rate_;
   load.steps = steps_;
   load.preemptions = scheduler_.num_preemptions();
   if (const HostKvTier* host = kv_.host_tier()) {
@@ -648,7 +641,19 @@ void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t de
     load.host_restore_tokens_per_s = RestoreTokensPerSecond();
   }
   load.tiers = kv_.stats();
+  // The speeds of steps that did that kind of work (GetLoad takes their
+  // medians). Only sizeable prefills say how fast this worker prefills: a
+  // step of a few tokens is mostly fixed per-step cost, and a worker serving
+  // cache hits (small prefills) must not look slow for it.
+  const auto now = RateTracker::Clock::now();
   std::lock_guard<std::mutex> lock(mu_);
+  if (step_seconds > 0 && prefill_tokens >= 64) {
+    prefill_rate_.Add(prefill_tokens / step_seconds, now);
+    load.last_prefill_tokens_per_s = prefill_rate_.Median(now);
+  } else {
+    load.last_prefill_tokens_per_s = load_.last_prefill_tokens_per_s;
+  }
+  if (step_seconds > 0 && decode_tokens > 0) decode_rate_.Add(decode_tokens / step_seconds, now);
   load_ = load;
 }
 

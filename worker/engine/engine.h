@@ -62,9 +62,8 @@ struct EngineLoad {
   // cache-first admission reads; later ones count in full).
   int64_t queued_prefill_tokens = 0;
   int32_t max_tokens_per_step = 0;  // the scheduler's step budget
-  // Recent rates: medians of the last 16 steps that did such work, those
-  // more than 5 minutes older than the latest step forgotten (RateTracker);
-  // 0 when none is left.
+  // Recent rates: medians of the last 16 steps that did such work within
+  // the last 5 minutes (RateTracker); 0 when none did.
   double prefill_tokens_per_s = 0;
   double decode_tokens_per_s = 0;
   // The prefill rate when last measured, however long ago (what a peer
@@ -187,9 +186,6 @@ class Engine {
   KvCacheManager kv_;
   Scheduler scheduler_;
   std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
-  RateTracker prefill_rate_;
-  RateTracker decode_rate_;
-  double last_prefill_rate_ = 0;  // prefill_rate_'s median at its latest sample
   int64_t steps_ = 0;
   std::vector<float> masked_logits_;  // a constrained request's logits after its mask
   LogprobScorer scorer_;
@@ -213,7 +209,10 @@ class Engine {
   bool draining_ = false;
   bool running_thread_ = false;
   SchedulerLimits shared_limits_;
-  EngineLoad load_;
+  EngineLoad load_;  // as of the last step, but for the speeds (GetLoad)
+  // Measured speeds: added by the loop, read by GetLoad at the time asked.
+  RateTracker prefill_rate_;
+  RateTracker decode_rate_;
 
   std::thread thread_;
   std::atomic<int64_t> step_delay_ms_{0};  // fault injection
