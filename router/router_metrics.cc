@@ -46,9 +46,10 @@ RouterMetrics::RouterMetrics(Registry* registry)
                   .Name("kvmesh_router_retries_total")
                   .Help("Requests re-sent to another worker before their first token, by reason")
                   .Register(*prom_);
-  // Every reason at 0 from the start (router_core.cc's RetryReason, and a
-  // disaggregated prefill that failed), so that rates see "none yet".
-  for (const char* reason : {"unavailable", "overloaded", "error", "prefill_failed"})
+  // Every reason at 0 from the start (router_core.cc's RetryReason, a worker
+  // that stalled before the first token, and a disaggregated prefill that
+  // failed), so that rates see "none yet".
+  for (const char* reason : {"unavailable", "overloaded", "error", "stalled", "prefill_failed"})
     retries_->Add({{"reason", reason}});
   decision_seconds_ = &BuildHistogram()
                            .Name("kvmesh_router_decision_seconds")

@@ -67,8 +67,8 @@ class WorkerMetrics : public EngineObserver {
                    double saved_seconds);
   // Pages sent to a peer.
   void OnPeerExport(int64_t pages, int64_t bytes);
-  // Median speed of recent fetches that took pages, in tokens per second
-  // (0 before the first); reported in Load.
+  // Median speed of the last fetches that took pages, within 5 minutes, in
+  // tokens per second (0 when there is none); reported in Load.
   double peer_fetch_tokens_per_s() const;
 
   std::string Render() const;
