@@ -312,11 +312,14 @@ std::string WorkerMetrics::Render() const {
     families.push_back(Gauge("kvmesh_worker_queued_prefill_tokens",
                              "Prompt tokens still to compute", {},
                              static_cast<double>(load.queued_prefill_tokens)));
-    families.push_back(Gauge("kvmesh_worker_prefill_tokens_per_second",
-                             "Recent prefill speed (median of the last steps within 5 minutes; 0: none)", {},
-                             load.prefill_tokens_per_s));
-    families.push_back(Gauge("kvmesh_worker_decode_tokens_per_second",
-                             "Recent decode speed (median of the last steps within 5 minutes; 0: none)", {}, load.decode_tokens_per_s));
+    families.push_back(
+        Gauge("kvmesh_worker_prefill_tokens_per_second",
+              "Recent prefill speed (median of the last steps within 5 minutes; 0: none)", {},
+              load.prefill_tokens_per_s));
+    families.push_back(
+        Gauge("kvmesh_worker_decode_tokens_per_second",
+              "Recent decode speed (median of the last steps within 5 minutes; 0: none)", {},
+              load.decode_tokens_per_s));
   }
   if (device_source_) {
     const std::vector<DeviceMetric> devices = device_source_();
