@@ -88,15 +88,17 @@ class PrefixPolicy final : public Policy {
     double fastest_known = 0;
     for (const WorkerView& v : ws) fastest_known = std::max(fastest_known, v.prefill_tokens_per_s);
     const double unknown_rate = fastest_known > 0 ? fastest_known : w_.default_prefill_tokens_per_s;
+    const auto speed = [&](const WorkerView& v) {
+      return v.prefill_tokens_per_s > 0 ? v.prefill_tokens_per_s : unknown_rate;
+    };
     // The speed at which what a request evicts is priced (see the top).
     std::vector<double> rates(n);
-    for (int i = 0; i < n; ++i)
-      rates[i] = ws[i].prefill_tokens_per_s > 0 ? ws[i].prefill_tokens_per_s : unknown_rate;
+    for (int i = 0; i < n; ++i) rates[i] = speed(ws[i]);
     std::nth_element(rates.begin(), rates.begin() + n / 2, rates.end());
     const double fleet_rate = rates[n / 2];
     for (int i = 0; i < n; ++i) {
       const WorkerView& v = ws[i];
-      const double rate = v.prefill_tokens_per_s > 0 ? v.prefill_tokens_per_s : unknown_rate;
+      const double rate = speed(v);
       const bool price_host = w_.use_host_tier && v.host_restore_tokens_per_s > 0;
       const int32_t host = std::clamp(v.host_cached_tokens, 0, v.cached_tokens);
       const int32_t cached = price_host ? v.cached_tokens : v.cached_tokens - host;
@@ -136,7 +138,7 @@ class PrefixPolicy final : public Policy {
       const int32_t beyond = ws[holder].cached_tokens - cached;  // computed otherwise
       if (w_.peer_fetch && i != holder && input.block_size > 0 && beyond >= input.block_size) {
         const WorkerView& h = ws[holder];
-        const double h_rate = h.prefill_tokens_per_s > 0 ? h.prefill_tokens_per_s : unknown_rate;
+        const double h_rate = speed(h);
         const double fetch_rate = v.peer_fetch_tokens_per_s > 0 ? v.peer_fetch_tokens_per_s
                                                                 : w_.default_fetch_tokens_per_s;
         const int64_t h_step = h.step_tokens > 0 ? h.step_tokens : w_.fetch_holder_step_tokens;
