@@ -5,7 +5,10 @@
 # workers x KV tokens per worker). For each demand and policy, a fresh
 # cluster (router + WORKERS workers with KV_TOKENS of KV cache each, cold
 # caches) serves the same traffic through bench/router_sessions. Prints one
-# markdown row per (demand, policy) and the machine load. KV_TOKENS may list
+# markdown row per (demand, policy) and the machine load. "hit bound" is the
+# most of the prompt tokens an unbounded cache shared by every worker could
+# have served (router_sessions): a policy whose hit ratio is there reuses
+# everything the traffic lets it. KV_TOKENS may list
 # one size per worker ("2048 2048 6144 6144"): a cluster of unequal caches,
 # as a fleet of mixed GPUs has; the demand is then over their sum.
 #
@@ -67,8 +70,8 @@ echo "${ROUTERS:-1} router(s), $WORKERS workers with KV tokens $KV_TOKENS (bytes
   "$USERS users per tenant x $TURNS turns, $([[ $RATE != 0 ]] && echo "open loop at $RATE requests/s" ||
   echo "concurrency $CONCURRENCY"), $(basename "$MODEL")"
 echo
-echo "| KV demand | tenants | policy | hit ratio | TTFT p50 ms | TTFT p90 ms | requests/s | max/min requests |"
-echo "|---|---:|---|---:|---:|---:|---:|---|"
+echo "| KV demand | tenants | policy | hit ratio | hit bound | TTFT p50 ms | TTFT p90 ms | requests/s | max/min requests |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|---|"
 for demand in $DEMANDS; do
   tenants=$(python3 -c "print(max(1, round($demand * $kv_total / $CONTEXT)))")
   for policy in $POLICIES; do
@@ -95,7 +98,7 @@ for demand in $DEMANDS; do
 " prompt tokens computed per worker: ${computed[*]}; router 0's decisions: ${reasons%, }")
     fi
     if ! python3 -c 'import json,sys; json.loads(sys.argv[1])' "$json" 2>/dev/null; then
-      echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | |"
+      echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | | |"
       stop_cluster
       continue
     fi
@@ -103,7 +106,7 @@ for demand in $DEMANDS; do
 import json, sys
 d, t, p, j = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 fail = f" ({j['failures']} failed)" if j['failures'] else ""
-print(f"| {float(d):.0%} | {t} | {p} | {100 * j['hit_ratio']:.1f}% | {j['ttft_p50_ms']:.1f} | "
+print(f"| {float(d):.0%} | {t} | {p} | {100 * j['hit_ratio']:.1f}% | {100 * j['hit_bound']:.1f}% | {j['ttft_p50_ms']:.1f} | "
       f"{j['ttft_p90_ms']:.1f} | {j['requests_per_s']:.2f} | {j['max_load']}/{j['min_load']}{fail} |")
 PY
     stop_cluster

@@ -23,7 +23,13 @@
 // requests per second builds a queue that grows for the whole run (the
 // regime where routing decides TTFT).
 //
-// Reports the prompt tokens served from cache (worker-reported), time to first
+// Reports the prompt tokens served from cache (worker-reported) and, beside
+// them, the most any cache could have served: the prompt tokens, in whole
+// 16-token blocks and leaving a prompt's last token to compute as a worker
+// does, that an unbounded cache shared by every worker would have held when
+// the request was sent (every earlier request's prompt, and the reply of
+// each that had finished). A policy at that bound gets every reusable token;
+// only a cache's capacity keeps it below. Then time to first
 // token (mean, p50, p90, measured by the client), requests per second and per
 // worker. Last line: one JSON object. --trace FILE writes one line per
 // request (tab-separated: seconds since the start when it was sent, session,
@@ -44,6 +50,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "kvmesh/v1/inference.grpc.pb.h"
 
 namespace {
@@ -55,6 +62,44 @@ std::vector<int32_t> Random(std::mt19937& rng, int n) {
   for (int32_t& t : out) t = 260 + static_cast<int32_t>(rng() % 250);
   return out;
 }
+
+// An unbounded cache of 16-token blocks, each keyed by a hash of every token
+// up to its end (as a worker's block hashes chain), for the reuse bound.
+class UnboundedCache {
+ public:
+  static constexpr size_t kBlock = 16;
+
+  // Prompt tokens this cache would serve: its leading whole blocks, at most
+  // (size - 1) / 16 of them, since a worker computes at least the last token.
+  int64_t Match(const std::vector<int32_t>& tokens) const {
+    const size_t most = tokens.empty() ? 0 : (tokens.size() - 1) / kBlock;
+    uint64_t h = kSeed;
+    size_t blocks = 0;
+    for (; blocks < most; ++blocks) {
+      h = Chain(h, tokens, blocks);
+      if (!held_.contains(h)) break;
+    }
+    return static_cast<int64_t>(blocks * kBlock);
+  }
+
+  // Holds the whole blocks of the first `n` tokens.
+  void Add(const std::vector<int32_t>& tokens, size_t n) {
+    uint64_t h = kSeed;
+    for (size_t b = 0; b < n / kBlock; ++b) held_.insert(h = Chain(h, tokens, b));
+  }
+
+ private:
+  static constexpr uint64_t kSeed = 1469598103934665603ull;
+
+  static uint64_t Chain(uint64_t h, const std::vector<int32_t>& tokens, size_t block) {
+    for (size_t i = block * kBlock; i < (block + 1) * kBlock; ++i) {
+      h = (h ^ static_cast<uint32_t>(tokens[i])) * 1099511628211ull;
+    }
+    return h;
+  }
+
+  absl::flat_hash_set<uint64_t> held_;
+};
 
 }  // namespace
 
@@ -125,7 +170,8 @@ int main(int argc, char** argv) {
   std::mutex mu;
   std::vector<double> ttfts;
   std::map<std::string, int> per_worker;
-  int64_t prompt_total = 0, cached_total = 0;
+  int64_t prompt_total = 0, cached_total = 0, bound_total = 0;
+  UnboundedCache unbounded;
   // By turn: prompt and cached tokens, and turns after the first that went
   // to the previous turn's worker.
   std::vector<int64_t> turn_prompt(turns, 0), turn_cached(turns, 0);
@@ -150,6 +196,12 @@ int main(int argc, char** argv) {
       req.mutable_options()->set_ignore_eos(true);
       req.mutable_options()->mutable_sampling()->set_temperature(0);
       if (session_ids) req.mutable_options()->set_session_id("session-" + std::to_string(s));
+      int64_t bound = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        bound = unbounded.Match(history);
+        unbounded.Add(history, history.size());
+      }
       grpc::ClientContext ctx;
       const auto t0 = Clock::now();
       auto reader = stub->Generate(&ctx, req);
@@ -172,6 +224,7 @@ int main(int argc, char** argv) {
         break;
       }
       ttfts.push_back(ttft);
+      bound_total += bound;
       if (trace) {
         std::fprintf(trace, "%.4f\t%d\t%d\t%d\t%s\t%d\t%d\t%.2f\n",
                      std::chrono::duration<double>(t0 - start).count(), s, tenant_of[s], t,
@@ -189,6 +242,8 @@ int main(int argc, char** argv) {
       }
       previous = worker;
       history.insert(history.end(), reply.begin(), reply.end());
+      // The reply's last token is never fed back, so its KV is not computed.
+      if (!history.empty()) unbounded.Add(history, history.size() - 1);
     }
   };
   std::vector<std::thread> threads;
@@ -226,6 +281,9 @@ int main(int argc, char** argv) {
   std::printf("cached prompt tokens: %lld / %lld = %.1f%%\n", static_cast<long long>(cached_total),
               static_cast<long long>(prompt_total),
               100.0 * cached_total / std::max<int64_t>(1, prompt_total));
+  std::printf("most an unbounded cache could serve: %lld = %.1f%%\n",
+              static_cast<long long>(bound_total),
+              100.0 * bound_total / std::max<int64_t>(1, prompt_total));
   std::printf("cached by turn:");
   for (int t = 0; t < turns; ++t) {
     std::printf(" %d: %.1f%%", t + 1,
@@ -239,10 +297,11 @@ int main(int argc, char** argv) {
   for (auto& [w, n] : per_worker) std::printf(" %s=%d", w.c_str(), n);
   std::printf(" (max/min %d/%d)\n", max_load, min_load);
   std::printf(
-      "{\"hit_ratio\":%.4f,\"ttft_mean_ms\":%.2f,\"ttft_p50_ms\":%.2f,\"ttft_p90_ms\":%.2f,"
+      "{\"hit_ratio\":%.4f,\"hit_bound\":%.4f,\"ttft_mean_ms\":%.2f,\"ttft_p50_ms\":%.2f,\"ttft_p90_ms\":%.2f,"
       "\"requests_per_s\":%.3f,\"max_load\":%d,\"min_load\":%d,\"seconds\":%.2f,"
       "\"failures\":%d}\n",
-      static_cast<double>(cached_total) / std::max<int64_t>(1, prompt_total), mean, p50, p90,
+      static_cast<double>(cached_total) / std::max<int64_t>(1, prompt_total),
+      static_cast<double>(bound_total) / std::max<int64_t>(1, prompt_total), mean, p50, p90,
       requests_per_s, max_load, min_load, seconds, failures);
   return failures == 0 ? 0 : 1;
 }
