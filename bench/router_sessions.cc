@@ -297,7 +297,8 @@ int main(int argc, char** argv) {
   for (auto& [w, n] : per_worker) std::printf(" %s=%d", w.c_str(), n);
   std::printf(" (max/min %d/%d)\n", max_load, min_load);
   std::printf(
-      "{\"hit_ratio\":%.4f,\"hit_bound\":%.4f,\"ttft_mean_ms\":%.2f,\"ttft_p50_ms\":%.2f,\"ttft_p90_ms\":%.2f,"
+      "{\"hit_ratio\":%.4f,\"hit_bound\":%.4f,\"ttft_mean_ms\":%.2f,\"ttft_p50_ms\":%.2f,"
+      "\"ttft_p90_ms\":%.2f,"
       "\"requests_per_s\":%.3f,\"max_load\":%d,\"min_load\":%d,\"seconds\":%.2f,"
       "\"failures\":%d}\n",
       static_cast<double>(cached_total) / std::max<int64_t>(1, prompt_total),
