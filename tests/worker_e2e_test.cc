@@ -664,6 +664,18 @@ TEST(WorkerProcessTest, PeerFetchTakesAPrefixFromAnotherWorker) {
   EXPECT_EQ(
       MetricValue(Metrics(bf16_worker.http), "kvmesh_worker_peer_fetches_total{result=\"failed\"}"),
       2);
+  // Both of its fetches got nothing: its fetch speed is the slowest there
+  // is, so a router stops sending it fetch hints (0 would read as unknown).
+  v1::LoadResponse failing;
+  grpc::ClientContext failing_ctx;
+  ASSERT_TRUE(bf16_worker.stub->Load(&failing_ctx, load_req, &failing).ok());
+  EXPECT_EQ(failing.peer_fetch_tokens_per_s(), 1.0);  // kNothingFetchedTokensPerS
+  // B: one fetch that brought pages, one that brought none (the other salt):
+  // the median is still a real speed.
+  v1::LoadResponse mixed;
+  grpc::ClientContext mixed_ctx;
+  ASSERT_TRUE(b.stub->Load(&mixed_ctx, load_req, &mixed).ok());
+  EXPECT_GT(mixed.peer_fetch_tokens_per_s(), 1.0);
 
   // An ill-formed hint is the client's error.
   v1::GenerateRequest bad = fetch;

@@ -238,9 +238,14 @@ void WorkerMetrics::OnPeerFetch(const std::string& result, int64_t tokens, int64
   // A counter only goes up: a fetch that cost more than it saved shows in
   // the seconds counter instead.
   if (saved_seconds > 0) peer_saved_seconds_->Increment(saved_seconds);
-  if (tokens > 0 && seconds > 0) {
+  // A fetch that brought nothing (the holder unreachable, evicted, of
+  // another page format) counts as the slowest fetch there is: once most of
+  // a worker's recent fetches get nothing, its median prices fetching out
+  // (1 token/s) and the router sends it no more fetch hints until those
+  // samples expire, rather than hints that each end in a recompute.
+  if (seconds > 0) {
     std::lock_guard<std::mutex> lock(peer_mu_);
-    peer_rate_.Add(static_cast<double>(tokens) / seconds);
+    peer_rate_.Add(tokens > 0 ? static_cast<double>(tokens) / seconds : kNothingFetchedTokensPerS);
   }
 }
 

@@ -35,6 +35,11 @@ struct DeviceMetric {
   double collective_seconds = 0.0;
 };
 
+// The fetch speed a peer fetch that brought no pages counts as, in prompt
+// tokens per second (Load.peer_fetch_tokens_per_s is the median; 0 there
+// means "not measured", so a failure counts as the slowest nonzero speed).
+inline constexpr double kNothingFetchedTokensPerS = 1.0;
+
 class WorkerMetrics : public EngineObserver {
  public:
   // Series carry no worker label: Prometheus adds the scrape target's
@@ -62,7 +67,8 @@ class WorkerMetrics : public EngineObserver {
   // A peer prefix fetch: its result (ok, partial, rejected, failed), the
   // prompt tokens and page bytes taken, how long it took and the prefill
   // time it saved (estimated at the measured prefill speed, less the fetch).
-  // Thread-safe.
+  // A fetch that took no tokens adds a fetch-speed sample of
+  // kNothingFetchedTokensPerS. Thread-safe.
   void OnPeerFetch(const std::string& result, int64_t tokens, int64_t bytes, double seconds,
                    double saved_seconds);
   // Pages sent to a peer.
