@@ -32,7 +32,8 @@
 # live sessions a cache holds. DETAIL=1 prints, after the table, each run's hit ratio by turn, how many
 # later turns stayed on the previous turn's worker, and the prompt tokens
 # each worker computed (its kvmesh_worker_prefill_tokens_total): where a
-# policy's work piled up; and the first router's decisions by reason.
+# policy's work piled up; the first router's decisions by reason; and the
+# workers' peer fetches by result.
 # LOG_DIR=dir keeps each run's router logs there (with ROUTER_FLAGS="--log-level
 # debug", every decision and what the policy saw of each worker).
 set -euo pipefail
@@ -87,15 +88,22 @@ for demand in $DEMANDS; do
     fi
     if [[ ${DETAIL:-0} == 1 ]]; then
       computed=()
+      fetches=""
       for ((i = 0; i < WORKERS; ++i)); do
-        computed+=("$(curl -s "http://$(field http "$tmp/w$i.out")/metrics" |
-          awk '$1 == "kvmesh_worker_prefill_tokens_total" { print $2 }' || true)")
+        curl -s "http://$(field http "$tmp/w$i.out")/metrics" >"$tmp/metrics" || true
+        computed+=("$(awk '$1 == "kvmesh_worker_prefill_tokens_total" { print $2 }' "$tmp/metrics")")
+        fetches+=$(awk -F'"' '/^kvmesh_worker_peer_fetches_total\{/ { split($3, v, " "); n[$2] += v[2] }
+          END { for (r in n) printf "%s %d ", r, n[r] }' "$tmp/metrics")
       done
+      # The workers' peer fetches by result, summed over the cluster.
+      fetches=$(echo "$fetches" | awk '{ for (i = 1; i < NF; i += 2) n[$i] += $(i + 1) }
+        END { for (r in n) printf "%s %d, ", r, n[r] }')
       reasons=$(curl -s "http://$(field http "$tmp/r0.out")/metrics" |
         awk -F'[{}]' '$1 == "kvmesh_router_decisions_total" { split($2, l, "reason=\""); sub(/".*/, "", l[2]);
           split($3, v, " "); printf "%s %s, ", l[2], v[1] }' || true)
       details+=("$(python3 -c "print(f'{float($demand):.0%}')") $policy: $(grep '^cached by turn' "$tmp/sessions.out");"\
-" prompt tokens computed per worker: ${computed[*]}; router 0's decisions: ${reasons%, }")
+" prompt tokens computed per worker: ${computed[*]}; router 0's decisions: ${reasons%, }"\
+"; peer fetches: ${fetches%, }")
     fi
     if ! python3 -c 'import json,sys; json.loads(sys.argv[1])' "$json" 2>/dev/null; then
       echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | | |"
