@@ -37,10 +37,12 @@
 // and routers drop the workers at their first failed call or after
 // --detect-ms of failed load polls). Per phase it prints the
 // hit-token ratio, what the fleet held of the prompts at decision time (the
-// best any router could find), TTFT percentiles, retries and errors, and per
-// router the event load (blocks/s, batches/s, wire bytes/s), the CPU its
-// index spends ingesting (measured: the real PrefixIndex applying the
-// events) and its decision time (measured).
+// best any router could find), TTFT percentiles, retries and errors, the
+// prefills that computed over half their prompt by where the rest of it was
+// (PhaseStats::CountPrefill), and per router the event load (blocks/s,
+// batches/s, wire bytes/s), the CPU its index spends ingesting (measured:
+// the real PrefixIndex applying the events) and its decision time
+// (measured).
 //
 //   build/bench/scale_sim [--workers 1000] [--routers 1,2,4] [--policy prefix]
 //       [--demand 1.0 | --session-rate R] [--phase-s 60] [--warmup-s 90] [--seed 1] ...
@@ -331,6 +333,7 @@ class Simulation {
       ++req.fleet_held;
     }
     Worker& w = workers_[slot];
+    req.routed_held = w.cache.Held(req.keys);
     if (!w.alive) {      // the call fails at once: the router marks the worker
       ++phase_.retried;  // unhealthy (WorkerLease::ReportFailure) and retries
       req.lease.reset();
@@ -366,6 +369,7 @@ class Simulation {
     phase_.prompt_tokens += req.prompt_tokens;
     phase_.hit_tokens += cached;
     phase_.fleet_tokens += std::min(req.fleet_held * kBlockTokens, req.prompt_tokens - 1);
+    phase_.CountPrefill(cached, req.prompt_tokens, req.routed_held, held, req.fleet_held);
     const double seconds = static_cast<double>(req.prompt_tokens - cached) / o_.prefill_tps;
     w.busy_s += seconds;
     w.prefill_end = now_ + seconds;
@@ -630,18 +634,9 @@ class Simulation {
       busy_sum += w.busy_s;
     }
     const int live_routers = static_cast<int>(LiveRouters().size());
-    std::printf(
-        "| %s | %d | %lld | %.1f%% | %.1f%% | %.2f | %.2f | %.2f | %lld | %lld | %.1f | %lld |\n",
-        phase_name_.c_str(), live_routers, static_cast<long long>(phase_.requests),
-        100.0 * static_cast<double>(phase_.hit_tokens) /
-            std::max<double>(1, static_cast<double>(phase_.prompt_tokens)),
-        100.0 * static_cast<double>(phase_.fleet_tokens) /
-            std::max<double>(1, static_cast<double>(phase_.prompt_tokens)),
-        Percentile(phase_.ttft, 0.5), Percentile(phase_.ttft, 0.9), Percentile(phase_.ttft, 0.99),
-        static_cast<long long>(phase_.retried), static_cast<long long>(phase_.failed),
-        busy_sum > 0 ? busy_max / (busy_sum / alive) : 0.0,
-        static_cast<long long>(o_.session_rate > 0 ? live_sessions_
-                                                   : static_cast<int64_t>(sessions_.size())));
+    phase_.PrintRow(phase_name_, live_routers, busy_sum > 0 ? busy_max / (busy_sum / alive) : 0.0,
+                    o_.session_rate > 0 ? live_sessions_ : static_cast<int64_t>(sessions_.size()));
+    notes_.push_back(phase_.RecomputeNote(phase_name_));
     RouterRow row;
     row.phase = phase_name_;
     for (const auto& r : routers_) {

@@ -81,6 +81,7 @@ struct Request {
   int32_t out_tokens = 0;
   double arrive = 0;
   int64_t fleet_held = 0;  // leading blocks some live worker held at decision
+  int64_t routed_held = 0;  // leading blocks the chosen worker held at decision
   WorkerSet tried;
   std::unique_ptr<WorkerLease> lease;
   std::vector<uint64_t> keys;

@@ -1,6 +1,7 @@
 // bench/scale_sim's per-phase measurements and its per-router table.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -15,6 +16,56 @@ struct PhaseStats {
   int64_t requests = 0, prompt_tokens = 0, hit_tokens = 0, fleet_tokens = 0;
   int64_t retried = 0, failed = 0;
   std::vector<double> ttft;
+  // Requests that computed over half their prompt, by where the rest of it
+  // was when the router chose: on no live worker, on another worker (more
+  // of it than on the chosen one), or on the chosen worker, which evicted
+  // it while the request queued there.
+  int64_t prefills = 0, recomputed_nowhere = 0, recomputed_elsewhere = 0, recomputed_evicted = 0;
+
+  // A prefill starting: `cached` of its `prompt` tokens found on its worker,
+  // which held `routed_held` leading blocks when the router chose it and
+  // `held` now; some live worker then held `fleet_held`.
+  void CountPrefill(int64_t cached, int64_t prompt, int64_t routed_held, int64_t held,
+                    int64_t fleet_held) {
+    ++prefills;
+    if (2 * cached >= prompt) return;
+    if (routed_held > held)
+      ++recomputed_evicted;
+    else if (fleet_held > routed_held)
+      ++recomputed_elsewhere;
+    else
+      ++recomputed_nowhere;
+  }
+
+  // The phase's row of the main table.
+  void PrintRow(const std::string& phase, int routers, double busy_max_over_mean,
+                int64_t live_sessions) const {
+    const auto ratio = [&](int64_t n) {
+      return 100.0 * static_cast<double>(n) /
+             std::max<double>(1, static_cast<double>(prompt_tokens));
+    };
+    std::printf(
+        "| %s | %d | %lld | %.1f%% | %.1f%% | %.2f | %.2f | %.2f | %lld | %lld | %.1f | %lld |\n",
+        phase.c_str(), routers, static_cast<long long>(requests), ratio(hit_tokens),
+        ratio(fleet_tokens), Percentile(ttft, 0.5), Percentile(ttft, 0.9), Percentile(ttft, 0.99),
+        static_cast<long long>(retried), static_cast<long long>(failed), busy_max_over_mean,
+        static_cast<long long>(live_sessions));
+  }
+
+  // "PHASE: X% of prefills computed over half their prompt, …".
+  std::string RecomputeNote(const std::string& phase) const {
+    const auto share = [&](int64_t n) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%.1f%%",
+                    100.0 * static_cast<double>(n) /
+                        std::max<double>(1, static_cast<double>(prefills)));
+      return std::string(buf);
+    };
+    return phase + ": " + share(recomputed_nowhere + recomputed_elsewhere + recomputed_evicted) +
+           " of prefills computed over half their prompt, the rest of it: on no live worker " +
+           share(recomputed_nowhere) + ", more of it on another worker " +
+           share(recomputed_elsewhere) + ", evicted while queued " + share(recomputed_evicted);
+  }
 };
 
 // What one phase measured of each router (one entry per router).
