@@ -80,7 +80,7 @@ struct Request {
   int64_t prompt_tokens = 0;
   int32_t out_tokens = 0;
   double arrive = 0;
-  int64_t fleet_held = 0;  // leading blocks some live worker held at decision
+  int64_t fleet_held = 0;   // leading blocks some live worker held at decision
   int64_t routed_held = 0;  // leading blocks the chosen worker held at decision
   WorkerSet tried;
   std::unique_ptr<WorkerLease> lease;

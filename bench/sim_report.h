@@ -56,9 +56,9 @@ struct PhaseStats {
   std::string RecomputeNote(const std::string& phase) const {
     const auto share = [&](int64_t n) {
       char buf[16];
-      std::snprintf(buf, sizeof buf, "%.1f%%",
-                    100.0 * static_cast<double>(n) /
-                        std::max<double>(1, static_cast<double>(prefills)));
+      std::snprintf(
+          buf, sizeof buf, "%.1f%%",
+          100.0 * static_cast<double>(n) / std::max<double>(1, static_cast<double>(prefills)));
       return std::string(buf);
     };
     return phase + ": " + share(recomputed_nowhere + recomputed_elsewhere + recomputed_evicted) +
