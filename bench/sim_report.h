@@ -16,10 +16,10 @@ struct PhaseStats {
   int64_t requests = 0, prompt_tokens = 0, hit_tokens = 0, fleet_tokens = 0;
   int64_t retried = 0, failed = 0;
   std::vector<double> ttft;
-  // Requests that computed over half their prompt, by where the rest of it
-  // was when the router chose: on no live worker, on another worker (more
-  // of it than on the chosen one), or on the chosen worker, which evicted
-  // it while the request queued there.
+  // Prefills started, and those that computed over half their prompt, by
+  // where the rest of it was when the router chose: on no live worker, on
+  // another worker (more of it than on the chosen one), or on the chosen
+  // worker, which evicted it while the request queued there.
   int64_t prefills = 0, recomputed_nowhere = 0, recomputed_elsewhere = 0, recomputed_evicted = 0;
 
   // A prefill starting: `cached` of its `prompt` tokens found on its worker,
