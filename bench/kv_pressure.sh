@@ -7,8 +7,8 @@
 # caches) serves the same traffic through bench/router_sessions. Prints one
 # markdown row per (demand, policy) and the machine load. "hit bound" is the
 # most of the prompt tokens an unbounded cache shared by every worker could
-# have served (router_sessions): a policy whose hit ratio is there reuses
-# everything the traffic lets it. KV_TOKENS may list
+# have served (router_sessions, an upper bound): a policy whose hit ratio is
+# there reuses everything the traffic lets it. KV_TOKENS may list
 # one size per worker ("2048 2048 6144 6144"): a cluster of unequal caches,
 # as a fleet of mixed GPUs has; the demand is then over their sum.
 #

@@ -29,7 +29,9 @@
 // does, that an unbounded cache shared by every worker would have held when
 // the request was sent (every earlier request's prompt, and the reply of
 // each that had finished). A policy at that bound gets every reusable token;
-// only a cache's capacity keeps it below. Then time to first
+// a cache's capacity keeps it below, and so do prompts sharing a prefix
+// that run at once (each counts as held from when it is sent). Then time
+// to first
 // token (mean, p50, p90, measured by the client), requests per second and per
 // worker. Last line: one JSON object. --trace FILE writes one line per
 // request (tab-separated: seconds since the start when it was sent, session,

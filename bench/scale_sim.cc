@@ -369,7 +369,8 @@ class Simulation {
     phase_.prompt_tokens += req.prompt_tokens;
     phase_.hit_tokens += cached;
     phase_.fleet_tokens += std::min(req.fleet_held * kBlockTokens, req.prompt_tokens - 1);
-    phase_.CountPrefill(cached, req.prompt_tokens, req.routed_held, held, req.fleet_held);
+    phase_.CountPrefill(cached, req.prompt_tokens, req.routed_held * kBlockTokens,
+                        req.fleet_held * kBlockTokens);
     const double seconds = static_cast<double>(req.prompt_tokens - cached) / o_.prefill_tps;
     w.busy_s += seconds;
     w.prefill_end = now_ + seconds;

@@ -17,19 +17,19 @@ struct PhaseStats {
   int64_t retried = 0, failed = 0;
   std::vector<double> ttft;
   // Prefills started, and those that computed over half their prompt, by
-  // where the rest of it was when the router chose: on no live worker, on
-  // another worker (more of it than on the chosen one), or on the chosen
-  // worker, which evicted it while the request queued there.
+  // where the rest of it was when the router chose: on the chosen worker,
+  // which held over half of the prompt then and evicted it while the
+  // request queued there; on another worker (more of it than on the chosen
+  // one); or on no live worker.
   int64_t prefills = 0, recomputed_nowhere = 0, recomputed_elsewhere = 0, recomputed_evicted = 0;
 
   // A prefill starting: `cached` of its `prompt` tokens found on its worker,
-  // which held `routed_held` leading blocks when the router chose it and
-  // `held` now; some live worker then held `fleet_held`.
-  void CountPrefill(int64_t cached, int64_t prompt, int64_t routed_held, int64_t held,
-                    int64_t fleet_held) {
+  // which held `routed_held` leading tokens when the router chose it; some
+  // live worker then held `fleet_held`.
+  void CountPrefill(int64_t cached, int64_t prompt, int64_t routed_held, int64_t fleet_held) {
     ++prefills;
     if (2 * cached >= prompt) return;
-    if (routed_held > held)
+    if (2 * routed_held >= prompt)
       ++recomputed_evicted;
     else if (fleet_held > routed_held)
       ++recomputed_elsewhere;

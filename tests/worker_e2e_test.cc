@@ -671,7 +671,8 @@ TEST(WorkerProcessTest, PeerFetchTakesAPrefixFromAnotherWorker) {
   ASSERT_TRUE(bf16_worker.stub->Load(&failing_ctx, load_req, &failing).ok());
   EXPECT_EQ(failing.peer_fetch_tokens_per_s(), 1.0);  // kNothingFetchedTokensPerS
   // B: one fetch that brought pages, one that brought none (the other salt):
-  // the median is still a real speed.
+  // the median is still a real speed (of two samples, the higher: fetching
+  // is priced out only once over half of them got nothing).
   v1::LoadResponse mixed;
   grpc::ClientContext mixed_ctx;
   ASSERT_TRUE(b.stub->Load(&mixed_ctx, load_req, &mixed).ok());
