@@ -48,11 +48,13 @@
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "common/block_hash.h"
 #include "kvmesh/v1/inference.grpc.pb.h"
 
 namespace {
@@ -65,8 +67,8 @@ std::vector<int32_t> Random(std::mt19937& rng, int n) {
   return out;
 }
 
-// An unbounded cache of 16-token blocks, each keyed by a hash of every token
-// up to its end (as a worker's block hashes chain), for the reuse bound.
+// An unbounded cache of 16-token blocks, keyed by the chained block hashes
+// workers use (common/block_hash.h), for the reuse bound.
 class UnboundedCache {
  public:
   static constexpr size_t kBlock = 16;
@@ -75,10 +77,10 @@ class UnboundedCache {
   // (size - 1) / 16 of them, since a worker computes at least the last token.
   int64_t Match(const std::vector<int32_t>& tokens) const {
     const size_t most = tokens.empty() ? 0 : (tokens.size() - 1) / kBlock;
-    uint64_t h = kSeed;
+    kvmesh::BlockHash h = root_;
     size_t blocks = 0;
     for (; blocks < most; ++blocks) {
-      h = Chain(h, tokens, blocks);
+      h = kvmesh::ChainBlockHash(h, std::span(tokens).subspan(blocks * kBlock, kBlock));
       if (!held_.contains(h)) break;
     }
     return static_cast<int64_t>(blocks * kBlock);
@@ -86,21 +88,15 @@ class UnboundedCache {
 
   // Holds the whole blocks of the first `n` tokens.
   void Add(const std::vector<int32_t>& tokens, size_t n) {
-    uint64_t h = kSeed;
-    for (size_t b = 0; b < n / kBlock; ++b) held_.insert(h = Chain(h, tokens, b));
+    for (const kvmesh::BlockHash& h :
+         kvmesh::HashFullBlocks(root_, std::span(tokens).first(n), static_cast<int>(kBlock))) {
+      held_.insert(h);
+    }
   }
 
  private:
-  static constexpr uint64_t kSeed = 1469598103934665603ull;
-
-  static uint64_t Chain(uint64_t h, const std::vector<int32_t>& tokens, size_t block) {
-    for (size_t i = block * kBlock; i < (block + 1) * kBlock; ++i) {
-      h = (h ^ static_cast<uint32_t>(tokens[i])) * 1099511628211ull;
-    }
-    return h;
-  }
-
-  absl::flat_hash_set<uint64_t> held_;
+  const kvmesh::BlockHash root_ = kvmesh::RootHash("router_sessions");
+  absl::flat_hash_set<kvmesh::BlockHash, kvmesh::BlockHashHasher> held_;
 };
 
 }  // namespace
