@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Checks router_sessions' reuse bound against real workers (CTest
-# router_sessions_hit_bound, about 10 s):
+# Checks router_sessions' reuse and capacity bounds against real workers
+# (CTest router_sessions_hit_bound, about 10 s):
 #   - one worker with room for everything, one session at a time: the worker
 #     serves exactly what the bound says an unbounded cache could (so the
-#     bound counts blocks as a worker does);
+#     bound counts blocks as a worker does), and the capacity bound of ample
+#     room is that same bound;
 #   - round robin over two workers, where each turn lands on the other
-#     worker than its session's last: under the bound.
+#     worker than its session's last: under the bound;
+#   - one worker with room for 16 blocks (256 tokens), three tenants of 6
+#     blocks each, each session adding 5 of its own: it serves no more than
+#     the capacity bound of 256 tokens, which is under the reuse bound.
 #
 #   bench/hit_bound_check.sh BUILD_DIR MODEL
 set -euo pipefail
@@ -19,25 +23,39 @@ fi
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 . bench/cluster_lib.sh
-sessions() {
-  "$B/bench/router_sessions" --router "$ROUTER" --sessions 6 --tenants 2 --turns 3 \
-    --concurrency 1 --system-tokens 100 --user-tokens 20 --reply-tokens 10 >"$tmp/out" || true
+sessions() {  # $1: the fleet's KV tokens for the capacity bound, $2: tenants
+  "$B/bench/router_sessions" --router "$ROUTER" --sessions 6 --tenants "$2" --turns 3 \
+    --concurrency 1 --system-tokens 100 --user-tokens 20 --reply-tokens 10 \
+    --fleet-kv-tokens "$1" >"$tmp/out" || true
   tail -1 "$tmp/out"
 }
 start_cluster 1 prefix --model "$MODEL"
-one=$(sessions)
+one=$(sessions 1048576 2)
 stop_cluster
 start_cluster 2 round_robin --model "$MODEL"
-two=$(sessions)
+two=$(sessions 1048576 2)
 stop_cluster
-python3 - "$one" "$two" <<'PY'
+bytes_per_token=$("$B/cli/kvmesh" kv-plan -m "$MODEL" --context 256 --kv-type f16 --json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_per_token"])')
+KV_MEMORY_EACH=$((bytes_per_token * 256)) start_cluster 1 prefix --model "$MODEL" --context-length 256
+small=$(sessions 256 3)
+stop_cluster
+python3 - "$one" "$two" "$small" <<'PY'
 import json, sys
-one, two = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print(f"one worker: hit ratio {one['hit_ratio']:.4f}, bound {one['hit_bound']:.4f}")
+one, two, small = (json.loads(a) for a in sys.argv[1:4])
+print(f"one worker: hit ratio {one['hit_ratio']:.4f}, bound {one['hit_bound']:.4f}, capacity bound {one['capacity_bound']:.4f}")
 print(f"round robin on two: hit ratio {two['hit_ratio']:.4f}, bound {two['hit_bound']:.4f}")
+print(f"one worker of 256 tokens: hit ratio {small['hit_ratio']:.4f}, bound {small['hit_bound']:.4f}, "
+      f"capacity bound {small['capacity_bound']:.4f}")
 ok = True
-if one["failures"] or two["failures"]:
+if one["failures"] or two["failures"] or small["failures"]:
     print("FAIL: requests failed"); ok = False
+if abs(one["capacity_bound"] - one["hit_bound"]) > 1e-4:
+    print("FAIL: with room for everything the capacity bound should be the reuse bound"); ok = False
+if not small["capacity_bound"] < small["hit_bound"] - 0.02:
+    print("FAIL: 256 tokens of cache should not hold all the traffic reuses"); ok = False
+if small["hit_ratio"] > small["capacity_bound"] + 1e-4:
+    print("FAIL: a worker of 256 tokens served more than the capacity bound"); ok = False
 if not 0.5 < one["hit_bound"] < 1:
     print("FAIL: the bound of six sessions over two shared prefixes should be over half"); ok = False
 if abs(one["hit_ratio"] - one["hit_bound"]) > 1e-4:

@@ -8,7 +8,11 @@
 # markdown row per (demand, policy) and the machine load. "hit bound" is the
 # most of the prompt tokens an unbounded cache shared by every worker could
 # have served (router_sessions, an upper bound): a policy whose hit ratio is
-# there reuses everything the traffic lets it. KV_TOKENS may list
+# there reuses everything the traffic lets it. "capacity bound" is the most
+# a cache of the cluster's KV_TOKENS together could have served, keeping
+# what is used again soonest (router_sessions --fleet-kv-tokens,
+# bench/capacity_bound.h): no routing or eviction policy on these caches
+# serves more. KV_TOKENS may list
 # one size per worker ("2048 2048 6144 6144"): a cluster of unequal caches,
 # as a fleet of mixed GPUs has; the demand is then over their sum.
 #
@@ -71,8 +75,8 @@ echo "${ROUTERS:-1} router(s), $WORKERS workers with KV tokens $KV_TOKENS (bytes
   "$USERS users per tenant x $TURNS turns, $([[ $RATE != 0 ]] && echo "open loop at $RATE requests/s" ||
   echo "concurrency $CONCURRENCY"), $(basename "$MODEL")"
 echo
-echo "| KV demand | tenants | policy | hit ratio | hit bound | TTFT p50 ms | TTFT p90 ms | requests/s | max/min requests |"
-echo "|---|---:|---|---:|---:|---:|---:|---:|---|"
+echo "| KV demand | tenants | policy | hit ratio | hit bound | capacity bound | TTFT p50 ms | TTFT p90 ms | requests/s | max/min requests |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"
 for demand in $DEMANDS; do
   tenants=$(python3 -c "print(max(1, round($demand * $kv_total / $CONTEXT)))")
   for policy in $POLICIES; do
@@ -80,7 +84,7 @@ for demand in $DEMANDS; do
     "$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
       --concurrency "$CONCURRENCY" --rate "$RATE" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens 32 \
-      --reply-tokens 16 --session-ids "${SESSION_IDS:-0}" >"$tmp/sessions.out" || true
+      --reply-tokens 16 --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" >"$tmp/sessions.out" || true
     json=$(tail -1 "$tmp/sessions.out")
     if [[ -n ${LOG_DIR:-} ]]; then
       mkdir -p "$LOG_DIR"
@@ -106,7 +110,7 @@ for demand in $DEMANDS; do
 "; peer fetches: ${fetches%, }")
     fi
     if ! python3 -c 'import json,sys; json.loads(sys.argv[1])' "$json" 2>/dev/null; then
-      echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | | |"
+      echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | | | |"
       stop_cluster
       continue
     fi
@@ -114,7 +118,8 @@ for demand in $DEMANDS; do
 import json, sys
 d, t, p, j = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 fail = f" ({j['failures']} failed)" if j['failures'] else ""
-print(f"| {float(d):.0%} | {t} | {p} | {100 * j['hit_ratio']:.1f}% | {100 * j['hit_bound']:.1f}% | {j['ttft_p50_ms']:.1f} | "
+print(f"| {float(d):.0%} | {t} | {p} | {100 * j['hit_ratio']:.1f}% | {100 * j['hit_bound']:.1f}% | "
+      f"{100 * j['capacity_bound']:.1f}% | {j['ttft_p50_ms']:.1f} | "
       f"{j['ttft_p90_ms']:.1f} | {j['requests_per_s']:.2f} | {j['max_load']}/{j['min_load']}{fail} |")
 PY
     stop_cluster

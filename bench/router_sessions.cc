@@ -11,6 +11,7 @@
 //   build/bench/router_sessions --router 127.0.0.1:50050[,HOST:PORT…] [--sessions 16] [--turns 6]
 //       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
 //       [--tenants 1] [--tenant-skew 0] [--rate 0] [--trace FILE] [--session-ids 0|1]
+//       [--fleet-kv-tokens 0]
 //
 // --session-ids 1 names each session in its requests (session_id, as an
 // agent's X-Claude-Code-Session-Id or an OpenAI prompt_cache_key does), so
@@ -30,13 +31,17 @@
 // the request was sent (every earlier request's prompt, and the reply of
 // each that had finished). A policy at that bound gets every reusable token;
 // a cache's capacity keeps it below, and so do prompts sharing a prefix
-// that run at once (each counts as held from when it is sent). Then time
-// to first
-// token (mean, p50, p90, measured by the client), requests per second and per
-// worker. Last line: one JSON object. --trace FILE writes one line per
-// request (tab-separated: seconds since the start when it was sent, session,
-// tenant, turn, worker, prompt tokens, cached tokens, TTFT ms), to follow
-// where each tenant's requests went over a run.
+// that run at once (each counts as held from when it is sent). With
+// --fleet-kv-tokens N (the KV tokens of all the workers together), also the
+// capacity bound: the most a fleet of N tokens of cache could have served
+// of the same traffic, each block kept or dropped knowing the future
+// (bench/capacity_bound.h), an upper bound on any routing and eviction
+// policy there. Then time to first token (mean, p50, p90, measured by the
+// client), requests per second and per worker. Last line: one JSON object
+// (capacity_bound -1 without --fleet-kv-tokens). --trace FILE writes one
+// line per request (tab-separated: seconds since the start when it was sent, session, tenant, turn,
+// worker, prompt tokens, cached tokens, TTFT ms), to follow where each tenant's requests went over
+// a run.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -54,6 +59,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "bench/capacity_bound.h"
 #include "common/block_hash.h"
 #include "kvmesh/v1/inference.grpc.pb.h"
 
@@ -69,15 +75,27 @@ std::vector<int32_t> Random(std::mt19937& rng, int n) {
 
 // An unbounded cache of 16-token blocks, keyed by the chained block hashes
 // workers use (common/block_hash.h), for the reuse bound.
+constexpr size_t kBlock = 16;
+
+// The whole 16-token blocks of `tokens`, hashed as a worker does.
+std::vector<kvmesh::BlockHash> Blocks(std::span<const int32_t> tokens) {
+  return kvmesh::HashFullBlocks(kvmesh::RootHash("router_sessions"), tokens,
+                                static_cast<int>(kBlock));
+}
+
+// Blocks of a prompt a worker could serve from cache: it computes at least
+// the last token.
+size_t ReusableBlocks(const std::vector<int32_t>& prompt) {
+  return prompt.empty() ? 0 : (prompt.size() - 1) / kBlock;
+}
+
 class UnboundedCache {
  public:
-  static constexpr size_t kBlock = 16;
-
   // Prompt tokens this cache would serve: its leading whole blocks, at most
   // (size - 1) / 16 of them, since a worker computes at least the last token.
   int64_t Match(const std::vector<int32_t>& tokens) const {
-    const size_t most = tokens.empty() ? 0 : (tokens.size() - 1) / kBlock;
-    kvmesh::BlockHash h = root_;
+    const size_t most = ReusableBlocks(tokens);
+    kvmesh::BlockHash h = kvmesh::RootHash("router_sessions");
     size_t blocks = 0;
     for (; blocks < most; ++blocks) {
       h = kvmesh::ChainBlockHash(h, std::span(tokens).subspan(blocks * kBlock, kBlock));
@@ -88,14 +106,10 @@ class UnboundedCache {
 
   // Holds the whole blocks of the first `n` tokens.
   void Add(const std::vector<int32_t>& tokens, size_t n) {
-    for (const kvmesh::BlockHash& h :
-         kvmesh::HashFullBlocks(root_, std::span(tokens).first(n), static_cast<int>(kBlock))) {
-      held_.insert(h);
-    }
+    for (const kvmesh::BlockHash& h : Blocks(std::span(tokens).first(n))) held_.insert(h);
   }
 
  private:
-  const kvmesh::BlockHash root_ = kvmesh::RootHash("router_sessions");
   absl::flat_hash_set<kvmesh::BlockHash, kvmesh::BlockHashHasher> held_;
 };
 
@@ -106,6 +120,7 @@ int main(int argc, char** argv) {
   int sessions = 16, turns = 6, concurrency = 4, system_tokens = 256, user_tokens = 48,
       reply_tokens = 32, tenants = 1;
   double rate = 0, skew = 0;
+  int64_t fleet_kv_tokens = 0;
   bool session_ids = false;
   std::string trace_path;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -135,6 +150,8 @@ int main(int argc, char** argv) {
       trace_path = argv[i + 1];
     else if (a == "--session-ids")
       session_ids = v != 0;
+    else if (a == "--fleet-kv-tokens")
+      fleet_kv_tokens = std::atoll(argv[i + 1]);
   }
   std::FILE* trace = nullptr;
   if (!trace_path.empty() && (trace = std::fopen(trace_path.c_str(), "w")) == nullptr) {
@@ -170,6 +187,9 @@ int main(int argc, char** argv) {
   std::map<std::string, int> per_worker;
   int64_t prompt_total = 0, cached_total = 0, bound_total = 0;
   UnboundedCache unbounded;
+  kvmesh::bench::CapacityBound<kvmesh::BlockHash, kvmesh::BlockHashHasher> capacity(
+      fleet_kv_tokens / static_cast<int64_t>(kBlock));
+  std::vector<bool> served;  // by CapacityBound's request index: finished well
   // By turn: prompt and cached tokens, and turns after the first that went
   // to the previous turn's worker.
   std::vector<int64_t> turn_prompt(turns, 0), turn_cached(turns, 0);
@@ -194,11 +214,15 @@ int main(int argc, char** argv) {
       req.mutable_options()->set_ignore_eos(true);
       req.mutable_options()->mutable_sampling()->set_temperature(0);
       if (session_ids) req.mutable_options()->set_session_id("session-" + std::to_string(s));
-      int64_t bound = 0;
+      int64_t bound = 0, index = -1;
       {
         std::lock_guard<std::mutex> lock(mu);
         bound = unbounded.Match(history);
         unbounded.Add(history, history.size());
+        if (fleet_kv_tokens > 0) {
+          index = capacity.Request(Blocks(history), ReusableBlocks(history));
+          served.push_back(false);
+        }
       }
       grpc::ClientContext ctx;
       const auto t0 = Clock::now();
@@ -223,6 +247,7 @@ int main(int argc, char** argv) {
       }
       ttfts.push_back(ttft);
       bound_total += bound;
+      if (index >= 0) served[index] = true;
       if (trace) {
         std::fprintf(trace, "%.4f\t%d\t%d\t%d\t%s\t%d\t%d\t%.2f\n",
                      std::chrono::duration<double>(t0 - start).count(), s, tenant_of[s], t,
@@ -241,7 +266,12 @@ int main(int argc, char** argv) {
       previous = worker;
       history.insert(history.end(), reply.begin(), reply.end());
       // The reply's last token is never fed back, so its KV is not computed.
-      if (!history.empty()) unbounded.Add(history, history.size() - 1);
+      if (!history.empty()) {
+        unbounded.Add(history, history.size() - 1);
+        if (fleet_kv_tokens > 0) {
+          capacity.Stored(Blocks(std::span(history).first(history.size() - 1)));
+        }
+      }
     }
   };
   std::vector<std::thread> threads;
@@ -268,6 +298,13 @@ int main(int argc, char** argv) {
     return ttfts.empty() ? 0 : ttfts[static_cast<size_t>(q * (ttfts.size() - 1))];
   };
   const double p50 = quantile(0.5), p90 = quantile(0.9);
+  int64_t capacity_total = 0;
+  if (fleet_kv_tokens > 0) {
+    const std::vector<int64_t> hits = capacity.Solve();
+    for (size_t i = 0; i < hits.size(); ++i) {
+      if (served[i]) capacity_total += hits[i] * static_cast<int64_t>(kBlock);
+    }
+  }
   const double requests_per_s = ttfts.size() / std::max(seconds, 1e-9);
   int max_load = 0, min_load = per_worker.empty() ? 0 : 1 << 30;
   for (auto& [w, n] : per_worker) {
@@ -282,6 +319,11 @@ int main(int argc, char** argv) {
   std::printf("most an unbounded cache could serve: %lld = %.1f%%\n",
               static_cast<long long>(bound_total),
               100.0 * bound_total / std::max<int64_t>(1, prompt_total));
+  if (fleet_kv_tokens > 0) {
+    std::printf("most a cache of the fleet's %lld tokens could serve: %lld = %.1f%%\n",
+                static_cast<long long>(fleet_kv_tokens), static_cast<long long>(capacity_total),
+                100.0 * capacity_total / std::max<int64_t>(1, prompt_total));
+  }
   std::printf("cached by turn:");
   for (int t = 0; t < turns; ++t) {
     std::printf(" %d: %.1f%%", t + 1,
@@ -295,12 +337,15 @@ int main(int argc, char** argv) {
   for (auto& [w, n] : per_worker) std::printf(" %s=%d", w.c_str(), n);
   std::printf(" (max/min %d/%d)\n", max_load, min_load);
   std::printf(
-      "{\"hit_ratio\":%.4f,\"hit_bound\":%.4f,\"ttft_mean_ms\":%.2f,\"ttft_p50_ms\":%.2f,"
+      "{\"hit_ratio\":%.4f,\"hit_bound\":%.4f,\"capacity_bound\":%.4f,\"ttft_mean_ms\":%.2f,"
+      "\"ttft_p50_ms\":%.2f,"
       "\"ttft_p90_ms\":%.2f,"
       "\"requests_per_s\":%.3f,\"max_load\":%d,\"min_load\":%d,\"seconds\":%.2f,"
       "\"failures\":%d}\n",
       static_cast<double>(cached_total) / std::max<int64_t>(1, prompt_total),
-      static_cast<double>(bound_total) / std::max<int64_t>(1, prompt_total), mean, p50, p90,
-      requests_per_s, max_load, min_load, seconds, failures);
+      static_cast<double>(bound_total) / std::max<int64_t>(1, prompt_total),
+      fleet_kv_tokens > 0 ? static_cast<double>(capacity_total) / std::max<int64_t>(1, prompt_total)
+                          : -1.0,
+      mean, p50, p90, requests_per_s, max_load, min_load, seconds, failures);
   return failures == 0 ? 0 : 1;
 }
