@@ -8,14 +8,18 @@
 // block offered again before its next use counts as never used, since it
 // comes back for free), which serves the most block hits a cache of that
 // size can (bench/capacity_bound_test.cc checks it against an exhaustive
-// search). The bound is
-// loose on purpose wherever a real fleet is more constrained: a block counts
-// as a hit even where an earlier block of the prompt is missing, running
-// requests pin nothing, and a prompt's blocks are held from when it is sent.
-// So no routing or eviction policy on that fleet serves more.
+// search). It is an upper bound for caches that take requests in the order
+// they were sent: a block counts as a hit even where an earlier block of
+// the prompt is missing, and running requests pin nothing. It assumes that
+// order, though: a worker's cache-aware admission may start a later request
+// first, and where queues are long and the cache tight, that can serve a
+// hit this bound declined to pay room for. A fleet with a host tier has
+// that much more room, to be counted in the capacity.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <utility>
@@ -35,9 +39,14 @@ class CapacityBound {
   // the last prompt token); the rest it computes and a cache may keep.
   // Returns the request's index for Solve's answer.
   int64_t Request(std::vector<Key> blocks, size_t reusable) {
+    request_events_.push_back(events_.size());
     events_.push_back({true, Intern(blocks), std::min(reusable, blocks.size())});
     return requests_++;
   }
+
+  // A request that was never served (it failed): it reuses nothing, so the
+  // optimum spends no room on it; its blocks are still offered.
+  void Forget(int64_t request) { events_[request_events_[request]].reusable = 0; }
 
   // Blocks a finished reply added to its sequence: a worker holds them
   // without a request having asked, so the cache may keep them for free.
@@ -122,6 +131,7 @@ class CapacityBound {
   const int64_t capacity_;
   absl::flat_hash_map<Key, int32_t, Hasher> ids_;
   std::vector<Event> events_;
+  std::vector<size_t> request_events_;  // by request index
   int64_t requests_ = 0;
 };
 

@@ -11,8 +11,8 @@
 # there reuses everything the traffic lets it. "capacity bound" is the most
 # a cache of the cluster's KV_TOKENS together could have served, keeping
 # what is used again soonest (router_sessions --fleet-kv-tokens,
-# bench/capacity_bound.h): no routing or eviction policy on these caches
-# serves more. KV_TOKENS may list
+# bench/capacity_bound.h): an upper bound for any routing and eviction
+# policy on these caches that serves requests in the order they are sent. KV_TOKENS may list
 # one size per worker ("2048 2048 6144 6144"): a cluster of unequal caches,
 # as a fleet of mixed GPUs has; the demand is then over their sum.
 #

@@ -32,11 +32,12 @@
 // each that had finished). A policy at that bound gets every reusable token;
 // a cache's capacity keeps it below, and so do prompts sharing a prefix
 // that run at once (each counts as held from when it is sent). With
-// --fleet-kv-tokens N (the KV tokens of all the workers together), also the
-// capacity bound: the most a fleet of N tokens of cache could have served
-// of the same traffic, each block kept or dropped knowing the future
-// (bench/capacity_bound.h), an upper bound on any routing and eviction
-// policy there. Then time to first token (mean, p50, p90, measured by the
+// --fleet-kv-tokens N (the KV tokens of all the workers together, host
+// tiers included, in 16-token blocks), also the capacity bound: the most a
+// fleet of N tokens of cache could have served of the same traffic, each
+// block kept or dropped knowing the future (bench/capacity_bound.h), an
+// upper bound on any routing and eviction policy there that serves
+// requests in the order they were sent. Then time to first token (mean, p50, p90, measured by the
 // client), requests per second and per worker. Last line: one JSON object
 // (capacity_bound -1 without --fleet-kv-tokens). --trace FILE writes one
 // line per request (tab-separated: seconds since the start when it was sent, session, tenant, turn,
@@ -73,8 +74,7 @@ std::vector<int32_t> Random(std::mt19937& rng, int n) {
   return out;
 }
 
-// An unbounded cache of 16-token blocks, keyed by the chained block hashes
-// workers use (common/block_hash.h), for the reuse bound.
+// Both bounds count 16-token blocks, the workers' default block size.
 constexpr size_t kBlock = 16;
 
 // The whole 16-token blocks of `tokens`, hashed as a worker does.
@@ -89,6 +89,8 @@ size_t ReusableBlocks(const std::vector<int32_t>& prompt) {
   return prompt.empty() ? 0 : (prompt.size() - 1) / kBlock;
 }
 
+// An unbounded cache of 16-token blocks, keyed by the chained block hashes
+// workers use (common/block_hash.h), for the reuse bound.
 class UnboundedCache {
  public:
   // Prompt tokens this cache would serve: its leading whole blocks, at most
@@ -189,7 +191,6 @@ int main(int argc, char** argv) {
   UnboundedCache unbounded;
   kvmesh::bench::CapacityBound<kvmesh::BlockHash, kvmesh::BlockHashHasher> capacity(
       fleet_kv_tokens / static_cast<int64_t>(kBlock));
-  std::vector<bool> served;  // by CapacityBound's request index: finished well
   // By turn: prompt and cached tokens, and turns after the first that went
   // to the previous turn's worker.
   std::vector<int64_t> turn_prompt(turns, 0), turn_cached(turns, 0);
@@ -219,10 +220,7 @@ int main(int argc, char** argv) {
         std::lock_guard<std::mutex> lock(mu);
         bound = unbounded.Match(history);
         unbounded.Add(history, history.size());
-        if (fleet_kv_tokens > 0) {
-          index = capacity.Request(Blocks(history), ReusableBlocks(history));
-          served.push_back(false);
-        }
+        if (fleet_kv_tokens > 0) index = capacity.Request(Blocks(history), ReusableBlocks(history));
       }
       grpc::ClientContext ctx;
       const auto t0 = Clock::now();
@@ -243,11 +241,11 @@ int main(int argc, char** argv) {
       std::lock_guard<std::mutex> lock(mu);
       if (!ok) {
         ++failures;
+        if (index >= 0) capacity.Forget(index);
         break;
       }
       ttfts.push_back(ttft);
       bound_total += bound;
-      if (index >= 0) served[index] = true;
       if (trace) {
         std::fprintf(trace, "%.4f\t%d\t%d\t%d\t%s\t%d\t%d\t%.2f\n",
                      std::chrono::duration<double>(t0 - start).count(), s, tenant_of[s], t,
@@ -300,10 +298,7 @@ int main(int argc, char** argv) {
   const double p50 = quantile(0.5), p90 = quantile(0.9);
   int64_t capacity_total = 0;
   if (fleet_kv_tokens > 0) {
-    const std::vector<int64_t> hits = capacity.Solve();
-    for (size_t i = 0; i < hits.size(); ++i) {
-      if (served[i]) capacity_total += hits[i] * static_cast<int64_t>(kBlock);
-    }
+    for (int64_t hits : capacity.Solve()) capacity_total += hits * static_cast<int64_t>(kBlock);
   }
   const double requests_per_s = ttfts.size() / std::max(seconds, 1e-9);
   int max_load = 0, min_load = per_worker.empty() ? 0 : 1 << 30;
