@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
 #include <thread>
 
 #include "common/block_hash.h"
@@ -641,6 +642,38 @@ TEST(WorkerProcessTest, PeerFetchTakesAPrefixFromAnotherWorker) {
   EXPECT_EQ(MetricValue(mb, "kvmesh_worker_peer_fetch_tokens_total"), full * 16);
   EXPECT_GT(MetricValue(mb, "kvmesh_worker_peer_page_bytes_total{direction=\"in\"}"), 0);
   EXPECT_EQ(MetricValue(Metrics(a.http), "kvmesh_worker_peer_pages_served_total"), 2 * full);
+
+  // Info names each worker's page format: A's and B's match, the bf16
+  // worker's does not. Asked directly, A sends the prompt's pages and, in
+  // the first batch, its prefill speed, which an asker that has not
+  // prefilled yet (a decode worker) prices what the fetch saved at.
+  auto info_of = [](v1::Worker::Stub& stub) {
+    grpc::ClientContext ctx;
+    v1::InfoResponse info;
+    EXPECT_TRUE(stub.Info(&ctx, v1::InfoRequest(), &info).ok());
+    return info;
+  };
+  const v1::InfoResponse info_a = info_of(*a.stub);
+  EXPECT_FALSE(info_a.kv_page_format().empty());
+  EXPECT_EQ(info_of(*b.stub).kv_page_format(), info_a.kv_page_format());
+  EXPECT_NE(info_of(*bf16_worker.stub).kv_page_format(), info_a.kv_page_format());
+  {
+    v1::FetchKvPagesRequest ask;
+    for (const BlockHash& h : HashFullBlocks(RootHash(info_a.model_digest(), "tenant"),
+                                             std::span(prompt).first(full * 16), 16)) {
+      ask.add_block_hashes(std::string(h.AsBytes()));
+    }
+    ask.set_page_format(info_a.kv_page_format());
+    grpc::ClientContext ctx;
+    auto reader = a.stub->FetchKvPages(&ctx, ask);
+    v1::KvPageBatch batch;
+    ASSERT_TRUE(reader->Read(&batch));
+    EXPECT_GT(batch.holder_prefill_tokens_per_s(), 0);
+    int pages = batch.pages_size();
+    while (reader->Read(&batch)) pages += batch.pages_size();
+    EXPECT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(pages, static_cast<int>(full));
+  }
 
   // Another tenant's request names A too, but A holds nothing under its salt.
   v1::GenerateRequest other = fetch;

@@ -49,6 +49,9 @@ FetchedPages GrpcKvPageTransport::Fetch(const std::string& address,
   v1::KvPageBatch batch;
   Status bad = Status::Ok();
   while (bad.ok() && reader->Read(&batch)) {
+    if (out.holder_prefill_tokens_per_s == 0 && batch.holder_prefill_tokens_per_s() > 0) {
+      out.holder_prefill_tokens_per_s = batch.holder_prefill_tokens_per_s();
+    }
     for (const v1::KvPage& p : batch.pages()) {
       KvPage page;
       if (pages.size() >= hashes.size() || !BlockHash::FromBytes(p.hash(), &page.hash)) {
@@ -74,6 +77,12 @@ FetchedPages GrpcKvPageTransport::Fetch(const std::string& address,
   return out;
 }
 
+double PeerFetchSavedSeconds(int64_t tokens, double seconds, double own_tokens_per_s,
+                             double holder_tokens_per_s) {
+  const double rate = own_tokens_per_s > 0 ? own_tokens_per_s : holder_tokens_per_s;
+  return rate > 0 ? static_cast<double>(tokens) / rate - seconds : 0;
+}
+
 Status ServeKvPages(Engine& engine, const v1::FetchKvPagesRequest& request,
                     grpc::ServerWriter<v1::KvPageBatch>* writer, WorkerMetrics& metrics) {
   if (request.block_hashes_size() > kMaxFetchPages) {
@@ -97,6 +106,7 @@ Status ServeKvPages(Engine& engine, const v1::FetchKvPagesRequest& request,
   ASSIGN_OR_RETURN(std::vector<KvPage> pages,
                    engine.ExportPages(std::move(hashes), kMaxFetchBytes));
   v1::KvPageBatch batch;
+  batch.set_holder_prefill_tokens_per_s(engine.GetLoad().last_prefill_tokens_per_s);
   size_t batch_bytes = 0, total_bytes = 0;
   for (const KvPage& page : pages) {
     if (batch_bytes > 0 && batch_bytes + page.bytes.size() > kPageBatchBytes) {
@@ -165,8 +175,9 @@ Status PeerFetcher::Fetch(const v1::PeerFetch& hint, std::chrono::system_clock::
             "computing from there: " + check.rejected);
   }
   const int64_t tokens = static_cast<int64_t>(check.accepted) * bs;
-  const double rate = engine_.GetLoad().last_prefill_tokens_per_s;
-  const double saved = rate > 0 ? static_cast<double>(tokens) / rate - seconds : 0;
+  const double saved =
+      PeerFetchSavedSeconds(tokens, seconds, engine_.GetLoad().last_prefill_tokens_per_s,
+                            fetched.holder_prefill_tokens_per_s);
   metrics_.OnPeerFetch(result, tokens, static_cast<int64_t>(check.accepted) * engine_.block_bytes(),
                        seconds, saved);
   pages.resize(static_cast<size_t>(check.accepted));

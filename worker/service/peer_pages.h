@@ -50,7 +50,16 @@ inline constexpr std::chrono::milliseconds kPeerFetchTimeout{2000};
 struct FetchedPages {
   std::vector<KvPage> pages;
   Status status;
+  // The holder's prefill speed when last measured (0: unknown).
+  double holder_prefill_tokens_per_s = 0;
 };
+
+// Prefill time a fetch of `tokens` in `seconds` saved: what computing them
+// would have taken, less the fetch. Priced at this worker's own prefill
+// speed when it has measured one, else at the holder's (a decode worker
+// that has not prefilled yet); 0 when neither is known.
+double PeerFetchSavedSeconds(int64_t tokens, double seconds, double own_tokens_per_s,
+                             double holder_tokens_per_s);
 
 class KvPageTransport {
  public:

@@ -218,8 +218,9 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
       &BuildCounter()
            .Name("kvmesh_worker_peer_fetch_saved_seconds_total")
            .Help(
-               "Prefill time saved by peer fetches: fetched tokens at the "
-               "measured prefill speed, less the fetch time (a fetch that saved nothing adds 0)")
+               "Prefill time saved by peer fetches: fetched tokens at this worker's measured "
+               "prefill speed (the holder's until it has one), less the fetch time (a fetch that "
+               "saved nothing adds 0)")
            .Register(*registry_)
            .Add({});
   peer_exported_pages_ = &BuildCounter()

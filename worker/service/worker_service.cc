@@ -107,6 +107,7 @@ WorkerServiceImpl::WorkerServiceImpl(const Model& model, const Tokenizer& tokeni
   info_.set_kv_capacity_blocks(engine.num_blocks());
   info_.set_worker_id(identity_.worker_id);
   info_.set_role(identity_.role);
+  info_.set_kv_page_format(engine.page_format());
   info_.set_split(std::string(SplitKindName(identity_.plan.split)));
   for (size_t d = 0; d < identity_.plan.devices.size(); ++d) {
     const DeviceShard& shard = identity_.plan.devices[d];
