@@ -6,7 +6,9 @@
 #     bound counts blocks as a worker does), and the capacity bound of ample
 #     room is that same bound;
 #   - round robin over two workers, where each turn lands on the other
-#     worker than its session's last: under the bound;
+#     worker than its session's last: under the bound, and with room for
+#     everything exactly at the placement bound (what each worker could
+#     serve of the requests it was sent), which is under the capacity bound;
 #   - one worker with room for 16 blocks (256 tokens), three tenants of 6
 #     blocks each, each session adding 5 of its own: it serves no more than
 #     the capacity bound of 256 tokens, which is under the reuse bound.
@@ -23,10 +25,10 @@ fi
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 . bench/cluster_lib.sh
-sessions() {  # $1: the fleet's KV tokens for the capacity bound, $2: tenants
+sessions() {  # $1: KV tokens of the fleet and of each worker for the bounds, $2: tenants
   "$B/bench/router_sessions" --router "$ROUTER" --sessions 6 --tenants "$2" --turns 3 \
     --concurrency 1 --system-tokens 100 --user-tokens 20 --reply-tokens 10 \
-    --fleet-kv-tokens "$1" >"$tmp/out" || true
+    --fleet-kv-tokens "$1" --worker-kv-tokens "$1" >"$tmp/out" || true
   tail -1 "$tmp/out"
 }
 start_cluster 1 prefix --model "$MODEL"
@@ -44,7 +46,8 @@ python3 - "$one" "$two" "$small" <<'PY'
 import json, sys
 one, two, small = (json.loads(a) for a in sys.argv[1:4])
 print(f"one worker: hit ratio {one['hit_ratio']:.4f}, bound {one['hit_bound']:.4f}, capacity bound {one['capacity_bound']:.4f}")
-print(f"round robin on two: hit ratio {two['hit_ratio']:.4f}, bound {two['hit_bound']:.4f}")
+print(f"round robin on two: hit ratio {two['hit_ratio']:.4f}, bound {two['hit_bound']:.4f}, "
+      f"capacity bound {two['capacity_bound']:.4f}, placement bound {two['placement_bound']:.4f}")
 print(f"one worker of 256 tokens: hit ratio {small['hit_ratio']:.4f}, bound {small['hit_bound']:.4f}, "
       f"capacity bound {small['capacity_bound']:.4f}")
 ok = True
@@ -52,6 +55,12 @@ if one["failures"] or two["failures"] or small["failures"]:
     print("FAIL: requests failed"); ok = False
 if abs(one["capacity_bound"] - one["hit_bound"]) > 1e-4:
     print("FAIL: with room for everything the capacity bound should be the reuse bound"); ok = False
+if abs(one["placement_bound"] - one["capacity_bound"]) > 1e-4:
+    print("FAIL: one worker's placement bound should be the capacity bound"); ok = False
+if abs(two["hit_ratio"] - two["placement_bound"]) > 1e-4:
+    print("FAIL: two workers with room for everything should serve exactly the placement bound"); ok = False
+if not two["placement_bound"] < two["capacity_bound"] - 0.05:
+    print("FAIL: round robin's placements should cost reuse"); ok = False
 if not small["capacity_bound"] < small["hit_bound"] - 0.02:
     print("FAIL: 256 tokens of cache should not hold all the traffic reuses"); ok = False
 if small["hit_ratio"] > small["capacity_bound"] + 1e-4:

@@ -12,7 +12,11 @@
 # a cache of the cluster's KV_TOKENS together could have served, keeping
 # what is used again soonest (router_sessions --fleet-kv-tokens,
 # bench/capacity_bound.h): an upper bound for any routing and eviction
-# policy on these caches that serves requests in the order they are sent. KV_TOKENS may list
+# policy on these caches that serves requests in the order they are sent.
+# "placement bound" is the same optimum for each worker's own cache over
+# the requests the run's router sent it (--worker-kv-tokens; equal caches
+# only): the capacity bound less it is what the placement cost, it less the
+# hit ratio what the workers' eviction cost. KV_TOKENS may list
 # one size per worker ("2048 2048 6144 6144"): a cluster of unequal caches,
 # as a fleet of mixed GPUs has; the demand is then over their sum.
 #
@@ -75,8 +79,11 @@ echo "${ROUTERS:-1} router(s), $WORKERS workers with KV tokens $KV_TOKENS (bytes
   "$USERS users per tenant x $TURNS turns, $([[ $RATE != 0 ]] && echo "open loop at $RATE requests/s" ||
   echo "concurrency $CONCURRENCY"), $(basename "$MODEL")"
 echo
-echo "| KV demand | tenants | policy | hit ratio | hit bound | capacity bound | TTFT p50 ms | TTFT p90 ms | requests/s | max/min requests |"
-echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"
+echo "| KV demand | tenants | policy | hit ratio | hit bound | capacity bound | placement bound | TTFT p50 ms | TTFT p90 ms | requests/s | max/min requests |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
+# The placement bound needs equal caches.
+worker_kv=0
+[[ ${#kv_sizes[@]} -le 1 ]] && worker_kv=${kv_sizes[0]}
 for demand in $DEMANDS; do
   tenants=$(python3 -c "print(max(1, round($demand * $kv_total / $CONTEXT)))")
   for policy in $POLICIES; do
@@ -84,7 +91,8 @@ for demand in $DEMANDS; do
     "$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
       --concurrency "$CONCURRENCY" --rate "$RATE" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens 32 \
-      --reply-tokens 16 --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" >"$tmp/sessions.out" || true
+      --reply-tokens 16 --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" \
+      --worker-kv-tokens "$worker_kv" >"$tmp/sessions.out" || true
     json=$(tail -1 "$tmp/sessions.out")
     if [[ -n ${LOG_DIR:-} ]]; then
       mkdir -p "$LOG_DIR"
@@ -110,7 +118,7 @@ for demand in $DEMANDS; do
 "; peer fetches: ${fetches%, }")
     fi
     if ! python3 -c 'import json,sys; json.loads(sys.argv[1])' "$json" 2>/dev/null; then
-      echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | | | |"
+      echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | | | | |"
       stop_cluster
       continue
     fi
@@ -118,8 +126,10 @@ for demand in $DEMANDS; do
 import json, sys
 d, t, p, j = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 fail = f" ({j['failures']} failed)" if j['failures'] else ""
+placement = f"{100 * j['placement_bound']:.1f}%" if j['placement_bound'] >= 0 else "-"
 print(f"| {float(d):.0%} | {t} | {p} | {100 * j['hit_ratio']:.1f}% | {100 * j['hit_bound']:.1f}% | "
-      f"{100 * j['capacity_bound']:.1f}% | {j['ttft_p50_ms']:.1f} | "
+      f"{100 * j['capacity_bound']:.1f}% | "
+      f"{placement} | {j['ttft_p50_ms']:.1f} | "
       f"{j['ttft_p90_ms']:.1f} | {j['requests_per_s']:.2f} | {j['max_load']}/{j['min_load']}{fail} |")
 PY
     stop_cluster

@@ -37,9 +37,15 @@
 // fleet of N tokens of cache could have served of the same traffic, each
 // block kept or dropped knowing the future (bench/capacity_bound.h), an
 // upper bound on any routing and eviction policy there that serves
-// requests in the order they were sent. Then time to first token (mean, p50, p90, measured by the
-// client), requests per second and per worker. Last line: one JSON object
-// (capacity_bound -1 without --fleet-kv-tokens). --trace FILE writes one
+// requests in the order they were sent. With --worker-kv-tokens N (each
+// worker's KV tokens, equal caches), also the placement bound: the same
+// optimum for each worker's own cache of N tokens over the requests this
+// run's router sent it, the most those placements allowed; the capacity
+// bound less this is what placement cost, the placement bound less the
+// hit ratio what the workers' eviction cost. Then time to first token (mean, p50, p90, measured by
+// the client), requests per second and per worker. Last line: one JSON object (capacity_bound -1
+// without --fleet-kv-tokens, placement_bound -1 without
+// --worker-kv-tokens). --trace FILE writes one
 // line per request (tab-separated: seconds since the start when it was sent, session, tenant, turn,
 // worker, prompt tokens, cached tokens, TTFT ms), to follow where each tenant's requests went over
 // a run.
@@ -122,7 +128,7 @@ int main(int argc, char** argv) {
   int sessions = 16, turns = 6, concurrency = 4, system_tokens = 256, user_tokens = 48,
       reply_tokens = 32, tenants = 1;
   double rate = 0, skew = 0;
-  int64_t fleet_kv_tokens = 0;
+  int64_t fleet_kv_tokens = 0, worker_kv_tokens = 0;
   bool session_ids = false;
   std::string trace_path;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -154,6 +160,8 @@ int main(int argc, char** argv) {
       session_ids = v != 0;
     else if (a == "--fleet-kv-tokens")
       fleet_kv_tokens = std::atoll(argv[i + 1]);
+    else if (a == "--worker-kv-tokens")
+      worker_kv_tokens = std::atoll(argv[i + 1]);
   }
   std::FILE* trace = nullptr;
   if (!trace_path.empty() && (trace = std::fopen(trace_path.c_str(), "w")) == nullptr) {
@@ -189,8 +197,16 @@ int main(int argc, char** argv) {
   std::map<std::string, int> per_worker;
   int64_t prompt_total = 0, cached_total = 0, bound_total = 0;
   UnboundedCache unbounded;
-  kvmesh::bench::CapacityBound<kvmesh::BlockHash, kvmesh::BlockHashHasher> capacity(
-      fleet_kv_tokens / static_cast<int64_t>(kBlock));
+  // What each request offered and reused, in the order sent, and the
+  // worker that served it, for the capacity and placement bounds.
+  struct Offer {
+    std::vector<kvmesh::BlockHash> blocks;
+    size_t reusable = 0;  // 0: a finished reply's blocks
+    int64_t request = 0;
+  };
+  const bool bounds = fleet_kv_tokens > 0 || worker_kv_tokens > 0;
+  std::vector<Offer> offers;
+  std::vector<std::string> served_by;  // by request; empty: it failed
   // By turn: prompt and cached tokens, and turns after the first that went
   // to the previous turn's worker.
   std::vector<int64_t> turn_prompt(turns, 0), turn_cached(turns, 0);
@@ -215,12 +231,16 @@ int main(int argc, char** argv) {
       req.mutable_options()->set_ignore_eos(true);
       req.mutable_options()->mutable_sampling()->set_temperature(0);
       if (session_ids) req.mutable_options()->set_session_id("session-" + std::to_string(s));
-      int64_t bound = 0, index = -1;
+      int64_t bound = 0, request = -1;
       {
         std::lock_guard<std::mutex> lock(mu);
         bound = unbounded.Match(history);
         unbounded.Add(history, history.size());
-        if (fleet_kv_tokens > 0) index = capacity.Request(Blocks(history), ReusableBlocks(history));
+        if (bounds) {
+          request = static_cast<int64_t>(served_by.size());
+          served_by.emplace_back();
+          offers.push_back({Blocks(history), ReusableBlocks(history), request});
+        }
       }
       grpc::ClientContext ctx;
       const auto t0 = Clock::now();
@@ -241,7 +261,6 @@ int main(int argc, char** argv) {
       std::lock_guard<std::mutex> lock(mu);
       if (!ok) {
         ++failures;
-        if (index >= 0) capacity.Forget(index);
         break;
       }
       ttfts.push_back(ttft);
@@ -266,8 +285,9 @@ int main(int argc, char** argv) {
       // The reply's last token is never fed back, so its KV is not computed.
       if (!history.empty()) {
         unbounded.Add(history, history.size() - 1);
-        if (fleet_kv_tokens > 0) {
-          capacity.Stored(Blocks(std::span(history).first(history.size() - 1)));
+        if (bounds) {
+          served_by[request] = worker;
+          offers.push_back({Blocks(std::span(history).first(history.size() - 1)), 0, request});
         }
       }
     }
@@ -296,9 +316,29 @@ int main(int argc, char** argv) {
     return ttfts.empty() ? 0 : ttfts[static_cast<size_t>(q * (ttfts.size() - 1))];
   };
   const double p50 = quantile(0.5), p90 = quantile(0.9);
-  int64_t capacity_total = 0;
-  if (fleet_kv_tokens > 0) {
-    for (int64_t hits : capacity.Solve()) capacity_total += hits * static_cast<int64_t>(kBlock);
+  // The capacity bound: one cache of the fleet's size over every request
+  // (one that failed reuses nothing). The placement bound: each worker's
+  // cache over the requests it served.
+  using Bound = kvmesh::bench::CapacityBound<kvmesh::BlockHash, kvmesh::BlockHashHasher>;
+  auto solve = [&](int64_t tokens, const std::string& worker) {
+    Bound b(tokens / static_cast<int64_t>(kBlock));
+    for (const Offer& o : offers) {
+      const std::string& by = served_by[o.request];
+      if (!worker.empty() && by != worker) continue;
+      if (o.reusable == 0) {
+        b.Stored(o.blocks);
+      } else {
+        b.Request(o.blocks, by.empty() ? 0 : o.reusable);
+      }
+    }
+    int64_t tokens_hit = 0;
+    for (int64_t hits : b.Solve()) tokens_hit += hits * static_cast<int64_t>(kBlock);
+    return tokens_hit;
+  };
+  const int64_t capacity_total = fleet_kv_tokens > 0 ? solve(fleet_kv_tokens, "") : 0;
+  int64_t placement_total = 0;
+  if (worker_kv_tokens > 0) {
+    for (const auto& [w, n] : per_worker) placement_total += solve(worker_kv_tokens, w);
   }
   const double requests_per_s = ttfts.size() / std::max(seconds, 1e-9);
   int max_load = 0, min_load = per_worker.empty() ? 0 : 1 << 30;
@@ -319,6 +359,11 @@ int main(int argc, char** argv) {
                 static_cast<long long>(fleet_kv_tokens), static_cast<long long>(capacity_total),
                 100.0 * capacity_total / std::max<int64_t>(1, prompt_total));
   }
+  if (worker_kv_tokens > 0) {
+    std::printf("most caches of %lld tokens could serve where each request went: %lld = %.1f%%\n",
+                static_cast<long long>(worker_kv_tokens), static_cast<long long>(placement_total),
+                100.0 * placement_total / std::max<int64_t>(1, prompt_total));
+  }
   std::printf("cached by turn:");
   for (int t = 0; t < turns; ++t) {
     std::printf(" %d: %.1f%%", t + 1,
@@ -332,7 +377,8 @@ int main(int argc, char** argv) {
   for (auto& [w, n] : per_worker) std::printf(" %s=%d", w.c_str(), n);
   std::printf(" (max/min %d/%d)\n", max_load, min_load);
   std::printf(
-      "{\"hit_ratio\":%.4f,\"hit_bound\":%.4f,\"capacity_bound\":%.4f,\"ttft_mean_ms\":%.2f,"
+      "{\"hit_ratio\":%.4f,\"hit_bound\":%.4f,\"capacity_bound\":%.4f,\"placement_bound\":%.4f,"
+      "\"ttft_mean_ms\":%.2f,"
       "\"ttft_p50_ms\":%.2f,"
       "\"ttft_p90_ms\":%.2f,"
       "\"requests_per_s\":%.3f,\"max_load\":%d,\"min_load\":%d,\"seconds\":%.2f,"
@@ -341,6 +387,9 @@ int main(int argc, char** argv) {
       static_cast<double>(bound_total) / std::max<int64_t>(1, prompt_total),
       fleet_kv_tokens > 0 ? static_cast<double>(capacity_total) / std::max<int64_t>(1, prompt_total)
                           : -1.0,
+      worker_kv_tokens > 0
+          ? static_cast<double>(placement_total) / std::max<int64_t>(1, prompt_total)
+          : -1.0,
       mean, p50, p90, requests_per_s, max_load, min_load, seconds, failures);
   return failures == 0 ? 0 : 1;
 }
