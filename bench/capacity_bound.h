@@ -39,14 +39,9 @@ class CapacityBound {
   // the last prompt token); the rest it computes and a cache may keep.
   // Returns the request's index for Solve's answer.
   int64_t Request(std::vector<Key> blocks, size_t reusable) {
-    request_events_.push_back(events_.size());
     events_.push_back({true, Intern(blocks), std::min(reusable, blocks.size())});
     return requests_++;
   }
-
-  // A request that was never served (it failed): it reuses nothing, so the
-  // optimum spends no room on it; its blocks are still offered.
-  void Forget(int64_t request) { events_[request_events_[request]].reusable = 0; }
 
   // Blocks a finished reply added to its sequence: a worker holds them
   // without a request having asked, so the cache may keep them for free.
@@ -131,7 +126,6 @@ class CapacityBound {
   const int64_t capacity_;
   absl::flat_hash_map<Key, int32_t, Hasher> ids_;
   std::vector<Event> events_;
-  std::vector<size_t> request_events_;  // by request index
   int64_t requests_ = 0;
 };
 

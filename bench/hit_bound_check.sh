@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks router_sessions' reuse and capacity bounds against real workers
-# (CTest router_sessions_hit_bound, about 10 s):
+# (CTest router_sessions_hit_bound, about 13 s):
 #   - one worker with room for everything, one session at a time: the worker
 #     serves exactly what the bound says an unbounded cache could (so the
 #     bound counts blocks as a worker does), and the capacity bound of ample
@@ -11,7 +11,9 @@
 #     serve of the requests it was sent), which is under the capacity bound;
 #   - one worker with room for 16 blocks (256 tokens), three tenants of 6
 #     blocks each, each session adding 5 of its own: it serves no more than
-#     the capacity bound of 256 tokens, which is under the reuse bound.
+#     the capacity bound of 256 tokens, which is under the reuse bound;
+#   - round robin on two such workers: no more than the placement bound,
+#     itself no more than the capacity bound of 512 tokens.
 #
 #   bench/hit_bound_check.sh BUILD_DIR MODEL
 set -euo pipefail
@@ -25,33 +27,39 @@ fi
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 . bench/cluster_lib.sh
-sessions() {  # $1: KV tokens of the fleet and of each worker for the bounds, $2: tenants
-  "$B/bench/router_sessions" --router "$ROUTER" --sessions 6 --tenants "$2" --turns 3 \
+sessions() {  # $1, $2: KV tokens of the fleet and of each worker for the bounds, $3: tenants
+  "$B/bench/router_sessions" --router "$ROUTER" --sessions 6 --tenants "$3" --turns 3 \
     --concurrency 1 --system-tokens 100 --user-tokens 20 --reply-tokens 10 \
-    --fleet-kv-tokens "$1" --worker-kv-tokens "$1" >"$tmp/out" || true
+    --fleet-kv-tokens "$1" --worker-kv-tokens "$2" >"$tmp/out" || true
   tail -1 "$tmp/out"
 }
 start_cluster 1 prefix --model "$MODEL"
-one=$(sessions 1048576 2)
+one=$(sessions 1048576 1048576 2)
 stop_cluster
 start_cluster 2 round_robin --model "$MODEL"
-two=$(sessions 1048576 2)
+two=$(sessions 2097152 1048576 2)
 stop_cluster
 bytes_per_token=$("$B/cli/kvmesh" kv-plan -m "$MODEL" --context 256 --kv-type f16 --json |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_per_token"])')
 KV_MEMORY_EACH=$((bytes_per_token * 256)) start_cluster 1 prefix --model "$MODEL" --context-length 256
-small=$(sessions 256 3)
+small=$(sessions 256 256 3)
 stop_cluster
-python3 - "$one" "$two" "$small" <<'PY'
+KV_MEMORY_EACH="$((bytes_per_token * 256)) $((bytes_per_token * 256))" \
+  start_cluster 2 round_robin --model "$MODEL" --context-length 256
+tight=$(sessions 512 256 3)
+stop_cluster
+python3 - "$one" "$two" "$small" "$tight" <<'PY'
 import json, sys
-one, two, small = (json.loads(a) for a in sys.argv[1:4])
+one, two, small, tight = (json.loads(a) for a in sys.argv[1:5])
 print(f"one worker: hit ratio {one['hit_ratio']:.4f}, bound {one['hit_bound']:.4f}, capacity bound {one['capacity_bound']:.4f}")
 print(f"round robin on two: hit ratio {two['hit_ratio']:.4f}, bound {two['hit_bound']:.4f}, "
       f"capacity bound {two['capacity_bound']:.4f}, placement bound {two['placement_bound']:.4f}")
 print(f"one worker of 256 tokens: hit ratio {small['hit_ratio']:.4f}, bound {small['hit_bound']:.4f}, "
       f"capacity bound {small['capacity_bound']:.4f}")
 ok = True
-if one["failures"] or two["failures"] or small["failures"]:
+print(f"round robin on two of 256 tokens: hit ratio {tight['hit_ratio']:.4f}, "
+      f"placement bound {tight['placement_bound']:.4f}, capacity bound {tight['capacity_bound']:.4f}")
+if one["failures"] or two["failures"] or small["failures"] or tight["failures"]:
     print("FAIL: requests failed"); ok = False
 if abs(one["capacity_bound"] - one["hit_bound"]) > 1e-4:
     print("FAIL: with room for everything the capacity bound should be the reuse bound"); ok = False
@@ -65,6 +73,10 @@ if not small["capacity_bound"] < small["hit_bound"] - 0.02:
     print("FAIL: 256 tokens of cache should not hold all the traffic reuses"); ok = False
 if small["hit_ratio"] > small["capacity_bound"] + 1e-4:
     print("FAIL: a worker of 256 tokens served more than the capacity bound"); ok = False
+if tight["hit_ratio"] > tight["placement_bound"] + 1e-4:
+    print("FAIL: two workers of 256 tokens served more than their placement bound"); ok = False
+if tight["placement_bound"] > tight["capacity_bound"] + 1e-4:
+    print("FAIL: a placement bound over the capacity bound"); ok = False
 if not 0.5 < one["hit_bound"] < 1:
     print("FAIL: the bound of six sessions over two shared prefixes should be over half"); ok = False
 if abs(one["hit_ratio"] - one["hit_bound"]) > 1e-4:

@@ -15,8 +15,10 @@
 # policy on these caches that serves requests in the order they are sent.
 # "placement bound" is the same optimum for each worker's own cache over
 # the requests the run's router sent it (--worker-kv-tokens; equal caches
-# only): the capacity bound less it is what the placement cost, it less the
-# hit ratio what the workers' eviction cost. KV_TOKENS may list
+# only, and "-" for prefix+fetch, whose workers also get blocks from
+# peers): the capacity bound less it is what the placement cost, it less
+# the hit ratio what the workers' eviction cost (with the overlap of
+# requests in flight, which the bounds count as held from when sent). KV_TOKENS may list
 # one size per worker ("2048 2048 6144 6144"): a cluster of unequal caches,
 # as a fleet of mixed GPUs has; the demand is then over their sum.
 #
@@ -82,8 +84,8 @@ echo
 echo "| KV demand | tenants | policy | hit ratio | hit bound | capacity bound | placement bound | TTFT p50 ms | TTFT p90 ms | requests/s | max/min requests |"
 echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
 # The placement bound needs equal caches.
-worker_kv=0
-[[ ${#kv_sizes[@]} -le 1 ]] && worker_kv=${kv_sizes[0]}
+worker_kv=${kv_sizes[0]}
+for size in "${kv_sizes[@]}"; do [[ $size == "$worker_kv" ]] || worker_kv=0; done
 for demand in $DEMANDS; do
   tenants=$(python3 -c "print(max(1, round($demand * $kv_total / $CONTEXT)))")
   for policy in $POLICIES; do
@@ -92,7 +94,8 @@ for demand in $DEMANDS; do
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
       --concurrency "$CONCURRENCY" --rate "$RATE" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens 32 \
       --reply-tokens 16 --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" \
-      --worker-kv-tokens "$worker_kv" >"$tmp/sessions.out" || true
+      --worker-kv-tokens "$([[ $policy == *+fetch ]] && echo 0 || echo "$worker_kv")" \
+      >"$tmp/sessions.out" || true
     json=$(tail -1 "$tmp/sessions.out")
     if [[ -n ${LOG_DIR:-} ]]; then
       mkdir -p "$LOG_DIR"

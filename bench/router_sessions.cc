@@ -40,9 +40,12 @@
 // requests in the order they were sent. With --worker-kv-tokens N (each
 // worker's KV tokens, equal caches), also the placement bound: the same
 // optimum for each worker's own cache of N tokens over the requests this
-// run's router sent it, the most those placements allowed; the capacity
-// bound less this is what placement cost, the placement bound less the
-// hit ratio what the workers' eviction cost. Then time to first token (mean, p50, p90, measured by
+// run's router sent it, the most those placements allowed (host tiers
+// included in N; not a bound where workers fetch pages from peers, which
+// brings blocks no request sent them offered); the capacity bound less
+// this is what placement cost, the placement bound less the hit ratio what
+// the workers' eviction cost, with the overlap of requests in flight. Then
+// time to first token (mean, p50, p90, measured by
 // the client), requests per second and per worker. Last line: one JSON object (capacity_bound -1
 // without --fleet-kv-tokens, placement_bound -1 without
 // --worker-kv-tokens). --trace FILE writes one
@@ -206,7 +209,11 @@ int main(int argc, char** argv) {
   };
   const bool bounds = fleet_kv_tokens > 0 || worker_kv_tokens > 0;
   std::vector<Offer> offers;
-  std::vector<std::string> served_by;  // by request; empty: it failed
+  // By request: the worker it reached ("" if none answered) and whether it
+  // was served; one that failed reuses nothing, though its worker may have
+  // computed its prompt.
+  std::vector<std::string> worker_of;
+  std::vector<bool> served;
   // By turn: prompt and cached tokens, and turns after the first that went
   // to the previous turn's worker.
   std::vector<int64_t> turn_prompt(turns, 0), turn_cached(turns, 0);
@@ -237,8 +244,9 @@ int main(int argc, char** argv) {
         bound = unbounded.Match(history);
         unbounded.Add(history, history.size());
         if (bounds) {
-          request = static_cast<int64_t>(served_by.size());
-          served_by.emplace_back();
+          request = static_cast<int64_t>(served.size());
+          worker_of.emplace_back();
+          served.push_back(false);
           offers.push_back({Blocks(history), ReusableBlocks(history), request});
         }
       }
@@ -259,6 +267,7 @@ int main(int argc, char** argv) {
       }
       const bool ok = reader->Finish().ok();
       std::lock_guard<std::mutex> lock(mu);
+      if (request >= 0) worker_of[request] = worker;
       if (!ok) {
         ++failures;
         break;
@@ -286,7 +295,7 @@ int main(int argc, char** argv) {
       if (!history.empty()) {
         unbounded.Add(history, history.size() - 1);
         if (bounds) {
-          served_by[request] = worker;
+          served[request] = true;
           offers.push_back({Blocks(std::span(history).first(history.size() - 1)), 0, request});
         }
       }
@@ -323,12 +332,11 @@ int main(int argc, char** argv) {
   auto solve = [&](int64_t tokens, const std::string& worker) {
     Bound b(tokens / static_cast<int64_t>(kBlock));
     for (const Offer& o : offers) {
-      const std::string& by = served_by[o.request];
-      if (!worker.empty() && by != worker) continue;
+      if (!worker.empty() && worker_of[o.request] != worker) continue;
       if (o.reusable == 0) {
         b.Stored(o.blocks);
       } else {
-        b.Request(o.blocks, by.empty() ? 0 : o.reusable);
+        b.Request(o.blocks, served[o.request] ? o.reusable : 0);
       }
     }
     int64_t tokens_hit = 0;
@@ -338,7 +346,9 @@ int main(int argc, char** argv) {
   const int64_t capacity_total = fleet_kv_tokens > 0 ? solve(fleet_kv_tokens, "") : 0;
   int64_t placement_total = 0;
   if (worker_kv_tokens > 0) {
-    for (const auto& [w, n] : per_worker) placement_total += solve(worker_kv_tokens, w);
+    for (const auto& [w, n] : per_worker) {
+      if (!w.empty()) placement_total += solve(worker_kv_tokens, w);
+    }
   }
   const double requests_per_s = ttfts.size() / std::max(seconds, 1e-9);
   int max_load = 0, min_load = per_worker.empty() ? 0 : 1 << 30;

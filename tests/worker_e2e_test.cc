@@ -15,8 +15,10 @@
 #include <thread>
 
 #include "common/block_hash.h"
+#include "common/grpc_security.h"
 #include "kvmesh/v1/worker.grpc.pb.h"
 #include "tests/support/subprocess.h"
+#include "worker/service/peer_pages.h"
 
 namespace kvmesh {
 namespace {
@@ -644,8 +646,8 @@ TEST(WorkerProcessTest, PeerFetchTakesAPrefixFromAnotherWorker) {
   EXPECT_EQ(MetricValue(Metrics(a.http), "kvmesh_worker_peer_pages_served_total"), 2 * full);
 
   // Info names each worker's page format: A's and B's match, the bf16
-  // worker's does not. Asked directly, A sends the prompt's pages and, in
-  // the first batch, its prefill speed, which an asker that has not
+  // worker's does not. Asked through the workers' own transport, A sends the
+  // prompt's pages and its prefill speed, which an asker that has not
   // prefilled yet (a decode worker) prices what the fetch saved at.
   auto info_of = [](v1::Worker::Stub& stub) {
     grpc::ClientContext ctx;
@@ -658,21 +660,15 @@ TEST(WorkerProcessTest, PeerFetchTakesAPrefixFromAnotherWorker) {
   EXPECT_EQ(info_of(*b.stub).kv_page_format(), info_a.kv_page_format());
   EXPECT_NE(info_of(*bf16_worker.stub).kv_page_format(), info_a.kv_page_format());
   {
-    v1::FetchKvPagesRequest ask;
-    for (const BlockHash& h : HashFullBlocks(RootHash(info_a.model_digest(), "tenant"),
-                                             std::span(prompt).first(full * 16), 16)) {
-      ask.add_block_hashes(std::string(h.AsBytes()));
-    }
-    ask.set_page_format(info_a.kv_page_format());
-    grpc::ClientContext ctx;
-    auto reader = a.stub->FetchKvPages(&ctx, ask);
-    v1::KvPageBatch batch;
-    ASSERT_TRUE(reader->Read(&batch));
-    EXPECT_GT(batch.holder_prefill_tokens_per_s(), 0);
-    int pages = batch.pages_size();
-    while (reader->Read(&batch)) pages += batch.pages_size();
-    EXPECT_TRUE(reader->Finish().ok());
-    EXPECT_EQ(pages, static_cast<int>(full));
+    GrpcKvPageTransport transport(std::make_shared<ChannelSecurity>());
+    const std::vector<BlockHash> hashes = HashFullBlocks(RootHash(info_a.model_digest(), "tenant"),
+                                                         std::span(prompt).first(full * 16), 16);
+    const FetchedPages got =
+        transport.Fetch(a.grpc, hashes, info_a.kv_page_format(),
+                        std::chrono::system_clock::now() + std::chrono::seconds(10));
+    EXPECT_TRUE(got.status.ok()) << got.status.ToString();
+    EXPECT_EQ(got.pages.size(), full);
+    EXPECT_GT(got.holder_prefill_tokens_per_s, 0);
   }
 
   // Another tenant's request names A too, but A holds nothing under its salt.
