@@ -11,7 +11,7 @@
 //   build/bench/router_sessions --router 127.0.0.1:50050[,HOST:PORT…] [--sessions 16] [--turns 6]
 //       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
 //       [--tenants 1] [--tenant-skew 0] [--rate 0] [--trace FILE] [--session-ids 0|1]
-//       [--fleet-kv-tokens 0]
+//       [--fleet-kv-tokens 0] [--worker-kv-tokens 0]
 //
 // --session-ids 1 names each session in its requests (session_id, as an
 // agent's X-Claude-Code-Session-Id or an OpenAI prompt_cache_key does), so
@@ -31,27 +31,29 @@
 // the request was sent (every earlier request's prompt, and the reply of
 // each that had finished). A policy at that bound gets every reusable token;
 // a cache's capacity keeps it below, and so do prompts sharing a prefix
-// that run at once (each counts as held from when it is sent). With
-// --fleet-kv-tokens N (the KV tokens of all the workers together, host
+// that run at once (each counts as held from when it is sent).
+//
+// With --fleet-kv-tokens N (the KV tokens of all the workers together, host
 // tiers included, in 16-token blocks), also the capacity bound: the most a
 // fleet of N tokens of cache could have served of the same traffic, each
 // block kept or dropped knowing the future (bench/capacity_bound.h), an
 // upper bound on any routing and eviction policy there that serves
 // requests in the order they were sent. With --worker-kv-tokens N (each
-// worker's KV tokens, equal caches), also the placement bound: the same
-// optimum for each worker's own cache of N tokens over the requests this
-// run's router sent it, the most those placements allowed (host tiers
-// included in N; not a bound where workers fetch pages from peers, which
-// brings blocks no request sent them offered); the capacity bound less
-// this is what placement cost, the placement bound less the hit ratio what
-// the workers' eviction cost, with the overlap of requests in flight. Then
-// time to first token (mean, p50, p90, measured by
-// the client), requests per second and per worker. Last line: one JSON object (capacity_bound -1
-// without --fleet-kv-tokens, placement_bound -1 without
-// --worker-kv-tokens). --trace FILE writes one
-// line per request (tab-separated: seconds since the start when it was sent, session, tenant, turn,
-// worker, prompt tokens, cached tokens, TTFT ms), to follow where each tenant's requests went over
-// a run.
+// worker's KV tokens, equal caches, host tiers included), also the
+// placement bound: the same optimum for each worker's own cache over the
+// requests this run's router sent it, the most those placements allowed
+// (not a bound where workers fetch pages from peers, which brings blocks
+// no request sent them offered). The capacity bound less the placement
+// bound is what placement cost; the placement bound less the hit ratio
+// what the workers' eviction cost, with the overlap of requests in flight.
+//
+// Then time to first token (mean, p50, p90, measured by the client),
+// requests per second and per worker. Last line: one JSON object
+// (capacity_bound -1 without --fleet-kv-tokens, placement_bound -1 without
+// --worker-kv-tokens). --trace FILE writes one line per request
+// (tab-separated: seconds since the start when it was sent, session,
+// tenant, turn, worker, prompt tokens, cached tokens, TTFT ms), to follow
+// where each tenant's requests went over a run.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>

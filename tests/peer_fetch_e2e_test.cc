@@ -18,14 +18,8 @@
 namespace kvmesh {
 namespace {
 
-using testing::Generate;
-using testing::Generation;
-using testing::Greedy;
+using namespace testing;  // kvmesh::testing: the worker-process helpers
 using ::testing::HasSubstr;
-using testing::Metrics;
-using testing::MetricValue;
-using testing::StartWorker;
-using testing::Worker;
 
 // Peer prefix fetch between two worker processes: B, told that A holds the
 // prompt's blocks, fetches them over Worker.FetchKvPages and generates what

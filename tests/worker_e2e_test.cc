@@ -21,15 +21,8 @@
 namespace kvmesh {
 namespace {
 
-using testing::Generate;
-using testing::Generation;
-using testing::Greedy;
+using namespace testing;  // kvmesh::testing: the worker-process helpers
 using ::testing::HasSubstr;
-using testing::Metrics;
-using testing::MetricValue;
-using testing::StartWorker;
-using testing::Subprocess;
-using testing::Worker;
 
 const std::string kShared = KVMESH_SHARED_DIR;
 
