@@ -36,7 +36,7 @@ Engine::Engine(const ModelConfig& model, const Tokenizer& tokenizer,
       observer_(observer),
       max_model_len_(config_.max_model_len > 0 ? config_.max_model_len : model.n_ctx_train),
       kv_(static_cast<int32_t>(executor_->num_blocks()), executor_->kv_layout().block_size,
-          config_.enable_prefix_caching),
+          config_.enable_prefix_caching, config_.kv_eviction),
       scheduler_(&kv_, config_.limits),
       hub_(static_cast<uint64_t>(SteadyClock::now().time_since_epoch().count()) ^
            (static_cast<uint64_t>(std::random_device{}()) << 32)),

@@ -41,6 +41,8 @@ struct EngineConfig {
   SchedulerLimits limits;
   int32_t max_model_len = 0;  // tokens per sequence; 0 = the model's training context
   bool enable_prefix_caching = true;
+  // Which free KV block is evicted first (worker/kv/block_pool.h).
+  KvEviction kv_eviction = KvEviction::kLru;
   std::string model_identity;  // roots the block hashes (Model::identity())
   // Host-RAM tier of the KV cache (worker/kv/host_kv_tier.h); 0: none.
   int64_t kv_host_memory_bytes = 0;

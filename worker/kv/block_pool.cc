@@ -14,13 +14,15 @@ int64_t BlockPool::SteadyNowMs() {
       .count();
 }
 
-BlockPool::BlockPool(int32_t num_blocks, int block_size, NowMs now_ms)
+BlockPool::BlockPool(int32_t num_blocks, int block_size, NowMs now_ms, KvEviction eviction)
     : block_size_(block_size),
       blocks_(num_blocks),
       block_tokens_(static_cast<size_t>(num_blocks) * block_size),
-      now_ms_(std::move(now_ms)) {
+      now_ms_(std::move(now_ms)),
+      eviction_(eviction),
+      order_(num_blocks) {
   KVMESH_CHECK(num_blocks > 0 && block_size > 0);
-  for (int32_t i = 0; i < num_blocks; ++i) PushFree(i, kOrdinary);
+  for (int32_t i = 0; i < num_blocks; ++i) PushFree(i, OrdinaryList(blocks_[i]));
 }
 
 void BlockPool::PushFree(int32_t id, ListId list_id, bool at_head) {
@@ -29,6 +31,7 @@ void BlockPool::PushFree(int32_t id, ListId list_id, bool at_head) {
   FreeList& list = lists_[list_id];
   b.in_free_list = true;
   b.list = list_id;
+  b.stamp = at_head ? 0 : order_.Now();
   if (at_head) {
     b.prev = -1;
     b.next = list.head;
@@ -82,7 +85,7 @@ void BlockPool::ExpireRetention() {
     const int32_t prev = blocks_[id].prev;
     if (blocks_[id].retain_until <= now) {
       RemoveFromFreeList(id);
-      PushFree(id, kOrdinary, /*at_head=*/true);
+      PushFree(id, OrdinaryList(blocks_[id]), /*at_head=*/true);
     }
     id = prev;
   }
@@ -91,7 +94,7 @@ void BlockPool::ExpireRetention() {
 void BlockPool::Retain(int32_t block, int64_t until_ms) {
   Block& b = blocks_[block];
   b.retain_until = std::max(b.retain_until, until_ms);
-  if (b.in_free_list && b.list == kOrdinary && b.retain_until > now_ms_()) {
+  if (b.in_free_list && b.list != kRetained && b.retain_until > now_ms_()) {
     RemoveFromFreeList(block);
     PushFree(block, kRetained);
   }
@@ -113,22 +116,41 @@ void BlockPool::Uncache(int32_t id) {
     }
   }
   b.cached = false;
+  if (b.reused) --num_cached_reused_;
+  b.reused = false;
   if (b.in_free_list) --num_free_cached_;
+}
+
+int32_t BlockPool::NextVictim() const {
+  const int32_t never_reused = lists_[kOrdinary].head;
+  if (eviction_ == KvEviction::kLru) return never_reused;
+  if (lists_[kEmpty].head >= 0) return lists_[kEmpty].head;
+  const int32_t reused = lists_[kReused].head;
+  auto stamp = [&](int32_t id) {
+    return id >= 0 ? std::optional<uint64_t>(blocks_[id].stamp) : std::nullopt;
+  };
+  return order_.TakeNeverReused(stamp(never_reused), stamp(reused)) ? never_reused : reused;
 }
 
 bool BlockPool::Allocate(int32_t n, std::vector<int32_t>* out) {
   if (n > num_free_) return false;
-  if (n > lists_[kOrdinary].size && lists_[kRetained].size > 0) ExpireRetention();
+  if (n > num_free_ - lists_[kRetained].size && lists_[kRetained].size > 0) {
+    ExpireRetention();
+  }
   for (int32_t i = 0; i < n; ++i) {
-    const int32_t id =
-        lists_[kOrdinary].head >= 0 ? lists_[kOrdinary].head : lists_[kRetained].head;
+    int32_t id = NextVictim();
+    if (id < 0) id = lists_[kRetained].head;
     RemoveFromFreeList(id);
     const Block& b = blocks_[id];
-    if (evict_hook_ && b.cached && by_hash_.at(b.hash).size() == 1) {
-      evict_hook_(id, b.hash, b.has_parent ? std::optional<BlockHash>(b.parent) : std::nullopt,
-                  TokensOf(id));
+    if (b.cached && by_hash_.at(b.hash).size() == 1) {
+      if (evict_hook_) {
+        evict_hook_(id, b.hash, b.has_parent ? std::optional<BlockHash>(b.parent) : std::nullopt,
+                    TokensOf(id));
+      }
+      if (eviction_ == KvEviction::kAdaptive) order_.Evicted(b.hash, b.reused);
     }
     Uncache(id);
+    order_.Tick();
     blocks_[id].refs = 1;
     blocks_[id].retain_until = 0;
     out->push_back(id);
@@ -162,11 +184,26 @@ void BlockPool::Acquire(int32_t block) {
   ++b.refs;
 }
 
+void BlockPool::NoteReuse(int32_t block) {
+  Block& b = blocks_[block];
+  if (!b.cached || b.reused) return;
+  b.reused = true;
+  ++num_cached_reused_;
+  if (b.in_free_list && b.list == kOrdinary && eviction_ == KvEviction::kAdaptive) {
+    RemoveFromFreeList(block);
+    PushFree(block, kReused);
+  }
+}
+
 void BlockPool::Cache(int32_t block, const BlockHash& hash, const std::optional<BlockHash>& parent,
                       std::span<const int32_t> tokens) {
   Block& b = blocks_[block];
   KVMESH_CHECK(b.refs > 0 && !b.cached && static_cast<int>(tokens.size()) == block_size_);
   b.cached = true;
+  // A block evicted lately and stored again counts as reused (and moves
+  // adaptive eviction's balance).
+  b.reused = eviction_ == KvEviction::kAdaptive && order_.Stored(hash);
+  if (b.reused) ++num_cached_reused_;
   b.hash = hash;
   b.has_parent = parent.has_value();
   if (parent) b.parent = *parent;
@@ -190,7 +227,7 @@ void BlockPool::Release(std::span<const int32_t> blocks) {
     KVMESH_CHECK(b.refs > 0);
     if (--b.refs > 0) continue;
     const bool retained = b.retain_until > 0 && b.retain_until > now_ms_();
-    PushFree(id, retained ? kRetained : kOrdinary);
+    PushFree(id, retained ? kRetained : OrdinaryList(b));
   }
 }
 
@@ -200,10 +237,17 @@ int64_t BlockPool::ClearCache() {
     for (int32_t id : copies) {
       Block& b = blocks_[id];
       b.cached = false;
-      if (b.in_free_list) --num_free_cached_;
+      b.reused = false;
+      if (!b.in_free_list) continue;
+      --num_free_cached_;
+      if (eviction_ == KvEviction::kAdaptive && b.list != kRetained) {  // now empty
+        RemoveFromFreeList(id);
+        PushFree(id, OrdinaryList(b), /*at_head=*/true);
+      }
     }
   }
   by_hash_.clear();
+  num_cached_reused_ = 0;
   events_.push_back({KvEvent::Kind::kAllCleared, {}, std::nullopt, CacheTier::kDevice});
   return n;
 }

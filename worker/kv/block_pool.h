@@ -9,6 +9,14 @@
 // its cached contents until it is actually reused (evicted lazily), so
 // "free" and "cached" overlap.
 //
+// Which free block goes first (KvEviction): least recently used, or
+// adaptive: free blocks a later request reused sit in a list of their own,
+// and the victim is the older of the two lists' oldest blocks, the reused
+// one counted younger by a head start that AdaptiveOrder
+// (worker/kv/adaptive_order.h) learns from the evicted blocks that come
+// back. Its memory of evicted hashes costs up to about 200 bytes of host
+// RAM per block of the pool.
+//
 // Retention (Anthropic's cache_control): a block may be retained until a
 // time. Free retained blocks sit in a second LRU list that Allocate() takes
 // from only when the ordinary free list runs short, after moving the blocks
@@ -34,9 +42,16 @@
 #include <vector>
 
 #include "common/block_hash.h"
+#include "worker/kv/adaptive_order.h"
 #include "worker/kv/kv_events.h"
 
 namespace kvmesh {
+
+// How a pool picks the free block to evict.
+enum class KvEviction {
+  kLru,       // least recently used first
+  kAdaptive,  // least recently used, with a learned head start for reused blocks
+};
 
 class BlockPool {
  public:
@@ -50,7 +65,8 @@ class BlockPool {
       std::function<void(int32_t block, const BlockHash& hash,
                          const std::optional<BlockHash>& parent, std::span<const int32_t> tokens)>;
 
-  BlockPool(int32_t num_blocks, int block_size, NowMs now_ms = SteadyNowMs);
+  BlockPool(int32_t num_blocks, int block_size, NowMs now_ms = SteadyNowMs,
+            KvEviction eviction = KvEviction::kLru);
 
   int32_t num_blocks() const { return static_cast<int32_t>(blocks_.size()); }
   int block_size() const { return block_size_; }
@@ -62,6 +78,12 @@ class BlockPool {
   int64_t now_ms() const { return now_ms_(); }
   // Free blocks in the retained list.
   int32_t num_free_retained() const { return lists_[kRetained].size; }
+  KvEviction eviction() const { return eviction_; }
+  // Cached blocks (in use or free) that a later request reused.
+  int32_t num_cached_reused() const { return num_cached_reused_; }
+  // Adaptive eviction's head start for reused blocks, in blocks stored (see
+  // AdaptiveOrder); 0 under least recently used.
+  int64_t adaptive_bonus() const { return order_.bonus(); }
   // Distinct hashes currently cached (in use or free).
   size_t num_cached_hashes() const { return by_hash_.size(); }
 
@@ -87,6 +109,11 @@ class BlockPool {
   // Takes one more reference on a block (removing it from the free list if
   // it was free).
   void Acquire(int32_t block);
+
+  // Notes that a request other than the one that stored it reuses the
+  // cached block (a prefix hit): adaptive eviction keeps reused blocks
+  // apart from those never reused.
+  void NoteReuse(int32_t block);
 
   // Registers the full, computed block `block` under `hash` with its tokens.
   // `parent` is the hash of the previous block of the sequence (nullopt for
@@ -114,12 +141,18 @@ class BlockPool {
   std::vector<KvEvent> TakeEvents();
 
  private:
-  enum ListId { kOrdinary = 0, kRetained = 1 };
+  // Free lists: kOrdinary holds every unretained free block under least
+  // recently used; under adaptive eviction, the cached ones never reused,
+  // with kReused for the reused ones and kEmpty for those holding nothing
+  // (taken first).
+  enum ListId { kOrdinary = 0, kReused = 1, kRetained = 2, kEmpty = 3 };
   struct Block {
     int32_t refs = 0;
     bool in_free_list = false;
     bool cached = false;
+    bool reused = false;      // cached and reused since it was stored
     ListId list = kOrdinary;  // which free list, when in_free_list
+    uint64_t stamp = 0;       // when it joined the free list (AdaptiveOrder's clock)
     int64_t retain_until = 0;
     bool has_parent = false;
     BlockHash hash;
@@ -134,6 +167,13 @@ class BlockPool {
   };
 
   void PushFree(int32_t id, ListId list, bool at_head = false);
+  // The unretained free list a block of these contents belongs in.
+  ListId OrdinaryList(const Block& b) const {
+    if (eviction_ == KvEviction::kLru) return kOrdinary;
+    return !b.cached ? kEmpty : b.reused ? kReused : kOrdinary;
+  }
+  // The unretained free block to evict next, or -1.
+  int32_t NextVictim() const;
   void RemoveFromFreeList(int32_t id);
   // Moves retained free blocks whose time has passed to the ordinary list.
   void ExpireRetention();
@@ -147,9 +187,12 @@ class BlockPool {
   std::vector<Block> blocks_;
   std::vector<int32_t> block_tokens_;  // block_size tokens per cached block
   NowMs now_ms_;
-  FreeList lists_[2];
+  KvEviction eviction_;
+  FreeList lists_[4];
   int32_t num_free_ = 0;
   int32_t num_free_cached_ = 0;
+  int32_t num_cached_reused_ = 0;
+  AdaptiveOrder<BlockHash, BlockHashHasher> order_;
   // hash → every block holding it (duplicates arise when two sequences
   // computed the same block concurrently).
   std::unordered_map<BlockHash, std::vector<int32_t>, BlockHashHasher> by_hash_;

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstring>
 #include <numeric>
+#include <random>
 
 namespace kvmesh {
 namespace {
@@ -187,6 +190,187 @@ TEST(BlockPoolRetentionTest, ExpiredRetentionGoesFirst) {
   pool.Retain(got[0], 100);
   pool.Release(got);
   EXPECT_EQ(pool.num_free_retained(), 1);
+}
+
+}  // namespace
+}  // namespace kvmesh
+
+namespace kvmesh {
+namespace {
+
+// Adaptive eviction (KvEviction::kAdaptive, worker/kv/adaptive_order.h).
+
+BlockHash Key(int k) {
+  BlockHash h;
+  std::memcpy(h.bytes.data(), &k, sizeof k);
+  h.bytes[15] = 0x5b;
+  return h;
+}
+
+// Serves one prompt of block keys as a worker does, one request at a time
+// and one token per block: reuses the cached leading blocks, computes and
+// caches the rest, and releases all of them tail first. Returns the blocks
+// reused.
+int Serve(BlockPool& pool, const std::vector<int>& keys) {
+  std::vector<int32_t> table;
+  size_t hit = 0;
+  for (; hit < keys.size(); ++hit) {
+    const auto block = pool.FindCached(Key(keys[hit]), std::vector<int32_t>{keys[hit]});
+    if (!block) break;
+    pool.Acquire(*block);
+    pool.NoteReuse(*block);
+    table.push_back(*block);
+  }
+  const int32_t fresh = static_cast<int32_t>(keys.size() - hit);
+  EXPECT_TRUE(pool.Allocate(fresh, &table));
+  for (size_t i = hit; i < keys.size(); ++i) {
+    pool.Cache(table[i], Key(keys[i]),
+               i == 0 ? std::nullopt : std::optional<BlockHash>(Key(keys[i - 1])),
+               std::vector<int32_t>{keys[i]});
+  }
+  std::vector<int32_t> reversed(table.rbegin(), table.rend());
+  pool.Release(reversed);
+  return static_cast<int>(hit);
+}
+
+TEST(AdaptiveEvictionTest, StartsAsLeastRecentlyUsed) {
+  // Until an evicted block comes back, the head start is 0: adaptive
+  // eviction evicts what least recently used does.
+  for (const KvEviction eviction : {KvEviction::kLru, KvEviction::kAdaptive}) {
+    BlockPool pool(4, 1, BlockPool::SteadyNowMs, eviction);
+    EXPECT_EQ(Serve(pool, {1, 2}), 0);
+    EXPECT_EQ(Serve(pool, {1, 2}), 2);  // 1 and 2 reused
+    EXPECT_EQ(Serve(pool, {3}), 0);     // never reused, newer
+    EXPECT_EQ(pool.num_cached_reused(), 2);
+    // Three blocks: the empty one, then 2 and 1, older than 3.
+    EXPECT_EQ(Serve(pool, {4, 5, 6}), 0);
+    EXPECT_FALSE(pool.FindCached(Key(1), std::vector<int32_t>{1}).has_value());
+    EXPECT_FALSE(pool.FindCached(Key(2), std::vector<int32_t>{2}).has_value());
+    EXPECT_TRUE(pool.FindCached(Key(3), std::vector<int32_t>{3}).has_value());
+    EXPECT_EQ(pool.adaptive_bonus(), 0);
+  }
+}
+
+TEST(AdaptiveEvictionTest, EvictedBlocksThatComeBackMoveTheBonus) {
+  BlockPool pool(4, 1, BlockPool::SteadyNowMs, KvEviction::kAdaptive);
+  Serve(pool, {1});
+  Serve(pool, {1});           // 1 reused
+  Serve(pool, {2, 3, 4, 5});  // the whole pool: 1 evicted
+  EXPECT_EQ(pool.num_cached_reused(), 0);
+  // 1 comes back: a reused block was evicted too early. The head start
+  // rises, and 1 returns counted as reused. It evicts 5, never reused.
+  EXPECT_EQ(Serve(pool, {1}), 0);
+  const int64_t raised = pool.adaptive_bonus();
+  EXPECT_GT(raised, 0);
+  EXPECT_EQ(pool.num_cached_reused(), 1);
+  EXPECT_FALSE(pool.FindCached(Key(5), std::vector<int32_t>{5}).has_value());
+  // 5 comes back: the head start falls again.
+  EXPECT_EQ(Serve(pool, {5}), 0);
+  EXPECT_LT(pool.adaptive_bonus(), raised);
+}
+
+TEST(AdaptiveEvictionTest, ClearCacheEmptiesTheReusedList) {
+  BlockPool pool(3, 1, BlockPool::SteadyNowMs, KvEviction::kAdaptive);
+  Serve(pool, {1});
+  Serve(pool, {1});
+  EXPECT_EQ(pool.num_cached_reused(), 1);
+  pool.ClearCache();
+  EXPECT_EQ(pool.num_cached_reused(), 0);
+  EXPECT_EQ(pool.num_free_cached(), 0);
+  std::vector<int32_t> all;
+  ASSERT_TRUE(pool.Allocate(3, &all));  // every block still allocatable
+}
+
+TEST(AdaptiveEvictionTest, RetainedBlocksStillOutlastReusedOnes) {
+  int64_t now = 0;
+  BlockPool pool(
+      3, 1, [&now] { return now; }, KvEviction::kAdaptive);
+  std::vector<int32_t> a;
+  ASSERT_TRUE(pool.Allocate(3, &a));
+  for (int i = 0; i < 3; ++i) pool.Cache(a[i], Key(i), std::nullopt, std::vector<int32_t>{i});
+  pool.NoteReuse(a[1]);
+  pool.Retain(a[0], 1000);
+  pool.Release(a);
+  // Freed together (no block stored between): the never-reused block
+  // first, then the reused one, the retained one last.
+  std::vector<int32_t> got;
+  ASSERT_TRUE(pool.Allocate(3, &got));
+  EXPECT_EQ(got, (std::vector<int32_t>{a[2], a[1], a[0]}));
+}
+
+// Many tenants share long contexts; each user sends two turns, the second
+// extending the first, and then leaves. The contexts just fit; the users'
+// own blocks do not. Least recently used keeps the newest blocks, which
+// include second turns nobody comes back for, and evicts contexts the next
+// users need; adaptive eviction keeps the reused contexts.
+std::vector<std::vector<int>> TwoTurnTraffic(int tenants, int context, int users) {
+  std::vector<std::vector<int>> prompts;
+  int next_key = 1 << 20;  // users' own blocks
+  std::vector<std::vector<int>> first(tenants * users);
+  for (int s = 0; s < tenants * users + 4; ++s) {
+    if (s < tenants * users) {
+      const int t = s % tenants;
+      std::vector<int> p;
+      for (int i = 0; i < context; ++i) p.push_back(t * 1000 + i);
+      for (int i = 0; i < 3; ++i) p.push_back(next_key++);
+      first[s] = p;
+      prompts.push_back(p);
+    }
+    if (s >= 4) {  // session s - 4's second turn
+      std::vector<int> p = first[s - 4];
+      for (int i = 0; i < 4; ++i) p.push_back(next_key++);
+      prompts.push_back(p);
+    }
+  }
+  return prompts;
+}
+
+// Agent sessions: each turn resends the session so far and adds blocks;
+// sessions of a few turns, taken in random order, end and are replaced.
+std::vector<std::vector<int>> AgentTraffic(int live, int turns, int per_turn, int requests) {
+  std::vector<std::vector<int>> sessions(live), prompts;
+  std::vector<int> turn(live, 0);
+  std::mt19937 rng(5);
+  int next_key = 1;
+  for (int r = 0; r < requests; ++r) {
+    const int s = static_cast<int>(rng() % live);
+    if (turn[s] == turns) {
+      sessions[s].clear();
+      turn[s] = 0;
+    }
+    for (int i = 0; i < per_turn; ++i) sessions[s].push_back(next_key++);
+    ++turn[s];
+    prompts.push_back(sessions[s]);
+  }
+  return prompts;
+}
+
+double HitRatio(const std::vector<std::vector<int>>& prompts, int32_t blocks, KvEviction eviction) {
+  BlockPool pool(blocks, 1, BlockPool::SteadyNowMs, eviction);
+  int64_t hits = 0, total = 0;
+  for (const auto& p : prompts) {
+    hits += Serve(pool, p);
+    total += static_cast<int64_t>(p.size());
+  }
+  return static_cast<double>(hits) / static_cast<double>(total);
+}
+
+TEST(AdaptiveEvictionTest, KeepsSharedContextsThatLeastRecentlyUsedLoses) {
+  const auto prompts = TwoTurnTraffic(/*tenants=*/16, /*context=*/64, /*users=*/8);
+  const double lru = HitRatio(prompts, 16 * 64, KvEviction::kLru);
+  const double adaptive = HitRatio(prompts, 16 * 64, KvEviction::kAdaptive);
+  std::printf("two-turn sessions on shared contexts: lru %.3f, adaptive %.3f\n", lru, adaptive);
+  EXPECT_GT(adaptive, lru + 0.05);
+}
+
+TEST(AdaptiveEvictionTest, KeepsUpWithLeastRecentlyUsedOnAgentSessions) {
+  const auto prompts = AgentTraffic(/*live=*/24, /*turns=*/8, /*per_turn=*/6, /*requests=*/4000);
+  for (const int32_t blocks : {200, 400, 800}) {
+    const double lru = HitRatio(prompts, blocks, KvEviction::kLru);
+    const double adaptive = HitRatio(prompts, blocks, KvEviction::kAdaptive);
+    std::printf("agent sessions, %d blocks: lru %.3f, adaptive %.3f\n", blocks, lru, adaptive);
+    EXPECT_GE(adaptive, lru - 0.05) << blocks << " blocks";
+  }
 }
 
 }  // namespace

@@ -15,8 +15,10 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-KvCacheManager::KvCacheManager(int32_t num_blocks, int block_size, bool enable_prefix_caching)
-    : pool_(num_blocks, block_size), enable_prefix_caching_(enable_prefix_caching) {}
+KvCacheManager::KvCacheManager(int32_t num_blocks, int block_size, bool enable_prefix_caching,
+                               KvEviction eviction)
+    : pool_(num_blocks, block_size, BlockPool::SteadyNowMs, eviction),
+      enable_prefix_caching_(enable_prefix_caching) {}
 
 int32_t KvCacheManager::BlocksNeeded(int32_t have_blocks, int32_t num_tokens) const {
   const int32_t want = (num_tokens + block_size() - 1) / block_size();
@@ -231,7 +233,10 @@ bool KvCacheManager::AllocateSlots(SequenceBlocks* seq, int32_t num_tokens,
     seq->window_released = prefix->window_first;
   }
   if (take_prefix) {
-    for (int32_t b : prefix->blocks) pool_.Acquire(b);
+    for (int32_t b : prefix->blocks) {
+      pool_.Acquire(b);
+      pool_.NoteReuse(b);
+    }
     seq->table = prefix->blocks;
     seq->num_cached_blocks = device_blocks;
     stats_.device_hit_blocks += device_blocks;

@@ -101,7 +101,8 @@ struct KvTierStats {
 
 class KvCacheManager {
  public:
-  KvCacheManager(int32_t num_blocks, int block_size, bool enable_prefix_caching = true);
+  KvCacheManager(int32_t num_blocks, int block_size, bool enable_prefix_caching = true,
+                 KvEviction eviction = KvEviction::kLru);
 
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }

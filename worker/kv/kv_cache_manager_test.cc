@@ -60,6 +60,22 @@ TEST(KvCacheManagerTest, SecondRequestReusesFullBlocksOfTheSharedPrefix) {
   EXPECT_EQ(m.pool().num_free_cached(), 2);
 }
 
+TEST(KvCacheManagerTest, APrefixHitMarksItsBlocksReusedForAdaptiveEviction) {
+  for (const KvEviction eviction : {KvEviction::kLru, KvEviction::kAdaptive}) {
+    KvCacheManager m(16, 4, /*enable_prefix_caching=*/true, eviction);
+    EXPECT_EQ(m.pool().eviction(), eviction);
+    const BlockHash root = RootHash("model");
+    int32_t cached = -1;
+    SequenceBlocks s1 = RunPrompt(m, root, Prompt(10), &cached);
+    EXPECT_EQ(m.pool().num_cached_reused(), 0);  // computed, not reused
+    SequenceBlocks s2 = RunPrompt(m, root, Prompt(12), &cached);
+    EXPECT_EQ(cached, 8);
+    EXPECT_EQ(m.pool().num_cached_reused(), 2);  // the two blocks it hit
+    m.Release(&s1);
+    m.Release(&s2);
+  }
+}
+
 TEST(KvCacheManagerTest, AlwaysLeavesOneTokenToCompute) {
   KvCacheManager m(8, 4);
   const BlockHash root = RootHash("model");

@@ -64,6 +64,10 @@ void WorkerOptions::Register(ConfigSchema* s) {
   s->AddInt("max_waiting_requests", &max_waiting_requests, 0, 1 << 20,
             "queued requests before RESOURCE_EXHAUSTED");
   s->AddBool("prefix_caching", &prefix_caching, "reuse cached KV blocks of shared prefixes");
+  s->AddString("kv_eviction", &kv_eviction,
+               "which unused KV block is evicted first: lru (least recently used) or adaptive "
+               "(least recently used, with a head start for blocks a later request reused, "
+               "learned from the evicted blocks that come back)");
   s->AddString("admin_token", &admin_token, "bearer token required by the WorkerAdmin service");
   s->MarkSecret("admin_token");
   s->AddString("tls_cert", &tls_cert,
@@ -119,6 +123,10 @@ Status WorkerOptions::Validate() const {
   if (role != "both" && role != "prefill" && role != "decode") {
     return InvalidArgumentError("option role: \"" + role +
                                 "\" is not one of both, prefill, decode");
+  }
+  if (kv_eviction != "lru" && kv_eviction != "adaptive") {
+    return InvalidArgumentError("option kv_eviction: \"" + kv_eviction +
+                                "\" is not one of lru, adaptive");
   }
   if (kv_window_pages != "off" && kv_window_pages != "on") {
     return InvalidArgumentError("option kv_window_pages: \"" + kv_window_pages +

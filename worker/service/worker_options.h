@@ -48,6 +48,9 @@ struct WorkerOptions {
   int64_t max_running_requests = 64;
   int64_t max_waiting_requests = 256;
   bool prefix_caching = true;
+  // Which free KV block goes first: lru or adaptive (docs/kv-cache.md,
+  // "Eviction").
+  std::string kv_eviction = "lru";
   std::string admin_token;  // required by the WorkerAdmin service when set
   // Security of the gRPC port and of this worker's calls (docs/operations.md,
   // "TLS and service tokens"). A worker with tls_cert or tls_ca dials its
