@@ -44,6 +44,7 @@
 # each worker computed (its kvmesh_worker_prefill_tokens_total): where a
 # policy's work piled up; the first router's decisions by reason; and the
 # workers' peer fetches by result.
+# WORKER_FLAGS adds flags to every worker (e.g. "--kv-eviction adaptive").
 # LOG_DIR=dir keeps each run's router logs there (with ROUTER_FLAGS="--log-level
 # debug", every decision and what the policy saw of each worker).
 set -euo pipefail
@@ -89,7 +90,7 @@ for size in "${kv_sizes[@]}"; do [[ $size == "$worker_kv" ]] || worker_kv=0; don
 for demand in $DEMANDS; do
   tenants=$(python3 -c "print(max(1, round($demand * $kv_total / $CONTEXT)))")
   for policy in $POLICIES; do
-    start_cluster "$WORKERS" "$policy" --model "$MODEL"
+    start_cluster "$WORKERS" "$policy" --model "$MODEL" ${WORKER_FLAGS:-}
     "$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
       --concurrency "$CONCURRENCY" --rate "$RATE" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens 32 \

@@ -8,7 +8,8 @@
 // the workers and the clients are modelled:
 //   - a worker has a KV cache of --worker-blocks 16-token blocks (blocks of
 //     running requests pinned, the rest kept least recently used first, a
-//     request's last blocks evicted before its first), prefills one request
+//     request's last blocks evicted before its first; --eviction adaptive:
+//     as workers with --kv-eviction adaptive), prefills one request
 //     at a time at --prefill-tps tokens/s (cached blocks are free), and
 //     decodes every request at --decode-tps tokens/s each; it admits the
 //     queued request holding the most cached blocks first (of the first 16,
@@ -103,7 +104,7 @@ class Simulation {
           n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), o_.workers, o_.zones,
           n_sessions, o_.tenants, 100 * o_.demand, o_.session_ids ? "" : ", no session ids");
     }
-    for (int w = 0; w < o_.workers; ++w) workers_.emplace_back(o_.worker_blocks);
+    for (int w = 0; w < o_.workers; ++w) workers_.emplace_back(o_.worker_blocks, o_.eviction);
     for (int r = 0; r < n_routers_; ++r) AddRouter(false);
     for (int s = 0; s < n_sessions; ++s) {
       Session session;

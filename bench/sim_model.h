@@ -53,6 +53,8 @@ struct Options {
   // its worker; 0: they send none, as plain OpenAI clients, and only the
   // prefix index (or approx_prefix's text tree) finds a session's worker.
   bool session_ids = true;
+  // How workers pick what to evict (worker/kv/adaptive_order.h).
+  Eviction eviction = Eviction::kLru;
   double detect_ms = 600;  // 3 failed load polls 200 ms apart
   // Open loop: new sessions start at this many per simulated second
   // (Poisson), each ending after --turns turns, whatever the fleet serves;
@@ -90,7 +92,7 @@ struct Request {
 };
 
 struct Worker {
-  explicit Worker(int64_t blocks) : cache(blocks) {}
+  Worker(int64_t blocks, Eviction eviction) : cache(blocks, eviction) {}
   WorkerCache cache;
   std::deque<int> queue;
   int prefilling = -1;
@@ -189,6 +191,11 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
        [&](const std::string& v) {
          if (v != "0" && v != "1") throw std::invalid_argument(v);
          o->session_ids = v == "1";
+       }},
+      {"--eviction",
+       [&](const std::string& v) {
+         if (v != "lru" && v != "adaptive") throw std::invalid_argument(v);
+         o->eviction = v == "lru" ? Eviction::kLru : Eviction::kAdaptive;
        }},
       {"--detect-ms", [&](const std::string& v) { o->detect_ms = std::stod(v); }},
       {"--sample", [&](const std::string& v) { o->sample = std::stoi(v); }},

@@ -1,16 +1,18 @@
 // The worker side of bench/scale_sim: block keys and a worker's paged KV
 // cache (pinned blocks of running requests, the rest least recently used
-// first), which reports its stores and evictions in order as a worker's KV
-// events do.
+// first, or in the adaptive order of worker/kv/adaptive_order.h), which
+// reports its stores and evictions in order as a worker's KV events do.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "common/block_hash.h"
+#include "worker/kv/adaptive_order.h"
 
 namespace kvmesh::bench {
 
@@ -36,12 +38,19 @@ inline kvmesh::BlockHash HashOf(uint64_t key) {
   return h;
 }
 
+// How a worker picks what to evict among the blocks no request is using.
+enum class Eviction {
+  kLru,       // least recently used first
+  kAdaptive,  // a head start for blocks hit since they were stored (AdaptiveOrder)
+};
+
 // One worker's paged KV cache: blocks of running requests pinned, the rest
-// in least-recently-used order. Reports what it stores and evicts (its KV
-// events) in order.
+// in eviction order (least recently used first, or adaptive). Reports what
+// it stores and evicts (its KV events) in order.
 class WorkerCache {
  public:
-  explicit WorkerCache(int64_t capacity) : capacity_(capacity) {}
+  explicit WorkerCache(int64_t capacity, Eviction eviction = Eviction::kLru)
+      : capacity_(capacity), eviction_(eviction) {}
 
   // Leading blocks of `keys` held.
   int64_t Held(const std::vector<uint64_t>& keys) const {
@@ -54,16 +63,22 @@ class WorkerCache {
       auto [it, added] = map_.try_emplace(k, 0);
       if (added) {
         it->second = NewNode(k);
+        order_.Tick();
         Log(k, true);
-      } else if (nodes_[it->second].pins == 0) {
-        Unlink(it->second);
+        const int32_t id = it->second;
+        // A block evicted lately and back counts as hit (AdaptiveOrder).
+        nodes_[id].hit = eviction_ == Eviction::kAdaptive && order_.Stored(k);
+      } else {
+        Node& n = nodes_[it->second];
+        if (n.pins == 0) Unlink(it->second);
+        n.hit = true;
       }
       ++nodes_[it->second].pins;
       if (nodes_[it->second].pins == 1) ++pinned_;
     }
     Evict();
   }
-  // Back to the LRU list, the last block first (it goes first).
+  // Back to the eviction order, the last block first (it goes first).
   void Unpin(const std::vector<uint64_t>& keys) {
     for (auto k = keys.rbegin(); k != keys.rend(); ++k) {
       auto it = map_.find(*k);
@@ -80,8 +95,9 @@ class WorkerCache {
     map_.clear();
     nodes_.clear();
     free_.clear();
-    head_ = tail_ = -1;
+    lists_[0] = lists_[1] = List{};
     pinned_ = unpinned_ = 0;
+    order_ = AdaptiveOrder<uint64_t>(capacity_);
   }
   template <typename Fn>
   void ForEach(Fn fn) const {
@@ -103,6 +119,11 @@ class WorkerCache {
     uint64_t key = 0;
     int32_t prev = -1, next = -1;
     int32_t pins = 0;
+    bool hit = false;    // hit since it was stored
+    uint64_t stamp = 0;  // when it joined its list (AdaptiveOrder's clock)
+  };
+  struct List {
+    int32_t head = -1, tail = -1;
   };
   int32_t NewNode(uint64_t key) {
     int32_t i;
@@ -116,31 +137,47 @@ class WorkerCache {
     nodes_[i] = Node{key};
     return i;
   }
+  // Under LRU every block is in list 0.
+  List& ListOf(const Node& n) { return lists_[eviction_ == Eviction::kAdaptive && n.hit]; }
   void Append(int32_t i) {
-    nodes_[i].prev = tail_;
+    List& l = ListOf(nodes_[i]);
+    nodes_[i].stamp = order_.Now();
+    nodes_[i].prev = l.tail;
     nodes_[i].next = -1;
-    if (tail_ >= 0) nodes_[tail_].next = i;
-    tail_ = i;
-    if (head_ < 0) head_ = i;
+    if (l.tail >= 0) nodes_[l.tail].next = i;
+    l.tail = i;
+    if (l.head < 0) l.head = i;
     ++unpinned_;
   }
   void Unlink(int32_t i) {
     Node& n = nodes_[i];
+    List& l = ListOf(n);
     if (n.prev >= 0)
       nodes_[n.prev].next = n.next;
     else
-      head_ = n.next;
+      l.head = n.next;
     if (n.next >= 0)
       nodes_[n.next].prev = n.prev;
     else
-      tail_ = n.prev;
+      l.tail = n.prev;
     --unpinned_;
   }
+  // The next block to evict, or -1 when every block is pinned.
+  int32_t Victim() const {
+    if (eviction_ == Eviction::kLru) return lists_[0].head;
+    auto stamp = [&](int l) {
+      return lists_[l].head >= 0 ? std::optional<uint64_t>(nodes_[lists_[l].head].stamp)
+                                 : std::nullopt;
+    };
+    return lists_[order_.TakeNeverReused(stamp(0), stamp(1)) ? 0 : 1].head;
+  }
   void Evict() {
-    while (static_cast<int64_t>(map_.size()) > capacity_ && head_ >= 0) {
-      const int32_t i = head_;
+    while (static_cast<int64_t>(map_.size()) > capacity_) {
+      const int32_t i = Victim();
+      if (i < 0) break;
       Unlink(i);
       Log(nodes_[i].key, false);
+      if (eviction_ == Eviction::kAdaptive) order_.Evicted(nodes_[i].key, nodes_[i].hit);
       map_.erase(nodes_[i].key);
       free_.push_back(i);
     }
@@ -152,10 +189,12 @@ class WorkerCache {
   }
 
   const int64_t capacity_;
+  const Eviction eviction_;
   absl::flat_hash_map<uint64_t, int32_t> map_;
   std::vector<Node> nodes_;
   std::vector<int32_t> free_;
-  int32_t head_ = -1, tail_ = -1;
+  List lists_[2];  // unpinned blocks: [0] never hit (all of them under LRU), [1] hit
+  AdaptiveOrder<uint64_t> order_{capacity_};
   int64_t pinned_ = 0, unpinned_ = 0, overflow_ = 0;
   std::vector<Run> events_;
 };
