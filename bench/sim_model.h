@@ -54,7 +54,7 @@ struct Options {
   // prefix index (or approx_prefix's text tree) finds a session's worker.
   bool session_ids = true;
   // How workers pick what to evict (worker/kv/adaptive_order.h).
-  Eviction eviction = Eviction::kLru;
+  KvEviction eviction = KvEviction::kLru;
   double detect_ms = 600;  // 3 failed load polls 200 ms apart
   // Open loop: new sessions start at this many per simulated second
   // (Poisson), each ending after --turns turns, whatever the fleet serves;
@@ -92,7 +92,7 @@ struct Request {
 };
 
 struct Worker {
-  Worker(int64_t blocks, Eviction eviction) : cache(blocks, eviction) {}
+  Worker(int64_t blocks, KvEviction eviction) : cache(blocks, eviction) {}
   WorkerCache cache;
   std::deque<int> queue;
   int prefilling = -1;
@@ -195,7 +195,7 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
       {"--eviction",
        [&](const std::string& v) {
          if (v != "lru" && v != "adaptive") throw std::invalid_argument(v);
-         o->eviction = v == "lru" ? Eviction::kLru : Eviction::kAdaptive;
+         o->eviction = v == "lru" ? KvEviction::kLru : KvEviction::kAdaptive;
        }},
       {"--detect-ms", [&](const std::string& v) { o->detect_ms = std::stod(v); }},
       {"--sample", [&](const std::string& v) { o->sample = std::stoi(v); }},

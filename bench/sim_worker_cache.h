@@ -38,18 +38,12 @@ inline kvmesh::BlockHash HashOf(uint64_t key) {
   return h;
 }
 
-// How a worker picks what to evict among the blocks no request is using.
-enum class Eviction {
-  kLru,       // least recently used first
-  kAdaptive,  // a head start for blocks hit since they were stored (AdaptiveOrder)
-};
-
 // One worker's paged KV cache: blocks of running requests pinned, the rest
 // in eviction order (least recently used first, or adaptive). Reports what
 // it stores and evicts (its KV events) in order.
 class WorkerCache {
  public:
-  explicit WorkerCache(int64_t capacity, Eviction eviction = Eviction::kLru)
+  explicit WorkerCache(int64_t capacity, KvEviction eviction = KvEviction::kLru)
       : capacity_(capacity), eviction_(eviction) {}
 
   // Leading blocks of `keys` held.
@@ -66,12 +60,12 @@ class WorkerCache {
         order_.Tick();
         Log(k, true);
         const int32_t id = it->second;
-        // A block evicted lately and back counts as hit (AdaptiveOrder).
-        nodes_[id].hit = eviction_ == Eviction::kAdaptive && order_.Stored(k);
+        // A block evicted lately and back counts as reused (AdaptiveOrder).
+        nodes_[id].reused = eviction_ == KvEviction::kAdaptive && order_.Stored(k);
       } else {
         Node& n = nodes_[it->second];
         if (n.pins == 0) Unlink(it->second);
-        n.hit = true;
+        n.reused = true;
       }
       ++nodes_[it->second].pins;
       if (nodes_[it->second].pins == 1) ++pinned_;
@@ -119,8 +113,8 @@ class WorkerCache {
     uint64_t key = 0;
     int32_t prev = -1, next = -1;
     int32_t pins = 0;
-    bool hit = false;    // hit since it was stored
-    uint64_t stamp = 0;  // when it joined its list (AdaptiveOrder's clock)
+    bool reused = false;  // hit since it was stored
+    uint64_t stamp = 0;   // when it joined its list (AdaptiveOrder's clock)
   };
   struct List {
     int32_t head = -1, tail = -1;
@@ -138,7 +132,7 @@ class WorkerCache {
     return i;
   }
   // Under LRU every block is in list 0.
-  List& ListOf(const Node& n) { return lists_[eviction_ == Eviction::kAdaptive && n.hit]; }
+  List& ListOf(const Node& n) { return lists_[eviction_ == KvEviction::kAdaptive && n.reused]; }
   void Append(int32_t i) {
     List& l = ListOf(nodes_[i]);
     nodes_[i].stamp = order_.Now();
@@ -164,7 +158,7 @@ class WorkerCache {
   }
   // The next block to evict, or -1 when every block is pinned.
   int32_t Victim() const {
-    if (eviction_ == Eviction::kLru) return lists_[0].head;
+    if (eviction_ == KvEviction::kLru) return lists_[0].head;
     auto stamp = [&](int l) {
       return lists_[l].head >= 0 ? std::optional<uint64_t>(nodes_[lists_[l].head].stamp)
                                  : std::nullopt;
@@ -177,7 +171,7 @@ class WorkerCache {
       if (i < 0) break;
       Unlink(i);
       Log(nodes_[i].key, false);
-      if (eviction_ == Eviction::kAdaptive) order_.Evicted(nodes_[i].key, nodes_[i].hit);
+      if (eviction_ == KvEviction::kAdaptive) order_.Evicted(nodes_[i].key, nodes_[i].reused);
       map_.erase(nodes_[i].key);
       free_.push_back(i);
     }
@@ -189,11 +183,11 @@ class WorkerCache {
   }
 
   const int64_t capacity_;
-  const Eviction eviction_;
+  const KvEviction eviction_;
   absl::flat_hash_map<uint64_t, int32_t> map_;
   std::vector<Node> nodes_;
   std::vector<int32_t> free_;
-  List lists_[2];  // unpinned blocks: [0] never hit (all of them under LRU), [1] hit
+  List lists_[2];  // unpinned blocks: [0] never reused (all of them under LRU), [1] reused
   AdaptiveOrder<uint64_t> order_{capacity_};
   int64_t pinned_ = 0, unpinned_ = 0, overflow_ = 0;
   std::vector<Run> events_;

@@ -23,6 +23,7 @@ namespace {
 
 using namespace testing;  // kvmesh::testing: the worker-process helpers
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kShared = KVMESH_SHARED_DIR;
 
@@ -293,6 +294,9 @@ TEST_F(WorkerE2eTest, MetricsPassPromtool) {
   EXPECT_THAT(text, HasSubstr("kvmesh_worker_time_to_first_token_seconds_bucket"));
   EXPECT_THAT(text, HasSubstr("kvmesh_worker_requests_total{outcome=\"length\"}"));
   EXPECT_THAT(text, HasSubstr("kvmesh_worker_kv_blocks{state=\"cached\"}"));
+  EXPECT_THAT(text, HasSubstr("kvmesh_worker_kv_reused_blocks"));
+  // Least recently used (the default) has no head start to report.
+  EXPECT_THAT(text, Not(HasSubstr("kvmesh_worker_kv_eviction_head_start_blocks")));
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "promtool is not installed (Debian package prometheus); skipping its lint";
   }

@@ -617,6 +617,10 @@ void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t de
   load.blocks_free = kv_.pool().num_free();
   load.blocks_cached = kv_.pool().num_free_cached();
   load.blocks_retained = kv_.pool().num_free_retained();
+  load.blocks_reused = kv_.pool().num_cached_reused();
+  if (kv_.pool().eviction() == KvEviction::kAdaptive) {
+    load.eviction_head_start = kv_.pool().adaptive_head_start();
+  }
   if (const BlockPool* window = kv_.window_pool()) {
     load.window_pages_total = window->num_blocks();
     load.window_pages_used = window->num_used();

@@ -59,6 +59,11 @@ struct EngineLoad {
   int64_t blocks_retained = 0;     // free blocks kept by a cache_control retention
   int64_t window_pages_total = 0;  // with window pages (KvLayout::window_blocks); else 0
   int64_t window_pages_used = 0;
+  int64_t blocks_reused = 0;  // cached blocks a later request reused (in use or free)
+  // With --kv-eviction adaptive, the head start reused blocks have (in
+  // blocks stored; BlockPool::adaptive_head_start); -1 under least recently
+  // used.
+  int64_t eviction_head_start = -1;
   // Prompt tokens still to compute: the running requests', and the waiting
   // ones' less the cached prefix of the first kAdmissionLookahead (which
   // cache-first admission reads; later ones count in full).

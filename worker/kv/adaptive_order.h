@@ -5,22 +5,25 @@
 // The cache keeps the blocks no request uses in two least-recently-used
 // lists: blocks never reused since they were stored, and blocks a later
 // request found and reused. Each block is stamped when it joins its list,
-// on a clock that counts the blocks the cache has stored (its turnover).
-// The victim is the older of the two
-// lists' oldest blocks, where a reused block counts as `bonus` ticks
-// younger than it is. With a bonus of 0 this is least recently used.
+// on a clock that counts the distinct blocks the cache has stored (its
+// turnover). The victim is the older of the two lists' oldest blocks,
+// where a reused block counts as `head_start` blocks younger than it is.
+// With a head start of 0 this is least recently used, except that blocks
+// freed between two stores tie and the never-reused ones go first.
 //
-// The bonus moves with what requests come back for. The class remembers
-// the keys of recently evicted blocks of each kind (as many as the cache
-// holds). A block stored again while remembered was evicted too early: a
-// reused one raises the bonus, a never-reused one lowers it, each by the
-// ratio of the two memories' sizes (at least one block), between 0 and the
-// cache's size: a reused block outlasts a never-reused one by at most one
-// turnover of the whole cache. This is the adaptation of Megiddo and Modha's adaptive
-// replacement cache (ARC, 2003), applied to the recency head start rather
-// than to a split of the cache, so that a small list of hot reused blocks
-// is never evicted ahead of colder ones, and to the unused blocks only,
-// since blocks in use are never evicted.
+// The head start moves with what requests come back for. The class
+// remembers the keys of recently evicted blocks of each kind (as many as
+// the cache holds). A block stored again while remembered was evicted too
+// early: a reused one raises the head start, a never-reused one lowers it,
+// each by the ratio of the other memory's size to its own (at least one
+// block; the rule of Megiddo and Modha's adaptive replacement cache, ARC,
+// 2003), between 0 and the cache's size, so that a reused block outlasts a
+// never-reused one by at most one turnover of the whole cache. ARC moves a
+// split of the cache between the two kinds; moving a recency head start
+// instead never evicts a small list of hot reused blocks (a tenant's tools
+// prompt) ahead of colder ones, which a split did (docs/kv-cache.md,
+// "Eviction"). Blocks in use are never evicted, so only the unused ones
+// are ordered.
 //
 // Why: least-recently-used eviction keeps a session's newest blocks, which
 // its next turn needs, but under pressure it also evicts a context many
@@ -42,29 +45,37 @@
 
 namespace kvmesh {
 
+// How a KV cache picks the unused block to evict.
+enum class KvEviction {
+  kLru,       // least recently used first
+  kAdaptive,  // least recently used, with a learned head start for reused blocks
+};
+
 template <typename Key, typename Hasher = std::hash<Key>>
 class AdaptiveOrder {
  public:
   explicit AdaptiveOrder(int64_t capacity_blocks)
       : capacity_(std::max<int64_t>(1, capacity_blocks)) {}
 
-  // A block stored: the clock moves on one.
+  // A block stored (a hash's first copy in the cache): the clock moves on.
   void Tick() { ++clock_; }
   // The stamp for a block joining an unused list now.
   uint64_t Now() const { return clock_; }
 
   // A block stored (computed or copied in). Returns whether it counts as
-  // reused: it does when it was evicted lately, which moves the bonus
+  // reused: it does when it was evicted lately, which moves the head start
   // towards the kind it was evicted as.
   bool Stored(const Key& key) {
     auto it = ghosts_.find(key);
     if (it == ghosts_.end()) return false;
     const bool reused = it->second.reused;
+    // ARC's step: the other memory's size over this one's, the returning
+    // key still counted.
+    const int64_t step = std::max<int64_t>(1, ghost_count_[!reused] / ghost_count_[reused]);
     ghosts_.erase(it);
     --ghost_count_[reused];
-    const int64_t mine = std::max<int64_t>(1, ghost_count_[reused]);
-    const int64_t step = std::max<int64_t>(1, ghost_count_[!reused] / mine);
-    bonus_ = reused ? std::min(capacity_, bonus_ + step) : std::max<int64_t>(0, bonus_ - step);
+    head_start_ =
+        reused ? std::min(capacity_, head_start_ + step) : std::max<int64_t>(0, head_start_ - step);
     return true;
   }
 
@@ -87,11 +98,12 @@ class AdaptiveOrder {
   bool TakeNeverReused(std::optional<uint64_t> never_reused, std::optional<uint64_t> reused) const {
     if (!never_reused) return false;
     if (!reused) return true;
-    return *never_reused <= *reused + static_cast<uint64_t>(bonus_);
+    return *never_reused <= *reused + static_cast<uint64_t>(head_start_);
   }
 
   // The head start of reused blocks, in blocks stored.
-  int64_t bonus() const { return bonus_; }
+  int64_t head_start() const { return head_start_; }
+  // Evicted keys of a kind remembered (at most the cache's size).
   int64_t remembered(bool reused) const { return ghost_count_[reused]; }
 
  private:
@@ -120,7 +132,7 @@ class AdaptiveOrder {
   }
 
   int64_t capacity_;
-  int64_t bonus_ = 0;
+  int64_t head_start_ = 0;
   uint64_t clock_ = 0;
   std::unordered_map<Key, Ghost, Hasher> ghosts_;
   std::deque<std::pair<Key, uint64_t>> fifo_[2];

@@ -150,7 +150,6 @@ bool BlockPool::Allocate(int32_t n, std::vector<int32_t>* out) {
       if (eviction_ == KvEviction::kAdaptive) order_.Evicted(b.hash, b.reused);
     }
     Uncache(id);
-    order_.Tick();
     blocks_[id].refs = 1;
     blocks_[id].retain_until = 0;
     out->push_back(id);
@@ -186,13 +185,10 @@ void BlockPool::Acquire(int32_t block) {
 
 void BlockPool::NoteReuse(int32_t block) {
   Block& b = blocks_[block];
+  KVMESH_CHECK(b.refs > 0);  // in use, so in no free list
   if (!b.cached || b.reused) return;
   b.reused = true;
   ++num_cached_reused_;
-  if (b.in_free_list && b.list == kOrdinary && eviction_ == KvEviction::kAdaptive) {
-    RemoveFromFreeList(block);
-    PushFree(block, kReused);
-  }
 }
 
 void BlockPool::Cache(int32_t block, const BlockHash& hash, const std::optional<BlockHash>& parent,
@@ -201,7 +197,7 @@ void BlockPool::Cache(int32_t block, const BlockHash& hash, const std::optional<
   KVMESH_CHECK(b.refs > 0 && !b.cached && static_cast<int>(tokens.size()) == block_size_);
   b.cached = true;
   // A block evicted lately and stored again counts as reused (and moves
-  // adaptive eviction's balance).
+  // adaptive eviction's head start).
   b.reused = eviction_ == KvEviction::kAdaptive && order_.Stored(hash);
   if (b.reused) ++num_cached_reused_;
   b.hash = hash;
@@ -212,6 +208,7 @@ void BlockPool::Cache(int32_t block, const BlockHash& hash, const std::optional<
   auto& copies = by_hash_[hash];
   copies.push_back(block);
   if (copies.size() > 1) return;  // already announced
+  order_.Tick();
   // Extend the previous Stored event when this block continues its chain.
   if (!events_.empty() && events_.back().kind == KvEvent::Kind::kStored && parent &&
       events_.back().hashes.back() == *parent) {

@@ -14,7 +14,7 @@
 // and the victim is the older of the two lists' oldest blocks, the reused
 // one counted younger by a head start that AdaptiveOrder
 // (worker/kv/adaptive_order.h) learns from the evicted blocks that come
-// back. Its memory of evicted hashes costs up to about 200 bytes of host
+// back. Its memory of evicted hashes costs up to about 250 bytes of host
 // RAM per block of the pool.
 //
 // Retention (Anthropic's cache_control): a block may be retained until a
@@ -47,12 +47,6 @@
 
 namespace kvmesh {
 
-// How a pool picks the free block to evict.
-enum class KvEviction {
-  kLru,       // least recently used first
-  kAdaptive,  // least recently used, with a learned head start for reused blocks
-};
-
 class BlockPool {
  public:
   // Milliseconds of a steady clock (the retention clock); tests inject one.
@@ -83,7 +77,7 @@ class BlockPool {
   int32_t num_cached_reused() const { return num_cached_reused_; }
   // Adaptive eviction's head start for reused blocks, in blocks stored (see
   // AdaptiveOrder); 0 under least recently used.
-  int64_t adaptive_bonus() const { return order_.bonus(); }
+  int64_t adaptive_head_start() const { return order_.head_start(); }
   // Distinct hashes currently cached (in use or free).
   size_t num_cached_hashes() const { return by_hash_.size(); }
 
@@ -92,9 +86,9 @@ class BlockPool {
 
   void set_evict_hook(EvictHook hook) { evict_hook_ = std::move(hook); }
 
-  // Takes `n` blocks from the least recently used end of the free list, with
-  // reference count 1, evicting any cached contents they held. Allocates
-  // nothing and returns false when fewer than `n` are free.
+  // Takes `n` free blocks, in eviction order (KvEviction; retained blocks
+  // last), with reference count 1, evicting any cached contents they held.
+  // Allocates nothing and returns false when fewer than `n` are free.
   bool Allocate(int32_t n, std::vector<int32_t>* out);
 
   // A cached block holding `hash` and exactly `tokens`, or nullopt. No
@@ -111,8 +105,8 @@ class BlockPool {
   void Acquire(int32_t block);
 
   // Notes that a request other than the one that stored it reuses the
-  // cached block (a prefix hit): adaptive eviction keeps reused blocks
-  // apart from those never reused.
+  // cached block, which it has acquired (a prefix hit): adaptive eviction
+  // keeps reused blocks apart from those never reused.
   void NoteReuse(int32_t block);
 
   // Registers the full, computed block `block` under `hash` with its tokens.

@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 
 namespace kvmesh {
 namespace {
@@ -247,26 +247,39 @@ TEST(AdaptiveEvictionTest, StartsAsLeastRecentlyUsed) {
     EXPECT_FALSE(pool.FindCached(Key(1), std::vector<int32_t>{1}).has_value());
     EXPECT_FALSE(pool.FindCached(Key(2), std::vector<int32_t>{2}).has_value());
     EXPECT_TRUE(pool.FindCached(Key(3), std::vector<int32_t>{3}).has_value());
-    EXPECT_EQ(pool.adaptive_bonus(), 0);
+    EXPECT_EQ(pool.adaptive_head_start(), 0);
   }
 }
 
-TEST(AdaptiveEvictionTest, EvictedBlocksThatComeBackMoveTheBonus) {
+TEST(AdaptiveEvictionTest, EvictedBlocksThatComeBackMoveTheHeadStart) {
   BlockPool pool(4, 1, BlockPool::SteadyNowMs, KvEviction::kAdaptive);
   Serve(pool, {1});
   Serve(pool, {1});           // 1 reused
   Serve(pool, {2, 3, 4, 5});  // the whole pool: 1 evicted
   EXPECT_EQ(pool.num_cached_reused(), 0);
-  // 1 comes back: a reused block was evicted too early. The head start
-  // rises, and 1 returns counted as reused. It evicts 5, never reused.
+  // 1 comes back: a reused block was evicted too early. Its room evicts 5
+  // (never reused). The head start rises by the never-reused memory (5)
+  // over the reused one (1, the returning key counted): 1. 1 returns
+  // counted as reused.
   EXPECT_EQ(Serve(pool, {1}), 0);
-  const int64_t raised = pool.adaptive_bonus();
-  EXPECT_GT(raised, 0);
-  EXPECT_EQ(pool.num_cached_reused(), 1);
   EXPECT_FALSE(pool.FindCached(Key(5), std::vector<int32_t>{5}).has_value());
-  // 5 comes back: the head start falls again.
+  EXPECT_EQ(pool.adaptive_head_start(), 1);
+  EXPECT_EQ(pool.num_cached_reused(), 1);
+  // 5 comes back, evicted never reused: back to 0.
   EXPECT_EQ(Serve(pool, {5}), 0);
-  EXPECT_LT(pool.adaptive_bonus(), raised);
+  EXPECT_EQ(pool.adaptive_head_start(), 0);
+}
+
+TEST(AdaptiveEvictionTest, RetainingAFreeReusedBlockMovesItToTheRetainedList) {
+  int64_t now = 0;
+  BlockPool pool(
+      2, 1, [&now] { return now; }, KvEviction::kAdaptive);
+  Serve(pool, {1});
+  Serve(pool, {1});  // reused, now free
+  const auto block = pool.FindCached(Key(1), std::vector<int32_t>{1});
+  ASSERT_TRUE(block.has_value());
+  pool.Retain(*block, 1000);
+  EXPECT_EQ(pool.num_free_retained(), 1);
 }
 
 TEST(AdaptiveEvictionTest, ClearCacheEmptiesTheReusedList) {
@@ -359,8 +372,9 @@ TEST(AdaptiveEvictionTest, KeepsSharedContextsThatLeastRecentlyUsedLoses) {
   const auto prompts = TwoTurnTraffic(/*tenants=*/16, /*context=*/64, /*users=*/8);
   const double lru = HitRatio(prompts, 16 * 64, KvEviction::kLru);
   const double adaptive = HitRatio(prompts, 16 * 64, KvEviction::kAdaptive);
-  std::printf("two-turn sessions on shared contexts: lru %.3f, adaptive %.3f\n", lru, adaptive);
-  EXPECT_GT(adaptive, lru + 0.05);
+  RecordProperty("lru", std::to_string(lru));
+  RecordProperty("adaptive", std::to_string(adaptive));
+  EXPECT_GT(adaptive, lru + 0.05) << "lru " << lru << ", adaptive " << adaptive;
 }
 
 TEST(AdaptiveEvictionTest, KeepsUpWithLeastRecentlyUsedOnAgentSessions) {
@@ -368,8 +382,10 @@ TEST(AdaptiveEvictionTest, KeepsUpWithLeastRecentlyUsedOnAgentSessions) {
   for (const int32_t blocks : {200, 400, 800}) {
     const double lru = HitRatio(prompts, blocks, KvEviction::kLru);
     const double adaptive = HitRatio(prompts, blocks, KvEviction::kAdaptive);
-    std::printf("agent sessions, %d blocks: lru %.3f, adaptive %.3f\n", blocks, lru, adaptive);
-    EXPECT_GE(adaptive, lru - 0.05) << blocks << " blocks";
+    RecordProperty("lru_" + std::to_string(blocks), std::to_string(lru));
+    RecordProperty("adaptive_" + std::to_string(blocks), std::to_string(adaptive));
+    EXPECT_GE(adaptive, lru - 0.05)
+        << blocks << " blocks: lru " << lru << ", adaptive " << adaptive;
   }
 }
 

@@ -32,7 +32,8 @@ int32_t KvCacheManager::WindowSpan() const {
 void KvCacheManager::EnableWindowPages(int32_t window_blocks, int32_t window) {
   KVMESH_CHECK(host_ == nullptr && window_pool_ == nullptr && window_blocks > 0 && window > 0 &&
                pool_.num_used() == 0);
-  window_pool_ = std::make_unique<BlockPool>(window_blocks, block_size());
+  window_pool_ = std::make_unique<BlockPool>(window_blocks, block_size(), BlockPool::SteadyNowMs,
+                                             pool_.eviction());
   window_ = window;
 }
 
@@ -226,7 +227,10 @@ bool KvCacheManager::AllocateSlots(SequenceBlocks* seq, int32_t num_tokens,
     if (fresh > window_pool_->num_free() - window_free) return false;
   }
   if (take_prefix && window_pool_) {
-    for (int32_t b : prefix->window_blocks) window_pool_->Acquire(b);
+    for (int32_t b : prefix->window_blocks) {
+      window_pool_->Acquire(b);
+      if (!seq->released) window_pool_->NoteReuse(b);
+    }
     seq->window_table.assign(prefix->window_first, -1);
     seq->window_table.insert(seq->window_table.end(), prefix->window_blocks.begin(),
                              prefix->window_blocks.end());
@@ -235,7 +239,7 @@ bool KvCacheManager::AllocateSlots(SequenceBlocks* seq, int32_t num_tokens,
   if (take_prefix) {
     for (int32_t b : prefix->blocks) {
       pool_.Acquire(b);
-      pool_.NoteReuse(b);
+      if (!seq->released) pool_.NoteReuse(b);
     }
     seq->table = prefix->blocks;
     seq->num_cached_blocks = device_blocks;
@@ -351,6 +355,7 @@ void KvCacheManager::Release(SequenceBlocks* seq) {
   pool_.Release(reversed);
   seq->table.clear();
   seq->num_cached_blocks = 0;
+  seq->released = true;
   if (window_pool_) {
     std::vector<int32_t> pages;
     for (auto it = seq->window_table.rbegin(); it != seq->window_table.rend() && *it >= 0; ++it) {

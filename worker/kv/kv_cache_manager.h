@@ -58,6 +58,9 @@ struct SequenceBlocks {
   int32_t window_released = 0;    // leading window_table entries released
   std::vector<BlockHash> hashes;  // hashes of the leading full blocks known so far
   int32_t num_cached_blocks = 0;  // leading blocks registered in (or taken from) the cache
+  // Released before (preempted): its prefix hits are its own blocks, not a
+  // reuse by another request.
+  bool released = false;
 };
 
 // A cached prefix found for a prompt; holds no references by itself.

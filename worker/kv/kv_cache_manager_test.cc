@@ -76,6 +76,20 @@ TEST(KvCacheManagerTest, APrefixHitMarksItsBlocksReusedForAdaptiveEviction) {
   }
 }
 
+TEST(KvCacheManagerTest, APreemptedSequenceFindingItsOwnBlocksIsNoReuse) {
+  KvCacheManager m(16, 4, /*enable_prefix_caching=*/true, KvEviction::kAdaptive);
+  const BlockHash root = RootHash("model");
+  int32_t cached = -1;
+  const auto prompt = Prompt(10);
+  SequenceBlocks s = RunPrompt(m, root, prompt, &cached);
+  m.Release(&s);  // preempted
+  const CachedPrefix prefix = m.FindCachedPrefix(&s, prompt);
+  EXPECT_EQ(prefix.num_tokens(), 8);
+  ASSERT_TRUE(m.AllocateSlots(&s, static_cast<int32_t>(prompt.size()), &prefix));
+  EXPECT_EQ(m.pool().num_cached_reused(), 0);
+  m.Release(&s);
+}
+
 TEST(KvCacheManagerTest, AlwaysLeavesOneTokenToCompute) {
   KvCacheManager m(8, 4);
   const BlockHash root = RootHash("model");

@@ -307,6 +307,18 @@ std::string WorkerMetrics::Render() const {
                {"retained", static_cast<double>(load.blocks_retained)}}));
     families.push_back(Gauge("kvmesh_worker_kv_blocks_capacity", "KV blocks in the pool", {},
                              static_cast<double>(load.blocks_total)));
+    families.push_back(Gauge("kvmesh_worker_kv_reused_blocks",
+                             "Cached KV blocks counted as reused (in use or free): found by a "
+                             "later request since they were stored, or, with --kv-eviction "
+                             "adaptive, computed again soon after their eviction",
+                             {}, static_cast<double>(load.blocks_reused)));
+    if (load.eviction_head_start >= 0) {
+      families.push_back(
+          Gauge("kvmesh_worker_kv_eviction_head_start_blocks",
+                "With --kv-eviction adaptive: how much younger a reused free block counts than a "
+                "never-reused one, in blocks stored (learned from evicted blocks that come back)",
+                {}, static_cast<double>(load.eviction_head_start)));
+    }
     if (load.window_pages_total > 0) {
       families.push_back(
           Gauge("kvmesh_worker_kv_window_pages",
