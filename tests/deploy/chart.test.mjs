@@ -218,6 +218,16 @@ test('disaggregation: prefill and decode sets of a model get their roles, the ro
   assert.match(renderError(['--set', 'worker.role=prefil']), /worker.role/);
 });
 
+test('KV eviction: least recently used by default, adaptive per model or for all', () => {
+  const stories = (objs) => args(find(objs, 'StatefulSet', 'r-kvmesh-stories').spec.template.spec.containers[0]);
+  assert.ok(!stories(render()).some((a) => a.startsWith('--kv-eviction')), 'lru is the worker default');
+  assert.ok(stories(render({}, ['--set', 'worker.kvEviction=adaptive'])).includes('--kv-eviction=adaptive'));
+  const model = [{ name: 'stories', replicas: 1, file: 'stories260K.gguf', kvEviction: 'adaptive',
+    source: { type: 'hostPath', hostPath: { path: '/models' } } }];
+  assert.ok(stories(render({}, ['--set-json', 'models=' + JSON.stringify(model)])).includes('--kv-eviction=adaptive'));
+  assert.match(renderError(['--set', 'worker.kvEviction=mru']), /worker.kvEviction/);
+});
+
 test('bad values are refused with a message naming them', () => {
   assert.match(renderError(['--set', 'router.replicas=two']), /router.replicas: Invalid type. Expected: integer/);
   assert.match(renderError(['--set', 'router.replica=2']), /Additional property replica is not allowed/);

@@ -28,7 +28,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* The worker settings of a model: its own keys over .Values.worker. */}}
 {{- define "kvmesh.modelWorker" -}}
 {{- $w := deepCopy .root.Values.worker -}}
-{{- range $key := list "threads" "kvType" "kvMemory" "kvHostMemory" "devices" "split" "role" "extraArgs" "resources" "gpu" -}}
+{{- range $key := list "threads" "kvType" "kvMemory" "kvHostMemory" "kvEviction" "devices" "split" "role" "extraArgs" "resources" "gpu" -}}
 {{- if hasKey $.model $key -}}
 {{- $_ := set $w $key (get $.model $key) -}}
 {{- end -}}
