@@ -1,6 +1,7 @@
 #!/bin/sh
 # ctest entry: a real Prometheus scrapes a local cluster (router + 2
-# workers) with deploy/prometheus/rules.yml, and
+# workers, one with --kv-eviction adaptive) with deploy/prometheus/rules.yml,
+# and
 #   1. every metric the rules and the Grafana dashboards name is one the
 #      processes export (checked against their live /metrics, which
 #      `promtool check metrics` also lints);
@@ -19,9 +20,11 @@ done
 case "$0" in */*) here="${0%/*}" ;; *) here=. ;; esac
 . "$here/../support/probe_lib.sh"
 
+# w1 evicts adaptively, so the gauge only that mode exports is live too.
 for i in 0 1; do
+  eviction=lru; [ "$i" = 1 ] && eviction=adaptive
   "$worker" --grpc-port 0 --http-port 0 --threads 1 --worker-id "w$i" --log-level warning \
-    >"$tmp/w$i" 2>"$tmp/w$i.err" &
+    --kv-eviction "$eviction" >"$tmp/w$i" 2>"$tmp/w$i.err" &
   pids="$pids $!"
   eval "wpid$i=$!"
 done
