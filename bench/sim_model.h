@@ -194,8 +194,9 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
        }},
       {"--eviction",
        [&](const std::string& v) {
-         if (v != "lru" && v != "adaptive") throw std::invalid_argument(v);
-         o->eviction = v == "lru" ? KvEviction::kLru : KvEviction::kAdaptive;
+         const auto eviction = ParseKvEviction(v);
+         if (!eviction) throw std::invalid_argument(v);
+         o->eviction = *eviction;
        }},
       {"--detect-ms", [&](const std::string& v) { o->detect_ms = std::stod(v); }},
       {"--sample", [&](const std::string& v) { o->sample = std::stoi(v); }},

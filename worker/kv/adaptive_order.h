@@ -40,6 +40,7 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -50,6 +51,13 @@ enum class KvEviction {
   kLru,       // least recently used first
   kAdaptive,  // least recently used, with a learned head start for reused blocks
 };
+
+// "lru" or "adaptive" (the worker's --kv-eviction); nullopt for anything else.
+inline std::optional<KvEviction> ParseKvEviction(std::string_view name) {
+  if (name == "lru") return KvEviction::kLru;
+  if (name == "adaptive") return KvEviction::kAdaptive;
+  return std::nullopt;
+}
 
 template <typename Key, typename Hasher = std::hash<Key>>
 class AdaptiveOrder {

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/tensor_type.h"
+#include "worker/kv/adaptive_order.h"
 #include "worker/kv/kv_memory_fit.h"
 
 namespace kvmesh {
@@ -124,7 +125,7 @@ Status WorkerOptions::Validate() const {
     return InvalidArgumentError("option role: \"" + role +
                                 "\" is not one of both, prefill, decode");
   }
-  if (kv_eviction != "lru" && kv_eviction != "adaptive") {
+  if (!ParseKvEviction(kv_eviction)) {
     return InvalidArgumentError("option kv_eviction: \"" + kv_eviction +
                                 "\" is not one of lru, adaptive");
   }

@@ -123,7 +123,7 @@ StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(const WorkerOptions&
                static_cast<int32_t>(o.max_waiting_requests)};
   ec.max_model_len = static_cast<int32_t>(context);
   ec.enable_prefix_caching = o.prefix_caching;
-  ec.kv_eviction = o.kv_eviction == "adaptive" ? KvEviction::kAdaptive : KvEviction::kLru;
+  ec.kv_eviction = ParseKvEviction(o.kv_eviction).value_or(KvEviction::kLru);  // validated
   ec.model_identity = w->model_->identity();
   ASSIGN_OR_RETURN(ec.kv_host_memory_bytes, o.KvHostMemoryBytes());
 
