@@ -10,7 +10,8 @@
 //     running requests pinned, the rest kept least recently used first, a
 //     request's last blocks evicted before its first; --eviction adaptive:
 //     as workers with --kv-eviction adaptive), prefills one request
-//     at a time at --prefill-tps tokens/s (cached blocks are free), and
+//     at a time at --prefill-tps tokens/s (cached blocks are free; a
+//     --slow-share of the workers --slow-factor times slower), and
 //     decodes every request at --decode-tps tokens/s each; it admits the
 //     queued request holding the most cached blocks first (of the first 16,
 //     as the worker's scheduler does); it batches its KV events every
@@ -90,18 +91,25 @@ class Simulation {
     const bool open = o_.session_rate > 0;
     const int n_sessions =
         open ? 0 : std::max(1, static_cast<int>((o_.demand * capacity - shared) / private_tokens));
+    std::string fleet = std::to_string(o_.workers) + " workers";
+    if (o_.slow_share > 0 && o_.slow_factor > 1) {
+      char mix[96];
+      std::snprintf(mix, sizeof mix, " (%.0f%% of them prefilling %.3g× slower)",
+                    100 * o_.slow_share, o_.slow_factor);
+      fleet += mix;
+    }
     if (open) {
       std::printf(
-          "\n## %d router%s, policy %s: %d workers in %d zones, open loop: %.2f new sessions/s "
+          "\n## %d router%s, policy %s: %s in %d zones, open loop: %.2f new sessions/s "
           "of %d tenants, %d turns each%s\n\n",
-          n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), o_.workers, o_.zones,
+          n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), fleet.c_str(), o_.zones,
           o_.session_rate, o_.tenants, o_.turns, o_.session_ids ? "" : ", no session ids");
       Push(NextSessionGap(), Kind::kNewSession, 0);
     } else {
       std::printf(
-          "\n## %d router%s, policy %s: %d workers in %d zones, %d sessions of %d tenants "
+          "\n## %d router%s, policy %s: %s in %d zones, %d sessions of %d tenants "
           "(KV demand %.0f%%)%s\n\n",
-          n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), o_.workers, o_.zones,
+          n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), fleet.c_str(), o_.zones,
           n_sessions, o_.tenants, 100 * o_.demand, o_.session_ids ? "" : ", no session ids");
     }
     for (int w = 0; w < o_.workers; ++w) workers_.emplace_back(o_.worker_blocks, o_.eviction);
@@ -369,10 +377,12 @@ class Simulation {
     const int64_t cached = std::min(held * kBlockTokens, req.prompt_tokens - 1);
     phase_.prompt_tokens += req.prompt_tokens;
     phase_.hit_tokens += cached;
+    w.prompt_tokens += req.prompt_tokens;
+    w.cached_tokens += cached;
     phase_.fleet_tokens += std::min(req.fleet_held * kBlockTokens, req.prompt_tokens - 1);
     phase_.CountPrefill(cached, req.prompt_tokens, req.routed_held * kBlockTokens,
                         req.fleet_held * kBlockTokens);
-    const double seconds = static_cast<double>(req.prompt_tokens - cached) / o_.prefill_tps;
+    const double seconds = static_cast<double>(req.prompt_tokens - cached) / PrefillTps(slot);
     w.busy_s += seconds;
     w.prefill_end = now_ + seconds;
     Push(now_ + seconds, Kind::kPrefillDone, id, req.attempt);
@@ -503,6 +513,14 @@ class Simulation {
     }
   }
 
+  // Worker `slot`'s prefill speed: --prefill-tps, or --slow-factor times
+  // less for the --slow-share of the workers, spread evenly by index.
+  double PrefillTps(int slot) const {
+    const auto slow_before = [&](int i) { return std::floor(i * o_.slow_share); };
+    const bool slow = slow_before(slot + 1) > slow_before(slot);
+    return slow ? o_.prefill_tps / o_.slow_factor : o_.prefill_tps;
+  }
+
   // What a worker reports as its load (Worker.GetLoad).
   kvmesh::v1::LoadResponse LoadOf(int w) const {
     const Worker& worker = workers_[w];
@@ -519,9 +537,9 @@ class Simulation {
       const int64_t held = looked++ < 16 ? worker.cache.Held(q.keys) * kBlockTokens : 0;
       queued += static_cast<double>(q.prompt_tokens - std::min(held, q.prompt_tokens - 1));
     }
-    if (worker.prefilling >= 0) queued += std::max(0.0, worker.prefill_end - now_) * o_.prefill_tps;
+    if (worker.prefilling >= 0) queued += std::max(0.0, worker.prefill_end - now_) * PrefillTps(w);
     load.set_queued_prefill_tokens(static_cast<uint64_t>(queued));
-    load.set_prefill_tokens_per_s(o_.prefill_tps);
+    load.set_prefill_tokens_per_s(PrefillTps(w));
     load.set_kv_blocks_total(static_cast<uint64_t>(o_.worker_blocks));
     load.set_kv_blocks_used(static_cast<uint64_t>(worker.cache.pinned()));
     load.set_kv_blocks_cached(static_cast<uint64_t>(worker.cache.unpinned()));
@@ -547,7 +565,7 @@ class Simulation {
       r->ingest_s = 0;
       r->decision_us.clear();
     }
-    for (Worker& w : workers_) w.busy_s = 0;
+    for (Worker& w : workers_) w.busy_s = w.prompt_tokens = w.cached_tokens = 0;
     phase_start_ = now_;
     if (p == 0) phase_name_ = "steady";
     if (p == 1) {
@@ -625,6 +643,40 @@ class Simulation {
     }
   }
 
+  // Where the prefill work went in a fleet of unequal speeds: the slow
+  // workers' share of the prompt tokens computed, and each class's hit
+  // ratio and prefill busy time over the phase.
+  std::string SpeedNote() const {
+    struct Class {
+      int workers = 0;
+      int64_t prompt = 0, cached = 0;
+      double busy = 0;
+    } slow, fast;
+    for (int slot = 0; slot < o_.workers; ++slot) {
+      const Worker& w = workers_[slot];
+      if (!w.alive) continue;
+      Class& c = PrefillTps(slot) < o_.prefill_tps ? slow : fast;
+      ++c.workers;
+      c.prompt += w.prompt_tokens;
+      c.cached += w.cached_tokens;
+      c.busy += w.busy_s;
+    }
+    const double span = now_ - phase_start_;
+    const auto describe = [&](const char* name, const Class& c) {
+      char line[160];
+      std::snprintf(line, sizeof line, "%s: %d workers, %.1f%% hits, prefill busy %.0f%%", name,
+                    c.workers, c.prompt > 0 ? 100.0 * c.cached / c.prompt : 0.0,
+                    c.workers > 0 && span > 0 ? 100 * c.busy / (c.workers * span) : 0.0);
+      return std::string(line);
+    };
+    const int64_t computed = (slow.prompt - slow.cached) + (fast.prompt - fast.cached);
+    char head[96];
+    std::snprintf(head, sizeof head, "%s: the slow workers computed %.1f%% of the prompt tokens; ",
+                  phase_name_.c_str(),
+                  computed > 0 ? 100.0 * (slow.prompt - slow.cached) / computed : 0.0);
+    return head + describe("slow", slow) + "; " + describe("fast", fast);
+  }
+
   void EndPhase() {
     const double span = now_ - phase_start_;
     double busy_max = 0, busy_sum = 0;
@@ -639,6 +691,7 @@ class Simulation {
     phase_.PrintRow(phase_name_, live_routers, busy_sum > 0 ? busy_max / (busy_sum / alive) : 0.0,
                     o_.session_rate > 0 ? live_sessions_ : static_cast<int64_t>(sessions_.size()));
     notes_.push_back(phase_.RecomputeNote(phase_name_));
+    if (o_.slow_share > 0 && o_.slow_factor > 1) notes_.push_back(SpeedNote());
     RouterRow row;
     row.phase = phase_name_;
     for (const auto& r : routers_) {

@@ -44,6 +44,12 @@ struct Options {
   int turns = 30;
   double think_s = 2.0;
   double prefill_tps = 20000;
+  // A fleet of unequal speeds (older GPUs beside newer ones): this share of
+  // the workers, every worker whose index i has floor((i + 1) × share) >
+  // floor(i × share), so they spread evenly over the zones, prefill
+  // --slow-factor times slower than --prefill-tps.
+  double slow_share = 0;
+  double slow_factor = 1;
   double decode_tps = 50;
   double event_ms = 50;
   double lag_ms = 20;
@@ -99,6 +105,8 @@ struct Worker {
   std::vector<int> decoding;
   double prefill_end = 0;  // when the prefill in progress ends
   double busy_s = 0;       // prefill time in the current phase
+  // Prompt tokens its prefills were given and found cached, this phase.
+  int64_t prompt_tokens = 0, cached_tokens = 0;
   int64_t served = 0;
   bool alive = true;
 };
@@ -178,6 +186,8 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
       {"--turns", [&](const std::string& v) { o->turns = std::stoi(v); }},
       {"--think-s", [&](const std::string& v) { o->think_s = std::stod(v); }},
       {"--prefill-tps", [&](const std::string& v) { o->prefill_tps = std::stod(v); }},
+      {"--slow-share", [&](const std::string& v) { o->slow_share = std::stod(v); }},
+      {"--slow-factor", [&](const std::string& v) { o->slow_factor = std::stod(v); }},
       {"--decode-tps", [&](const std::string& v) { o->decode_tps = std::stod(v); }},
       {"--event-ms", [&](const std::string& v) { o->event_ms = std::stod(v); }},
       {"--lag-ms", [&](const std::string& v) { o->lag_ms = std::stod(v); }},
@@ -228,6 +238,8 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
     return "--zones, --tenants, --turns and --worker-blocks must be at least 1";
   if (o->demand <= 0 || o->prefill_tps <= 0 || o->decode_tps <= 0 || o->think_s <= 0)
     return "--demand, --prefill-tps, --decode-tps and --think-s must be positive";
+  if (o->slow_share < 0 || o->slow_share > 1 || o->slow_factor < 1)
+    return "--slow-share must be 0..1 and --slow-factor at least 1";
   if (o->session_rate < 0) return "--session-rate must be 0 (closed loop) or positive";
   for (int n : o->routers)
     if (n < 1) return "--routers entries must be at least 1";
