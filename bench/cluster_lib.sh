@@ -16,6 +16,17 @@
 # The value of NAME=VALUE in a process's "listening" line.
 field() { grep -o "$1=[^ ]*" "$2" 2>/dev/null | head -1 | cut -d= -f2; }
 
+# Waits up to 30 s for the process whose stdout is $1 (its stderr beside it,
+# .err for .out) to print its "listening" line; otherwise says which one did
+# not, with the end of its stderr, and fails.
+await_listening() {
+  local _
+  for _ in $(seq 300); do grep -qs listening "$1" && return 0; sleep 0.1; done
+  echo "cluster_lib: $(basename "${1%.out}") did not start listening within 30 s; its stderr ends:" >&2
+  tail -5 "${1%.out}.err" >&2 || true
+  return 1
+}
+
 start_cluster() {
   local workers=$1 policy=$2
   shift 2
@@ -36,7 +47,7 @@ start_cluster() {
       --role "${roles[$i]:-both}" --log-level warning "$@" ${own[@]+"${own[@]}"} >"$tmp/w$i.out" 2>"$tmp/w$i.err" &
   done
   for ((i = 0; i < workers; ++i)); do
-    for _ in $(seq 100); do grep -qs listening "$tmp/w$i.out" && break; sleep 0.1; done
+    await_listening "$tmp/w$i.out"
     addrs+=("$(field grpc "$tmp/w$i.out")")
   done
   local r routers=()
@@ -46,7 +57,7 @@ start_cluster() {
       >"$tmp/r$r.out" 2>"$tmp/r$r.err" &
   done
   for ((r = 0; r < ${ROUTERS:-1}; ++r)); do
-    for _ in $(seq 100); do grep -qs listening "$tmp/r$r.out" && break; sleep 0.1; done
+    await_listening "$tmp/r$r.out"
     routers+=("$(field grpc "$tmp/r$r.out")")
   done
   sleep 1  # let the routers see every worker healthy

@@ -23,7 +23,7 @@
 # as a fleet of mixed GPUs has; the demand is then over their sum.
 #
 #   [WORKERS=4] [ROUTERS=1] [KV_TOKENS=4096] [CONTEXT=1024] [USERS=4] [TURNS=2]
-#   [CONCURRENCY=8] [RATE=0] [SKEW=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
+#   [USER_TOKENS=32] [REPLY_TOKENS=16] [TENANTS=] [CONCURRENCY=8] [RATE=0] [SKEW=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
 #   least_load round_robin"] [MODEL=../shared/models/stories260K.gguf] [BUILD_DIR=build]
 #   bench/kv_pressure.sh
 #
@@ -44,6 +44,15 @@
 # each worker computed (its kvmesh_worker_prefill_tokens_total): where a
 # policy's work piled up; the first router's decisions by reason; and the
 # workers' peer fetches by result.
+# USER_TOKENS and REPLY_TOKENS size each turn's user message and reply.
+# TENANTS=N fixes the number of tenants, for agent-like traffic (few tenants,
+# sessions of many turns that grow: e.g. TENANTS=2 CONTEXT=384 TURNS=8
+# USER_TOKENS=160 REPLY_TOKENS=16 SESSION_IDS=1, as docs/benchmarks.md's
+# "Agent sessions on real workers" runs it); closed loop only. Each demand then sets the
+# sessions in flight instead: the KV demand is what the live sessions hold,
+# each tenant's context once plus each session's own turns, on average over
+# its life (TURNS + 1) / 2 x (USER_TOKENS + REPLY_TOKENS), so CONCURRENCY =
+# (demand x the cluster's KV tokens - TENANTS x CONTEXT) / that.
 # WORKER_FLAGS adds flags to every worker (e.g. "--kv-eviction adaptive").
 # LOG_DIR=dir keeps each run's router logs there (with ROUTER_FLAGS="--log-level
 # debug", every decision and what the policy saw of each worker).
@@ -55,6 +64,8 @@ KV_TOKENS=${KV_TOKENS:-4096}
 CONTEXT=${CONTEXT:-1024}
 USERS=${USERS:-4}
 TURNS=${TURNS:-2}
+USER_TOKENS=${USER_TOKENS:-32}
+REPLY_TOKENS=${REPLY_TOKENS:-16}
 CONCURRENCY=${CONCURRENCY:-8}
 RATE=${RATE:-0}
 SKEW=${SKEW:-0}
@@ -80,21 +91,32 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "${ROUTERS:-1} router(s), $WORKERS workers with KV tokens $KV_TOKENS (bytes $KV_MEMORY_EACH), contexts of $CONTEXT tokens," \
   "tenant skew $SKEW," \
   "$USERS users per tenant x $TURNS turns, $([[ $RATE != 0 ]] && echo "open loop at $RATE requests/s" ||
-  echo "concurrency $CONCURRENCY"), $(basename "$MODEL")"
+  { [[ -n ${TENANTS:-} ]] && echo "sessions in flight set by the demand"; } || echo "concurrency $CONCURRENCY"), $(basename "$MODEL")"
 echo
 echo "| KV demand | tenants | policy | hit ratio | hit bound | capacity bound | placement bound | TTFT p50 ms | TTFT p90 ms | requests/s | max/min requests |"
 echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
 # The placement bound needs equal caches.
 worker_kv=${kv_sizes[0]}
 for size in "${kv_sizes[@]}"; do [[ $size == "$worker_kv" ]] || worker_kv=0; done
+if [[ -n ${TENANTS:-} && $RATE != 0 ]]; then
+  echo "kv_pressure.sh: TENANTS=$TENANTS sets the sessions in flight from each demand, so it needs closed loop (RATE=0, not $RATE)" >&2
+  exit 2
+fi
 for demand in $DEMANDS; do
-  tenants=$(python3 -c "print(max(1, round($demand * $kv_total / $CONTEXT)))")
+  if [[ -n ${TENANTS:-} ]]; then
+    tenants=$TENANTS
+    CONCURRENCY=$(python3 -c "print(max(1, round(($demand * $kv_total - $tenants * $CONTEXT) / (($TURNS + 1) / 2 * ($USER_TOKENS + $REPLY_TOKENS)))))")
+    label="$tenants, $CONCURRENCY in flight"
+  else
+    tenants=$(python3 -c "print(max(1, round($demand * $kv_total / $CONTEXT)))")
+    label=$tenants
+  fi
   for policy in $POLICIES; do
     start_cluster "$WORKERS" "$policy" --model "$MODEL" ${WORKER_FLAGS:-}
     "$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
-      --concurrency "$CONCURRENCY" --rate "$RATE" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens 32 \
-      --reply-tokens 16 --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" \
+      --concurrency "$CONCURRENCY" --rate "$RATE" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens "$USER_TOKENS" \
+      --reply-tokens "$REPLY_TOKENS" --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" \
       --worker-kv-tokens "$([[ $policy == *+fetch ]] && echo 0 || echo "$worker_kv")" \
       >"$tmp/sessions.out" || true
     json=$(tail -1 "$tmp/sessions.out")
@@ -117,16 +139,16 @@ for demand in $DEMANDS; do
       reasons=$(curl -s "http://$(field http "$tmp/r0.out")/metrics" |
         awk -F'[{}]' '$1 == "kvmesh_router_decisions_total" { split($2, l, "reason=\""); sub(/".*/, "", l[2]);
           split($3, v, " "); printf "%s %s, ", l[2], v[1] }' || true)
-      details+=("$(python3 -c "print(f'{float($demand):.0%}')") $policy: $(grep '^cached by turn' "$tmp/sessions.out");"\
+      details+=("$(python3 -c "print(f'{float($demand):.0%}')") $policy: $(grep '^cached by turn' "$tmp/sessions.out" || echo 'no per-turn hits (router_sessions failed)');"\
 " prompt tokens computed per worker: ${computed[*]}; router 0's decisions: ${reasons%, }"\
 "; peer fetches: ${fetches%, }")
     fi
     if ! python3 -c 'import json,sys; json.loads(sys.argv[1])' "$json" 2>/dev/null; then
-      echo "| ${demand} | $tenants | $policy | (router_sessions failed: see the workers' logs) | | | | | | | |"
+      echo "| ${demand} | $label | $policy | (router_sessions failed: see the workers' logs) | | | | | | | |"
       stop_cluster
       continue
     fi
-    python3 - "$demand" "$tenants" "$policy" "$json" <<'PY'
+    python3 - "$demand" "$label" "$policy" "$json" <<'PY'
 import json, sys
 d, t, p, j = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 fail = f" ({j['failures']} failed)" if j['failures'] else ""
