@@ -513,12 +513,14 @@ class Simulation {
     }
   }
 
-  // Worker `slot`'s prefill speed: --prefill-tps, or --slow-factor times
-  // less for the --slow-share of the workers, spread evenly by index.
+  // Whether worker `slot` is one of the --slow-share, spread evenly by index.
+  bool Slow(int slot) const {
+    return o_.slow_factor > 1 &&
+           std::floor((slot + 1) * o_.slow_share) > std::floor(slot * o_.slow_share);
+  }
+  // Its prefill speed: --prefill-tps, --slow-factor times less if slow.
   double PrefillTps(int slot) const {
-    const auto slow_before = [&](int i) { return std::floor(i * o_.slow_share); };
-    const bool slow = slow_before(slot + 1) > slow_before(slot);
-    return slow ? o_.prefill_tps / o_.slow_factor : o_.prefill_tps;
+    return Slow(slot) ? o_.prefill_tps / o_.slow_factor : o_.prefill_tps;
   }
 
   // What a worker reports as its load (Worker.GetLoad).
@@ -655,7 +657,7 @@ class Simulation {
     for (int slot = 0; slot < o_.workers; ++slot) {
       const Worker& w = workers_[slot];
       if (!w.alive) continue;
-      Class& c = PrefillTps(slot) < o_.prefill_tps ? slow : fast;
+      Class& c = Slow(slot) ? slow : fast;
       ++c.workers;
       c.prompt += w.prompt_tokens;
       c.cached += w.cached_tokens;
