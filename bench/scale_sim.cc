@@ -91,27 +91,8 @@ class Simulation {
     const bool open = o_.session_rate > 0;
     const int n_sessions =
         open ? 0 : std::max(1, static_cast<int>((o_.demand * capacity - shared) / private_tokens));
-    std::string fleet = std::to_string(o_.workers) + " workers";
-    if (o_.slow_share > 0 && o_.slow_factor > 1) {
-      char mix[96];
-      std::snprintf(mix, sizeof mix, " (%.0f%% of them prefilling %.3g× slower)",
-                    100 * o_.slow_share, o_.slow_factor);
-      fleet += mix;
-    }
-    if (open) {
-      std::printf(
-          "\n## %d router%s, policy %s: %s in %d zones, open loop: %.2f new sessions/s "
-          "of %d tenants, %d turns each%s\n\n",
-          n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), fleet.c_str(), o_.zones,
-          o_.session_rate, o_.tenants, o_.turns, o_.session_ids ? "" : ", no session ids");
-      Push(NextSessionGap(), Kind::kNewSession, 0);
-    } else {
-      std::printf(
-          "\n## %d router%s, policy %s: %s in %d zones, %d sessions of %d tenants "
-          "(KV demand %.0f%%)%s\n\n",
-          n_routers_, n_routers_ == 1 ? "" : "s", o_.policy.c_str(), fleet.c_str(), o_.zones,
-          n_sessions, o_.tenants, 100 * o_.demand, o_.session_ids ? "" : ", no session ids");
-    }
+    PrintRunHeader(o_, n_routers_, n_sessions);
+    if (open) Push(NextSessionGap(), Kind::kNewSession, 0);
     for (int w = 0; w < o_.workers; ++w) workers_.emplace_back(o_.worker_blocks, o_.eviction);
     for (int r = 0; r < n_routers_; ++r) AddRouter(false);
     for (int s = 0; s < n_sessions; ++s) {
@@ -127,10 +108,6 @@ class Simulation {
     Push(o_.event_ms / 1000, Kind::kFlush, 0);
     Push(0, Kind::kReport, 0);
     for (int p = 0; p <= 4; ++p) Push(o_.warmup_s + p * o_.phase_s, Kind::kPhase, p);
-    std::printf(
-        "| phase | routers | requests | hit ratio | fleet held | TTFT p50 s | p90 s | "
-        "p99 s | retried | failed mid-stream | prefill busy max/mean | live sessions |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     while (!events_.empty()) {
       const Event e = events_.top();
       events_.pop();
@@ -382,7 +359,7 @@ class Simulation {
     phase_.fleet_tokens += std::min(req.fleet_held * kBlockTokens, req.prompt_tokens - 1);
     phase_.CountPrefill(cached, req.prompt_tokens, req.routed_held * kBlockTokens,
                         req.fleet_held * kBlockTokens);
-    const double seconds = static_cast<double>(req.prompt_tokens - cached) / PrefillTps(slot);
+    const double seconds = static_cast<double>(req.prompt_tokens - cached) / o_.PrefillTps(slot);
     w.busy_s += seconds;
     w.prefill_end = now_ + seconds;
     Push(now_ + seconds, Kind::kPrefillDone, id, req.attempt);
@@ -513,16 +490,6 @@ class Simulation {
     }
   }
 
-  // Whether worker `slot` is one of the --slow-share, spread evenly by index.
-  bool Slow(int slot) const {
-    return o_.slow_factor > 1 &&
-           std::floor((slot + 1) * o_.slow_share) > std::floor(slot * o_.slow_share);
-  }
-  // Its prefill speed: --prefill-tps, --slow-factor times less if slow.
-  double PrefillTps(int slot) const {
-    return Slow(slot) ? o_.prefill_tps / o_.slow_factor : o_.prefill_tps;
-  }
-
   // What a worker reports as its load (Worker.GetLoad).
   kvmesh::v1::LoadResponse LoadOf(int w) const {
     const Worker& worker = workers_[w];
@@ -539,9 +506,10 @@ class Simulation {
       const int64_t held = looked++ < 16 ? worker.cache.Held(q.keys) * kBlockTokens : 0;
       queued += static_cast<double>(q.prompt_tokens - std::min(held, q.prompt_tokens - 1));
     }
-    if (worker.prefilling >= 0) queued += std::max(0.0, worker.prefill_end - now_) * PrefillTps(w);
+    if (worker.prefilling >= 0)
+      queued += std::max(0.0, worker.prefill_end - now_) * o_.PrefillTps(w);
     load.set_queued_prefill_tokens(static_cast<uint64_t>(queued));
-    load.set_prefill_tokens_per_s(PrefillTps(w));
+    load.set_prefill_tokens_per_s(o_.PrefillTps(w));
     load.set_kv_blocks_total(static_cast<uint64_t>(o_.worker_blocks));
     load.set_kv_blocks_used(static_cast<uint64_t>(worker.cache.pinned()));
     load.set_kv_blocks_cached(static_cast<uint64_t>(worker.cache.unpinned()));
@@ -645,38 +613,19 @@ class Simulation {
     }
   }
 
-  // Where the prefill work went in a fleet of unequal speeds: the slow
-  // workers' share of the prompt tokens computed, and each class's hit
-  // ratio and prefill busy time over the phase.
-  std::string SpeedNote() const {
-    struct Class {
-      int workers = 0;
-      int64_t prompt = 0, cached = 0;
-      double busy = 0;
-    } slow, fast;
+  // The phase's SpeedNote (sim_report.h): its work by class of speed.
+  std::string SpeedNoteOfPhase() const {
+    SpeedClass slow, fast;
     for (int slot = 0; slot < o_.workers; ++slot) {
       const Worker& w = workers_[slot];
       if (!w.alive) continue;
-      Class& c = Slow(slot) ? slow : fast;
+      SpeedClass& c = o_.Slow(slot) ? slow : fast;
       ++c.workers;
       c.prompt += w.prompt_tokens;
       c.cached += w.cached_tokens;
-      c.busy += w.busy_s;
+      c.busy_s += w.busy_s;
     }
-    const double span = now_ - phase_start_;
-    const auto describe = [&](const char* name, const Class& c) {
-      char line[160];
-      std::snprintf(line, sizeof line, "%s: %d workers, %.1f%% hits, prefill busy %.0f%%", name,
-                    c.workers, c.prompt > 0 ? 100.0 * c.cached / c.prompt : 0.0,
-                    c.workers > 0 && span > 0 ? 100 * c.busy / (c.workers * span) : 0.0);
-      return std::string(line);
-    };
-    const int64_t computed = (slow.prompt - slow.cached) + (fast.prompt - fast.cached);
-    char head[96];
-    std::snprintf(head, sizeof head, "%s: the slow workers computed %.1f%% of the prompt tokens; ",
-                  phase_name_.c_str(),
-                  computed > 0 ? 100.0 * (slow.prompt - slow.cached) / computed : 0.0);
-    return head + describe("slow", slow) + "; " + describe("fast", fast);
+    return SpeedNote(phase_name_, slow, fast, now_ - phase_start_);
   }
 
   void EndPhase() {
@@ -693,7 +642,7 @@ class Simulation {
     phase_.PrintRow(phase_name_, live_routers, busy_sum > 0 ? busy_max / (busy_sum / alive) : 0.0,
                     o_.session_rate > 0 ? live_sessions_ : static_cast<int64_t>(sessions_.size()));
     notes_.push_back(phase_.RecomputeNote(phase_name_));
-    if (o_.slow_share > 0 && o_.slow_factor > 1) notes_.push_back(SpeedNote());
+    if (o_.slow_share > 0 && o_.slow_factor > 1) notes_.push_back(SpeedNoteOfPhase());
     RouterRow row;
     row.phase = phase_name_;
     for (const auto& r : routers_) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -72,6 +73,13 @@ struct Options {
   uint64_t seed = 1;
   // The prefix policy's weights (the router's prefix_* config keys).
   router::PrefixPolicyWeights weights;
+
+  // Whether worker `slot` is one of the --slow-share.
+  bool Slow(int slot) const {
+    return slow_factor > 1 && std::floor((slot + 1) * slow_share) > std::floor(slot * slow_share);
+  }
+  // Its prefill speed: --prefill-tps, --slow-factor times less if slow.
+  double PrefillTps(int slot) const { return Slow(slot) ? prefill_tps / slow_factor : prefill_tps; }
 };
 
 struct Session {

@@ -11,6 +11,58 @@
 
 namespace kvmesh::bench {
 
+// The run's title line and the phase table's header.
+inline void PrintRunHeader(const Options& o, int routers, int sessions) {
+  std::string fleet = std::to_string(o.workers) + " workers";
+  if (o.slow_share > 0 && o.slow_factor > 1) {
+    char mix[96];
+    std::snprintf(mix, sizeof mix, " (%.0f%% of them prefilling %.3g× slower)", 100 * o.slow_share,
+                  o.slow_factor);
+    fleet += mix;
+  }
+  std::printf("\n## %d router%s, policy %s: %s in %d zones, ", routers, routers == 1 ? "" : "s",
+              o.policy.c_str(), fleet.c_str(), o.zones);
+  if (o.session_rate > 0) {
+    std::printf("open loop: %.2f new sessions/s of %d tenants, %d turns each", o.session_rate,
+                o.tenants, o.turns);
+  } else {
+    std::printf("%d sessions of %d tenants (KV demand %.0f%%)", sessions, o.tenants,
+                100 * o.demand);
+  }
+  std::printf(
+      "%s\n\n"
+      "| phase | routers | requests | hit ratio | fleet held | TTFT p50 s | p90 s | "
+      "p99 s | retried | failed mid-stream | prefill busy max/mean | live sessions |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+      o.session_ids ? "" : ", no session ids");
+}
+
+// One class of workers in a fleet of unequal speeds, over a phase.
+struct SpeedClass {
+  int workers = 0;
+  int64_t prompt = 0, cached = 0;  // prompt tokens its prefills were given, found cached
+  double busy_s = 0;               // prefill time, summed
+};
+
+// Where the prefill work went: the slow workers' share of the prompt
+// tokens computed, and each class's hit ratio and prefill busy time over
+// the phase's `span_s`.
+inline std::string SpeedNote(const std::string& phase, const SpeedClass& slow,
+                             const SpeedClass& fast, double span_s) {
+  const auto describe = [&](const char* name, const SpeedClass& c) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%s: %d workers, %.1f%% hits, prefill busy %.0f%%", name,
+                  c.workers, c.prompt > 0 ? 100.0 * c.cached / c.prompt : 0.0,
+                  c.workers > 0 && span_s > 0 ? 100 * c.busy_s / (c.workers * span_s) : 0.0);
+    return std::string(line);
+  };
+  const int64_t computed = (slow.prompt - slow.cached) + (fast.prompt - fast.cached);
+  char head[96];
+  std::snprintf(head, sizeof head, "%s: the slow workers computed %.1f%% of the prompt tokens; ",
+                phase.c_str(), computed > 0 ? 100.0 * (slow.prompt - slow.cached) / computed : 0.0);
+  return head + describe("slow", slow) + "; " + describe("fast", fast);
+}
+
 // What one phase measured of the requests.
 struct PhaseStats {
   int64_t requests = 0, prompt_tokens = 0, hit_tokens = 0, fleet_tokens = 0;
