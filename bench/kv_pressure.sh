@@ -72,6 +72,10 @@ SKEW=${SKEW:-0}
 DEMANDS=${DEMANDS:-"0.5 1.0 1.5"}
 POLICIES=${POLICIES:-"prefix prefix+fetch approx_prefix least_load round_robin"}
 MODEL=${MODEL:-../shared/models/stories260K.gguf}
+if [[ -n ${TENANTS:-} && $RATE != 0 ]]; then
+  echo "kv_pressure.sh: TENANTS=$TENANTS sets the sessions in flight from each demand, so it needs closed loop (RATE=0, not $RATE)" >&2
+  exit 2
+fi
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 . bench/cluster_lib.sh
@@ -98,10 +102,6 @@ echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
 # The placement bound needs equal caches.
 worker_kv=${kv_sizes[0]}
 for size in "${kv_sizes[@]}"; do [[ $size == "$worker_kv" ]] || worker_kv=0; done
-if [[ -n ${TENANTS:-} && $RATE != 0 ]]; then
-  echo "kv_pressure.sh: TENANTS=$TENANTS sets the sessions in flight from each demand, so it needs closed loop (RATE=0, not $RATE)" >&2
-  exit 2
-fi
 for demand in $DEMANDS; do
   if [[ -n ${TENANTS:-} ]]; then
     tenants=$TENANTS

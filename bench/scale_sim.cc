@@ -642,7 +642,7 @@ class Simulation {
     phase_.PrintRow(phase_name_, live_routers, busy_sum > 0 ? busy_max / (busy_sum / alive) : 0.0,
                     o_.session_rate > 0 ? live_sessions_ : static_cast<int64_t>(sessions_.size()));
     notes_.push_back(phase_.RecomputeNote(phase_name_));
-    if (o_.slow_share > 0 && o_.slow_factor > 1) notes_.push_back(SpeedNoteOfPhase());
+    if (o_.MixedSpeeds()) notes_.push_back(SpeedNoteOfPhase());
     RouterRow row;
     row.phase = phase_name_;
     for (const auto& r : routers_) {

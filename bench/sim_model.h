@@ -74,9 +74,11 @@ struct Options {
   // The prefix policy's weights (the router's prefix_* config keys).
   router::PrefixPolicyWeights weights;
 
+  // Whether some workers are slower than the rest.
+  bool MixedSpeeds() const { return slow_share > 0 && slow_factor > 1; }
   // Whether worker `slot` is one of the --slow-share.
   bool Slow(int slot) const {
-    return slow_factor > 1 && std::floor((slot + 1) * slow_share) > std::floor(slot * slow_share);
+    return MixedSpeeds() && std::floor((slot + 1) * slow_share) > std::floor(slot * slow_share);
   }
   // Its prefill speed: --prefill-tps, --slow-factor times less if slow.
   double PrefillTps(int slot) const { return Slow(slot) ? prefill_tps / slow_factor : prefill_tps; }

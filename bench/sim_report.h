@@ -14,7 +14,7 @@ namespace kvmesh::bench {
 // The run's title line and the phase table's header.
 inline void PrintRunHeader(const Options& o, int routers, int sessions) {
   std::string fleet = std::to_string(o.workers) + " workers";
-  if (o.slow_share > 0 && o.slow_factor > 1) {
+  if (o.MixedSpeeds()) {
     char mix[96];
     std::snprintf(mix, sizeof mix, " (%.0f%% of them prefilling %.3g× slower)", 100 * o.slow_share,
                   o.slow_factor);
