@@ -4,7 +4,8 @@
 #   start_cluster WORKERS POLICY [worker flags...]   # sets ROUTER (its gRPC address)
 #   stop_cluster
 #
-# POLICY may be "prefix+fetch": the prefix policy with peer fetch. ROLES (one
+# POLICY may be "prefix+fetch": the prefix policy with peer fetch, or
+# "prefix+norefill": without pricing refill ratios. ROLES (one
 # word per worker, e.g. "prefill decode") gives the workers roles, and
 # ROUTER_FLAGS more router flags. ROUTERS (default 1) routers over the same
 # workers; ROUTER is then their addresses, comma-separated. WORKER_CPUS (one
@@ -37,6 +38,10 @@ start_cluster() {
   if [[ $policy == *+fetch ]]; then
     policy=${policy%+fetch}
     router_flags+=(--prefix-peer-fetch)
+  fi
+  if [[ $policy == *+norefill ]]; then
+    policy=${policy%+norefill}
+    router_flags+=(--prefix-refill-weight 0)
   fi
   for ((i = 0; i < workers; ++i)); do
     pin=()

@@ -513,6 +513,7 @@ class Simulation {
     load.set_kv_blocks_total(static_cast<uint64_t>(o_.worker_blocks));
     load.set_kv_blocks_used(static_cast<uint64_t>(worker.cache.pinned()));
     load.set_kv_blocks_cached(static_cast<uint64_t>(worker.cache.unpinned()));
+    load.set_kv_refill_ratio(worker.cache.refill_ratio());
     load.set_kv_blocks_free(
         static_cast<uint64_t>(std::max<int64_t>(0, o_.worker_blocks - worker.cache.pinned())));
     return load;

@@ -228,6 +228,7 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
        [&](const std::string& v) { o->weights.displacement_weight = std::stod(v); }},
       {"--live-session-weight",
        [&](const std::string& v) { o->weights.live_session_weight = std::stod(v); }},
+      {"--refill-weight", [&](const std::string& v) { o->weights.refill_weight = std::stod(v); }},
       {"--guard-ratio", [&](const std::string& v) { o->weights.guard_ratio = std::stod(v); }},
       {"--guard-slack", [&](const std::string& v) { o->weights.guard_slack = std::stoi(v); }},
   };

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "common/block_hash.h"
 #include "worker/kv/adaptive_order.h"
+#include "worker/kv/refill_meter.h"
 
 namespace kvmesh::bench {
 
@@ -58,6 +59,7 @@ class WorkerCache {
       if (added) {
         it->second = NewNode(k);
         order_.Tick();
+        refills_.Stored(k);
         Log(k, true);
         const int32_t id = it->second;
         // A block evicted lately and back counts as reused (AdaptiveOrder).
@@ -92,6 +94,7 @@ class WorkerCache {
     lists_[0] = lists_[1] = List{};
     pinned_ = unpinned_ = 0;
     order_ = AdaptiveOrder<uint64_t>(capacity_);
+    refills_ = RefillMeter<uint64_t>(capacity_);
   }
   template <typename Fn>
   void ForEach(Fn fn) const {
@@ -100,6 +103,8 @@ class WorkerCache {
   int64_t pinned() const { return pinned_; }
   int64_t unpinned() const { return unpinned_; }
   int64_t overflow() const { return overflow_; }
+  // Of the blocks stored lately, the share evicted shortly before.
+  double refill_ratio() const { return refills_.ratio(); }
 
   // Events since the last take: runs of stores and removals, in order.
   struct Run {
@@ -172,6 +177,7 @@ class WorkerCache {
       Unlink(i);
       Log(nodes_[i].key, false);
       if (eviction_ == KvEviction::kAdaptive) order_.Evicted(nodes_[i].key, nodes_[i].reused);
+      refills_.Evicted(nodes_[i].key);
       map_.erase(nodes_[i].key);
       free_.push_back(i);
     }
@@ -189,6 +195,7 @@ class WorkerCache {
   std::vector<int32_t> free_;
   List lists_[2];  // unpinned blocks: [0] never reused (all of them under LRU), [1] reused
   AdaptiveOrder<uint64_t> order_{capacity_};
+  RefillMeter<uint64_t> refills_{capacity_};
   int64_t pinned_ = 0, unpinned_ = 0, overflow_ = 0;
   std::vector<Run> events_;
 };

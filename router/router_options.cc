@@ -39,6 +39,10 @@ void RouterOptions::Register(ConfigSchema* s) {
   s->AddDouble("prefix_live_session_weight", &prefix_live_session_weight, 0, 100,
                "prefix policy: how much the live sessions a worker's cache holds (by session id) "
                "count toward what a request placed there would evict (0: not at all)");
+  s->AddDouble("prefix_refill_weight", &prefix_refill_weight, 0, 100,
+               "prefix policy: how much a worker's measured cache refills (blocks stored again "
+               "soon after their eviction) multiply what a request placed there would evict "
+               "(0: not at all)");
   s->AddBool("prefix_peer_fetch", &prefix_peer_fetch,
              "prefix policy: let a worker fetch the prompt blocks it lacks from the worker "
              "holding them (KV pages over gRPC) when that is cheaper than computing them");
@@ -186,6 +190,7 @@ PrefixPolicyWeights RouterOptions::weights() const {
   w.use_host_tier = prefix_host_tier;
   w.displacement_weight = prefix_displacement_weight;
   w.live_session_weight = prefix_live_session_weight;
+  w.refill_weight = prefix_refill_weight;
   w.peer_fetch = prefix_peer_fetch;
   w.default_fetch_tokens_per_s = prefix_fetch_tokens_per_s;
   w.fetch_overhead_seconds = prefix_fetch_overhead_ms / 1000;

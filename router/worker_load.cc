@@ -2,6 +2,8 @@
 
 #include <absl/container/node_hash_set.h>
 
+#include <algorithm>
+
 namespace kvmesh::router {
 
 RoutingLoad LoadBoard::Read() const {
@@ -20,6 +22,7 @@ RoutingLoad LoadBoard::Read() const {
     load.kv_blocks_cached = kv_blocks_cached_.load(kRelaxed);
     load.host_restore_tokens_per_s = host_restore_tokens_per_s_.load(kRelaxed);
     load.peer_fetch_tokens_per_s = peer_fetch_tokens_per_s_.load(kRelaxed);
+    load.kv_refill_ratio = kv_refill_ratio_.load(kRelaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (seq_.load(std::memory_order_relaxed) == before) return load;
   }
@@ -41,6 +44,9 @@ void LoadBoard::Publish(const v1::LoadResponse& load) {
   kv_blocks_cached_.store(static_cast<int64_t>(load.kv_blocks_cached()), kRelaxed);
   host_restore_tokens_per_s_.store(load.host_restore_tokens_per_s(), kRelaxed);
   peer_fetch_tokens_per_s_.store(load.peer_fetch_tokens_per_s(), kRelaxed);
+  // Out of 0..1 (a faulty worker): the nearest bound; not a number: 0.
+  const double refill = load.kv_refill_ratio();
+  kv_refill_ratio_.store(refill > 0 ? std::min(refill, 1.0) : 0.0, kRelaxed);
   seq_.store(seq + 2, std::memory_order_release);
 }
 

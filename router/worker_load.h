@@ -32,6 +32,7 @@ struct RoutingLoad {
   int64_t kv_blocks_cached = 0;
   double host_restore_tokens_per_s = 0;
   double peer_fetch_tokens_per_s = 0;
+  double kv_refill_ratio = 0;
 };
 
 class LoadBoard {
@@ -41,14 +42,14 @@ class LoadBoard {
   // Writers are serialized among themselves.
   void Publish(const v1::LoadResponse& load);
   // Read() touches this many bytes from the start of the board.
-  static constexpr size_t kReadBytes = 11 * sizeof(uint64_t);
+  static constexpr size_t kReadBytes = 12 * sizeof(uint64_t);
 
  private:
   std::atomic<uint64_t> seq_{0};  // odd while a write is in progress
   std::atomic<int64_t> running_{0}, waiting_{0}, queued_prefill_tokens_{0}, max_tokens_per_step_{0};
   std::atomic<int64_t> kv_blocks_free_{0}, kv_blocks_total_{0}, kv_blocks_cached_{0};
   std::atomic<double> prefill_tokens_per_s_{0}, host_restore_tokens_per_s_{0},
-      peer_fetch_tokens_per_s_{0};
+      peer_fetch_tokens_per_s_{0}, kv_refill_ratio_{0};
   std::mutex write_mu_;  // last: readers never touch it
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,7 @@ v1::LoadResponse Report(uint32_t k) {
   load.set_kv_blocks_cached(k);
   load.set_host_restore_tokens_per_s(k);
   load.set_peer_fetch_tokens_per_s(k);
+  load.set_kv_refill_ratio(k / (k + 1.0));
   return load;
 }
 
@@ -38,6 +40,7 @@ TEST(LoadBoardTest, ReadsWhatWasPublished) {
   load.set_kv_blocks_cached(7);
   load.set_host_restore_tokens_per_s(3e5);
   load.set_peer_fetch_tokens_per_s(8e4);
+  load.set_kv_refill_ratio(0.375);
   board.Publish(load);
   const RoutingLoad r = board.Read();
   EXPECT_EQ(r.running, 3);
@@ -50,6 +53,17 @@ TEST(LoadBoardTest, ReadsWhatWasPublished) {
   EXPECT_EQ(r.kv_blocks_cached, 7);
   EXPECT_EQ(r.host_restore_tokens_per_s, 3e5);
   EXPECT_EQ(r.peer_fetch_tokens_per_s, 8e4);
+  EXPECT_EQ(r.kv_refill_ratio, 0.375);
+  // A ratio out of 0..1 (a faulty worker) is read at the nearest bound.
+  load.set_kv_refill_ratio(7);
+  board.Publish(load);
+  EXPECT_EQ(board.Read().kv_refill_ratio, 1.0);
+  load.set_kv_refill_ratio(-1);
+  board.Publish(load);
+  EXPECT_EQ(board.Read().kv_refill_ratio, 0.0);
+  load.set_kv_refill_ratio(std::nan(""));
+  board.Publish(load);
+  EXPECT_EQ(board.Read().kv_refill_ratio, 0.0);
 }
 
 TEST(LoadBoardTest, ReadersNeverSeeHalfAReport) {
@@ -66,7 +80,7 @@ TEST(LoadBoardTest, ReadersNeverSeeHalfAReport) {
         if (r.waiting != k || r.queued_prefill_tokens != k || r.max_tokens_per_step != k ||
             r.prefill_tokens_per_s != k || r.kv_blocks_free != k || r.kv_blocks_total != k ||
             r.kv_blocks_cached != k || r.host_restore_tokens_per_s != k ||
-            r.peer_fetch_tokens_per_s != k) {
+            r.peer_fetch_tokens_per_s != k || r.kv_refill_ratio != k / (k + 1.0)) {
           ++torn;
         }
         ++reads;

@@ -57,6 +57,7 @@ void BuildWorkerViews(const ModelSnapshot& snap, const WorkerSet& candidates,
         0, v.cached_tokens - std::min(device_blocks, max_cacheable_blocks) * group.block_size);
     v.host_restore_tokens_per_s = load.host_restore_tokens_per_s;
     v.peer_fetch_tokens_per_s = load.peer_fetch_tokens_per_s;
+    v.refill_ratio = load.kv_refill_ratio;
     if (hint && hint->recent && hint->worker_id == v.id && !prompt_logprobs) {
       // Presumed to hold what the session's last prompt left there, until
       // the worker's events have had time to say so.

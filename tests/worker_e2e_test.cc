@@ -295,6 +295,7 @@ TEST_F(WorkerE2eTest, MetricsPassPromtool) {
   EXPECT_THAT(text, HasSubstr("kvmesh_worker_requests_total{outcome=\"length\"}"));
   EXPECT_THAT(text, HasSubstr("kvmesh_worker_kv_blocks{state=\"cached\"}"));
   EXPECT_THAT(text, HasSubstr("kvmesh_worker_kv_reused_blocks"));
+  EXPECT_THAT(text, HasSubstr("kvmesh_worker_kv_refill_ratio"));
   // Least recently used (the default) has no head start to report.
   EXPECT_THAT(text, Not(HasSubstr("kvmesh_worker_kv_eviction_head_start_blocks")));
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) {

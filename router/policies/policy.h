@@ -42,6 +42,9 @@ struct WorkerView {
   double host_restore_tokens_per_s = 0;  // measured by the worker; 0 when unknown
   // Measured speed of its fetches of KV pages from peers; 0 when unknown.
   double peer_fetch_tokens_per_s = 0;
+  // Of the blocks its cache stored lately, the share it had evicted shortly
+  // before (Load.kv_refill_ratio): how hard the cache thrashes, 0..1.
+  double refill_ratio = 0;
 
   // Requests on the worker as best known: its report or this router's own
   // count, whichever is larger (the report lags; other routers add load).
@@ -93,6 +96,16 @@ struct PrefixPolicyWeights {
   // the cache's size) counts as well: every uncached token evicts live
   // context in that proportion, times this (0: only the empty blocks count).
   double live_session_weight = 1.0;
+  // A cache that refills a share r of what it stores (its worker measures
+  // r) thrashes: each token evicted there is recomputed and evicts another,
+  // about 1 / (1 - r) times in all, which a fast worker's speed hides.
+  // While the candidates' live sessions (known by session id) fit their
+  // caches, a worker's displaced tokens count 1 + refill_weight × (1 -
+  // median speed / its speed)⁺ × (r - r₀)⁺ / (1 - r) times, r₀ the
+  // candidates' median r; r is taken at most max_refill_ratio
+  // (refill_weight 0: refills count like any displacement).
+  double refill_weight = 1.0;
+  double max_refill_ratio = 0.8;
   // Peer prefix fetch: a worker may fetch the prompt blocks it lacks from
   // the worker holding the most of them instead of computing them, when
   // that is cheaper. A fetch costs fetch_overhead_seconds, plus its tokens

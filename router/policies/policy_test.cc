@@ -242,6 +242,66 @@ TEST(PolicyTest, EvictionsArePricedAtTheFleetsSpeedNotTheFastWorkers) {
   EXPECT_EQ(p->Choose({1057, ws, none, 16}).index, 2);
 }
 
+// A new session held nowhere, on a fleet of two slow workers and one three
+// times as fast. Every cache is full; the slow ones' live sessions fill half
+// of theirs, the fast one's all of its own, so it pays for evicting 1,200
+// tokens it will recompute: 1,200 / 30,000 + 1,200 / 10,000 = 0.16 s,
+// against 1,200 / 10,000 + 600 / 10,000 = 0.18 s on a slow one. But the fast
+// worker measures that half of what it stores it had evicted within one
+// turnover: its cache thrashes, each token it evicts is recomputed and
+// evicts another, about twice in all, and the part of that its speed would
+// hide (1 - 10,000 / 30,000) counts: its evictions count 1 + ⅔ × 0.5 / 0.5
+// times (0.24 s). The scale
+// simulator's fleet of three slow workers to one fast at half its KV demand
+// drew the sessions onto the fast workers' caches without this (p90 1.30 s
+// against 0.47 s with it; docs/scale.md, "Unequal speeds").
+TEST(PolicyTest, ACacheThatThrashesWhileOthersHaveRoomCostsMore) {
+  const std::vector<BlockHash> none;
+  std::vector<WorkerView> ws = {W(0, 0, 0, 10000), W(1, 0, 0, 10000), W(2, 0, 0, 30000)};
+  for (WorkerView& v : ws) {
+    v.blocks_total = v.blocks_free = v.blocks_cached = 256;  // 4,096 tokens, all cached
+    v.session_tokens = 2048;
+  }
+  ws[2].session_tokens = 4096;
+  auto p = MakePrefixPolicy({});
+  EXPECT_EQ(p->Choose({1200, ws, none, 16}).index, 2) << "no refills measured";
+  ws[2].refill_ratio = 0.5;
+  EXPECT_NE(p->Choose({1200, ws, none, 16}).index, 2);
+  EXPECT_EQ(MakePrefixPolicy({.refill_weight = 0})->Choose({1200, ws, none, 16}).index, 2);
+  // Refilling no more than the others (the median) is no thrash of its own.
+  for (WorkerView& v : ws) v.refill_ratio = 0.5;
+  EXPECT_EQ(p->Choose({1200, ws, none, 16}).index, 2);
+  // Once the live sessions exceed the caches together, some cache thrashes
+  // wherever the request goes, and refills are not priced.
+  ws[0].refill_ratio = ws[1].refill_ratio = 0;
+  ws[2].session_tokens = 8192;
+  EXPECT_EQ(p->Choose({1200, ws, none, 16}).index, 2);
+  // A worker no faster than the median pays no refill price: with equal
+  // speeds the live-session term keeps each cache's share. Here the others'
+  // sessions fill their caches, and half of w2's is empty: 0.18 s against
+  // 0.24 s, however much w2 refills.
+  ws[2].prefill_tokens_per_s = 10000;
+  ws[0].session_tokens = ws[1].session_tokens = 4096;
+  ws[2].session_tokens = 2048;
+  ws[2].blocks_cached = 128;
+  ws[2].refill_ratio = 0.8;
+  EXPECT_EQ(p->Choose({1200, ws, none, 16}).index, 2);
+  ws[2].prefill_tokens_per_s = 30000;
+  ws[2].blocks_cached = 256;
+  ws[0].session_tokens = ws[1].session_tokens = 2048;
+  ws[2].session_tokens = 4096;
+  // Without session ids the router cannot tell whether the sessions fit,
+  // and refills are not priced either.
+  for (WorkerView& v : ws) v.session_tokens = 0;
+  ws[2].refill_ratio = 0.5;
+  EXPECT_EQ(p->Choose({1200, ws, none, 16}).index, 2);
+  // A ratio past max_refill_ratio counts as that (no division by zero).
+  for (WorkerView& v : ws) v.session_tokens = 2048;
+  ws[2].session_tokens = 4096;
+  ws[2].refill_ratio = 1.0;
+  EXPECT_NE(p->Choose({1200, ws, none, 16}).index, 2);
+}
+
 // A burst routed before any load report: the router's own requests still
 // prefilling on a worker count as its queue.
 TEST(PolicyTest, PrefixCountsItsOwnRequestsNotYetReported) {

@@ -39,6 +39,24 @@
 // current step; the cheaper of fetching and computing is the worker's cost,
 // and a decision that fetches carries the hint (reason peer_fetch).
 //
+// A cache too small for the sessions placed on it thrashes: its worker
+// measures the share r of the blocks it stores that it had evicted within
+// one turnover (Load.kv_refill_ratio). A token placed there evicts one
+// that is recomputed and evicts another, about 1 / (1 - r) tokens in all.
+// A worker's speed hides that: it computes its misses fast, so with its
+// cache full it still looks cheap, and a worker three times as fast drew
+// the sessions of a fleet at half its KV demand onto caches that could not
+// hold them while slow workers sat with room (docs/scale.md, "Unequal
+// speeds"). So a worker faster than the candidates' median speed has its
+// displaced tokens count 1 + refill_weight × (1 - median speed / its speed)
+// × (r - r₀) / (1 - r) times, r₀ being the candidates' median ratio: the
+// part of the cascade its speed would hide. With equal speeds the
+// live-session term alone keeps each cache's share. The term applies while
+// the candidates' live sessions fit their caches; once they exceed them,
+// some cache thrashes wherever a request goes, and it is left out (r₀ = 1),
+// as it is without session ids, where the router knows no live sessions to
+// tell whether they fit.
+//
 // A host-tier hit is copied back rather than recomputed: cheaper than a miss
 // by the ratio of the two measured speeds, dearer than a device hit. A worker
 // that has not measured its restore speed has its host hits priced as misses.
@@ -96,6 +114,21 @@ class PrefixPolicy final : public Policy {
     for (int i = 0; i < n; ++i) rates[i] = speed(ws[i]);
     std::nth_element(rates.begin(), rates.begin() + n / 2, rates.end());
     const double fleet_rate = rates[n / 2];
+    // The refill ratio past which a cache counts as thrashing (see the top):
+    // the candidates' median while their live sessions fit their caches,
+    // and never once they do not (some cache must thrash then, wherever the
+    // request goes) or when no session is known (traffic without session
+    // ids, where the router cannot tell).
+    std::vector<double> refills(n);
+    double live_sum = 0, capacity_sum = 0;
+    for (int i = 0; i < n; ++i) {
+      refills[i] = ws[i].refill_ratio;
+      live_sum += static_cast<double>(ws[i].session_tokens);
+      capacity_sum += static_cast<double>(ws[i].blocks_total) * input.block_size;
+    }
+    std::nth_element(refills.begin(), refills.begin() + n / 2, refills.end());
+    const bool room = live_sum > 0 && live_sum < capacity_sum;
+    const double fleet_refill = room ? refills[n / 2] : 1.0;
     for (int i = 0; i < n; ++i) {
       const WorkerView& v = ws[i];
       const double rate = speed(v);
@@ -117,8 +150,14 @@ class PrefixPolicy final : public Policy {
         const double capacity = static_cast<double>(v.blocks_total) * input.block_size;
         const double live = w_.live_session_weight *
                             std::min(1.0, static_cast<double>(v.session_tokens) / capacity);
-        displaced =
-            w_.displacement_weight * std::max(std::max(0.0, uncached - empty), uncached * live);
+        // On a cache that thrashes, what is evicted is recomputed and evicts
+        // again; the part of that its speed would hide counts (see the top).
+        const double r = std::clamp(v.refill_ratio, 0.0, w_.max_refill_ratio);
+        const double faster = std::max(0.0, 1 - fleet_rate / rate);
+        const double cascade =
+            1 + w_.refill_weight * faster * std::max(0.0, r - fleet_refill) / (1 - r);
+        displaced = w_.displacement_weight * cascade *
+                    std::max(std::max(0.0, uncached - empty), uncached * live);
       }
       // The report lags; this router's own requests may not be in it yet.
       const double queue =

@@ -618,6 +618,7 @@ void Engine::PublishLoad(double step_seconds, int32_t prefill_tokens, int32_t de
   load.blocks_cached = kv_.pool().num_free_cached();
   load.blocks_retained = kv_.pool().num_free_retained();
   load.blocks_reused = kv_.pool().num_cached_reused();
+  load.kv_refill_ratio = kv_.pool().refill_ratio();
   if (kv_.pool().eviction() == KvEviction::kAdaptive) {
     load.eviction_head_start = kv_.pool().adaptive_head_start();
   }

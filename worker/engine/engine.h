@@ -64,6 +64,9 @@ struct EngineLoad {
   // blocks stored; BlockPool::adaptive_head_start); -1 under least recently
   // used.
   int64_t eviction_head_start = -1;
+  // Of the blocks the pool stored lately, the share it had evicted shortly
+  // before (BlockPool::refill_ratio).
+  double kv_refill_ratio = 0;
   // Prompt tokens still to compute: the running requests', and the waiting
   // ones' less the cached prefix of the first kAdmissionLookahead (which
   // cache-first admission reads; later ones count in full).

@@ -20,7 +20,8 @@ BlockPool::BlockPool(int32_t num_blocks, int block_size, NowMs now_ms, KvEvictio
       block_tokens_(static_cast<size_t>(num_blocks) * block_size),
       now_ms_(std::move(now_ms)),
       eviction_(eviction),
-      order_(num_blocks) {
+      order_(num_blocks),
+      refills_(num_blocks) {
   KVMESH_CHECK(num_blocks > 0 && block_size > 0);
   for (int32_t i = 0; i < num_blocks; ++i) PushFree(i, OrdinaryList(blocks_[i]));
 }
@@ -148,6 +149,7 @@ bool BlockPool::Allocate(int32_t n, std::vector<int32_t>* out) {
                     TokensOf(id));
       }
       if (eviction_ == KvEviction::kAdaptive) order_.Evicted(b.hash, b.reused);
+      refills_.Evicted(b.hash);
     }
     Uncache(id);
     blocks_[id].refs = 1;
@@ -209,6 +211,7 @@ void BlockPool::Cache(int32_t block, const BlockHash& hash, const std::optional<
   copies.push_back(block);
   if (copies.size() > 1) return;  // already announced
   order_.Tick();
+  refills_.Stored(hash);
   // Extend the previous Stored event when this block continues its chain.
   if (!events_.empty() && events_.back().kind == KvEvent::Kind::kStored && parent &&
       events_.back().hashes.back() == *parent) {

@@ -44,6 +44,7 @@
 #include "common/block_hash.h"
 #include "worker/kv/adaptive_order.h"
 #include "worker/kv/kv_events.h"
+#include "worker/kv/refill_meter.h"
 
 namespace kvmesh {
 
@@ -78,6 +79,10 @@ class BlockPool {
   // Adaptive eviction's head start for reused blocks, in blocks stored (see
   // AdaptiveOrder); 0 under least recently used.
   int64_t adaptive_head_start() const { return order_.head_start(); }
+  // Of the blocks stored in about the last turnover of the pool, the share
+  // it had evicted within one turnover before (RefillMeter): 0 with room,
+  // towards 1 as the cache thrashes.
+  double refill_ratio() const { return refills_.ratio(); }
   // Distinct hashes currently cached (in use or free).
   size_t num_cached_hashes() const { return by_hash_.size(); }
 
@@ -187,6 +192,7 @@ class BlockPool {
   int32_t num_free_cached_ = 0;
   int32_t num_cached_reused_ = 0;
   AdaptiveOrder<BlockHash, BlockHashHasher> order_;
+  RefillMeter<BlockHash, BlockHashHasher> refills_;
   // hash → every block holding it (duplicates arise when two sequences
   // computed the same block concurrently).
   std::unordered_map<BlockHash, std::vector<int32_t>, BlockHashHasher> by_hash_;

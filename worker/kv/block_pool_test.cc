@@ -233,6 +233,29 @@ int Serve(BlockPool& pool, const std::vector<int>& keys) {
   return static_cast<int>(hit);
 }
 
+// The refill ratio (RefillMeter): sessions whose blocks fit the pool
+// refill nothing; sessions that do not fit come back to find their blocks
+// just evicted, and the ratio rises towards 1 (under either eviction order).
+TEST(BlockPoolRefillTest, ThrashingSessionsRefillAndSessionsThatFitDoNot) {
+  for (const KvEviction eviction : {KvEviction::kLru, KvEviction::kAdaptive}) {
+    BlockPool fits(8, 1, BlockPool::SteadyNowMs, eviction);
+    BlockPool thrashes(8, 1, BlockPool::SteadyNowMs, eviction);
+    for (int round = 0; round < 20; ++round) {
+      for (int s = 0; s < 3; ++s) {
+        // Each turn adds a block to the session's context.
+        std::vector<int> turn;
+        for (int b = 0; b < 2 + round % 2; ++b) turn.push_back(100 * s + b);
+        if (s < 2) Serve(fits, turn);
+        std::vector<int> longer;
+        for (int b = 0; b < 4; ++b) longer.push_back(100 * s + b);
+        Serve(thrashes, longer);
+      }
+    }
+    EXPECT_EQ(fits.refill_ratio(), 0);
+    EXPECT_GT(thrashes.refill_ratio(), 0.9);
+  }
+}
+
 TEST(AdaptiveEvictionTest, StartsAsLeastRecentlyUsed) {
   // Until an evicted block comes back, the head start is 0: adaptive
   // eviction evicts what least recently used does.

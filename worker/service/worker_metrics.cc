@@ -312,6 +312,11 @@ std::string WorkerMetrics::Render() const {
                              "later request since they were stored, or, with --kv-eviction "
                              "adaptive, computed again soon after their eviction",
                              {}, static_cast<double>(load.blocks_reused)));
+    families.push_back(Gauge("kvmesh_worker_kv_refill_ratio",
+                             "Of the KV blocks stored in about the last turnover of the cache, "
+                             "the share it had evicted within one turnover before (near 1: the "
+                             "cache thrashes)",
+                             {}, load.kv_refill_ratio));
     if (load.eviction_head_start >= 0) {
       families.push_back(
           Gauge("kvmesh_worker_kv_eviction_head_start_blocks",

@@ -164,6 +164,7 @@ void WorkerServiceImpl::FillLoad(v1::LoadResponse* resp) const {
   resp->set_decode_tokens_per_s(load.decode_tokens_per_s);
   resp->set_queued_prefill_tokens(load.queued_prefill_tokens);
   resp->set_max_tokens_per_step(static_cast<uint32_t>(load.max_tokens_per_step));
+  resp->set_kv_refill_ratio(load.kv_refill_ratio);
   resp->set_epoch(engine_.epoch());
 }
 
