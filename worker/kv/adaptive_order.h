@@ -37,12 +37,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <optional>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
+
+#include "worker/kv/evicted_keys.h"
 
 namespace kvmesh {
 
@@ -74,14 +74,12 @@ class AdaptiveOrder {
   // reused: it does when it was evicted lately, which moves the head start
   // towards the kind it was evicted as.
   bool Stored(const Key& key) {
-    auto it = ghosts_.find(key);
-    if (it == ghosts_.end()) return false;
-    const bool reused = it->second.reused;
+    const bool reused = ghosts_[1].Contains(key);
+    if (!reused && !ghosts_[0].Contains(key)) return false;
     // ARC's step: the other memory's size over this one's, the returning
     // key still counted.
-    const int64_t step = std::max<int64_t>(1, ghost_count_[!reused] / ghost_count_[reused]);
-    ghosts_.erase(it);
-    --ghost_count_[reused];
+    const int64_t step = std::max<int64_t>(1, ghosts_[!reused].size() / ghosts_[reused].size());
+    ghosts_[reused].Erase(key);
     head_start_ =
         reused ? std::min(capacity_, head_start_ + step) : std::max<int64_t>(0, head_start_ - step);
     return true;
@@ -89,15 +87,8 @@ class AdaptiveOrder {
 
   // A block evicted, reused or not.
   void Evicted(const Key& key, bool reused) {
-    const uint64_t seq = next_seq_++;
-    auto [it, added] = ghosts_.try_emplace(key, Ghost{reused, seq});
-    if (!added) {
-      --ghost_count_[it->second.reused];
-      it->second = Ghost{reused, seq};
-    }
-    ++ghost_count_[reused];
-    fifo_[reused].push_back({key, seq});
-    Trim(reused);
+    ghosts_[!reused].Erase(key);
+    ghosts_[reused].Add(key);
   }
 
   // Whether to evict the oldest never-reused block (stamped `never_reused`)
@@ -112,40 +103,15 @@ class AdaptiveOrder {
   // The head start of reused blocks, in blocks stored.
   int64_t head_start() const { return head_start_; }
   // Evicted keys of a kind remembered (at most the cache's size).
-  int64_t remembered(bool reused) const { return ghost_count_[reused]; }
+  int64_t remembered(bool reused) const { return ghosts_[reused].size(); }
 
  private:
-  struct Ghost {
-    bool reused = false;
-    uint64_t seq = 0;
-  };
-  // Forgets the oldest keys of a kind beyond the cache's size, and keys
-  // that left or changed kind (stale entries of the queue).
-  void Trim(bool reused) {
-    auto& fifo = fifo_[reused];
-    while (!fifo.empty()) {
-      const auto& [key, seq] = fifo.front();
-      auto it = ghosts_.find(key);
-      const bool live = it != ghosts_.end() && it->second.seq == seq;
-      if (live && ghost_count_[reused] <= capacity_ &&
-          fifo.size() <= 2 * static_cast<size_t>(capacity_)) {
-        break;
-      }
-      if (live) {
-        ghosts_.erase(it);
-        --ghost_count_[reused];
-      }
-      fifo.pop_front();
-    }
-  }
-
   int64_t capacity_;
   int64_t head_start_ = 0;
   uint64_t clock_ = 0;
-  std::unordered_map<Key, Ghost, Hasher> ghosts_;
-  std::deque<std::pair<Key, uint64_t>> fifo_[2];
-  int64_t ghost_count_[2] = {};
-  uint64_t next_seq_ = 0;
+  // Keys evicted lately, by kind: [0] never reused, [1] reused.
+  EvictedKeys<Key, Hasher> ghosts_[2] = {EvictedKeys<Key, Hasher>(capacity_),
+                                         EvictedKeys<Key, Hasher>(capacity_)};
 };
 
 }  // namespace kvmesh

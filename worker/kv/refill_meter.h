@@ -18,10 +18,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <unordered_map>
-#include <utility>
+
+#include "worker/kv/evicted_keys.h"
 
 namespace kvmesh {
 
@@ -29,23 +28,16 @@ template <typename Key, typename Hasher = std::hash<Key>>
 class RefillMeter {
  public:
   explicit RefillMeter(int64_t capacity_blocks)
-      : capacity_(std::max<int64_t>(1, capacity_blocks)),
-        keep_(1.0 - 1.0 / static_cast<double>(capacity_)) {}
+      : evicted_(capacity_blocks),
+        keep_(1.0 - 1.0 / static_cast<double>(std::max<int64_t>(1, capacity_blocks))) {}
 
   // A block evicted from the cache.
-  void Evicted(const Key& key) {
-    const uint64_t seq = next_seq_++;
-    evicted_[key] = seq;
-    fifo_.emplace_back(key, seq);
-    Trim();
-  }
+  void Evicted(const Key& key) { evicted_.Add(key); }
 
   // A block stored (its hash's first copy in the cache). Returns whether it
   // is a refill.
   bool Stored(const Key& key) {
-    auto it = evicted_.find(key);
-    const bool refill = it != evicted_.end();
-    if (refill) evicted_.erase(it);
+    const bool refill = evicted_.Erase(key);
     stores_ = stores_ * keep_ + 1;
     refills_ = refills_ * keep_ + (refill ? 1 : 0);
     return refill;
@@ -54,30 +46,11 @@ class RefillMeter {
   // Refills over stores in about the last turnover; 0 before any store.
   double ratio() const { return stores_ > 0 ? refills_ / stores_ : 0; }
   // Evicted keys remembered (at most the cache's size).
-  int64_t remembered() const { return static_cast<int64_t>(evicted_.size()); }
+  int64_t remembered() const { return evicted_.size(); }
 
  private:
-  // Forgets the oldest keys beyond the cache's size, and queue entries of
-  // keys stored again or evicted again since (stale).
-  void Trim() {
-    while (!fifo_.empty()) {
-      const auto& [key, seq] = fifo_.front();
-      auto it = evicted_.find(key);
-      const bool live = it != evicted_.end() && it->second == seq;
-      if (live && static_cast<int64_t>(evicted_.size()) <= capacity_ &&
-          fifo_.size() <= 2 * static_cast<size_t>(capacity_)) {
-        break;
-      }
-      if (live) evicted_.erase(it);
-      fifo_.pop_front();
-    }
-  }
-
-  int64_t capacity_;
-  double keep_;                                        // weight kept per store
-  std::unordered_map<Key, uint64_t, Hasher> evicted_;  // key → its entry in fifo_
-  std::deque<std::pair<Key, uint64_t>> fifo_;
-  uint64_t next_seq_ = 0;
+  EvictedKeys<Key, Hasher> evicted_;
+  double keep_;  // weight kept per store
   double stores_ = 0, refills_ = 0;
 };
 
