@@ -109,26 +109,27 @@ class PrefixPolicy final : public Policy {
     const auto speed = [&](const WorkerView& v) {
       return v.prefill_tokens_per_s > 0 ? v.prefill_tokens_per_s : unknown_rate;
     };
-    // The speed at which what a request evicts is priced (see the top).
-    std::vector<double> rates(n);
-    for (int i = 0; i < n; ++i) rates[i] = speed(ws[i]);
-    std::nth_element(rates.begin(), rates.begin() + n / 2, rates.end());
-    const double fleet_rate = rates[n / 2];
-    // The refill ratio past which a cache counts as thrashing (see the top):
-    // the candidates' median while their live sessions fit their caches,
-    // and never once they do not (some cache must thrash then, wherever the
-    // request goes) or when no session is known (traffic without session
-    // ids, where the router cannot tell).
-    std::vector<double> refills(n);
+    // The speed at which what a request evicts is priced, and the refill
+    // ratio past which a cache counts as thrashing (see the top): the
+    // candidates' medians. The ratio counts only while their live sessions
+    // fit their caches, not once they do not (some cache must thrash then,
+    // wherever the request goes) nor when no session is known (traffic
+    // without session ids, where the router cannot tell).
+    std::vector<double> rates(n), refills(n);
     double live_sum = 0, capacity_sum = 0;
     for (int i = 0; i < n; ++i) {
+      rates[i] = speed(ws[i]);
       refills[i] = ws[i].refill_ratio;
       live_sum += static_cast<double>(ws[i].session_tokens);
       capacity_sum += static_cast<double>(ws[i].blocks_total) * input.block_size;
     }
-    std::nth_element(refills.begin(), refills.begin() + n / 2, refills.end());
-    const bool room = live_sum > 0 && live_sum < capacity_sum;
-    const double fleet_refill = room ? refills[n / 2] : 1.0;
+    std::nth_element(rates.begin(), rates.begin() + n / 2, rates.end());
+    const double fleet_rate = rates[n / 2];
+    double fleet_refill = 1.0;
+    if (live_sum > 0 && live_sum < capacity_sum) {
+      std::nth_element(refills.begin(), refills.begin() + n / 2, refills.end());
+      fleet_refill = refills[n / 2];
+    }
     for (int i = 0; i < n; ++i) {
       const WorkerView& v = ws[i];
       const double rate = speed(v);
