@@ -13,7 +13,10 @@
 #     blocks each, each session adding 5 of its own: it serves no more than
 #     the capacity bound of 256 tokens, which is under the reuse bound;
 #   - round robin on two such workers: no more than the placement bound,
-#     itself no more than the capacity bound of 512 tokens.
+#     itself no more than the capacity bound of 512 tokens;
+#   - the sessions in flight and the KV they held on average, as
+#     router_sessions reports them: one session at a time holds the two
+#     tenants' contexts and part of its own turns.
 #
 #   bench/hit_bound_check.sh BUILD_DIR MODEL
 set -euo pipefail
@@ -89,5 +92,14 @@ check(tight["hit_ratio"] <= tight["placement_bound"] + 1e-4,
       "two workers of 256 tokens served more than their placement bound")
 check(tight["placement_bound"] <= tight["capacity_bound"] + 1e-4,
       "a placement bound over the capacity bound")
+# The sessions in flight and the KV they held: one at a time; two tenants'
+# 100-token contexts, and each session's own turns, at most 3 x 30 tokens.
+print(f"one worker: sessions in flight mean {one['sessions_in_flight_mean']:.2f}, "
+      f"peak {one['sessions_in_flight_peak']}, KV demand {one['kv_demand'] * 1048576:.1f} tokens")
+check(one["sessions_in_flight_peak"] == 1, "one session at a time, but more were in flight")
+check(0.5 < one["sessions_in_flight_mean"] <= 1.0001,
+      "one session at a time should be in flight for most of the run")
+check(200 < one["kv_demand"] * 1048576 <= 290 + 1e-3,
+      "the live KV should be the two contexts and part of one session's 90 own tokens")
 sys.exit(1 if failures else 0)
 PY

@@ -23,7 +23,7 @@
 # as a fleet of mixed GPUs has; the demand is then over their sum.
 #
 #   [WORKERS=4] [ROUTERS=1] [KV_TOKENS=4096] [CONTEXT=1024] [USERS=4] [TURNS=2]
-#   [USER_TOKENS=32] [REPLY_TOKENS=16] [TENANTS=] [CONCURRENCY=8] [RATE=0] [SKEW=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
+#   [USER_TOKENS=32] [REPLY_TOKENS=16] [TENANTS=] [CONCURRENCY=8] [RATE=0] [THINK_MS=0] [SKEW=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
 #   least_load round_robin"] [MODEL=../shared/models/stories260K.gguf] [BUILD_DIR=build]
 #   bench/kv_pressure.sh
 #
@@ -50,11 +50,20 @@
 # TENANTS=N fixes the number of tenants, for agent-like traffic (few tenants,
 # sessions of many turns that grow: e.g. TENANTS=2 CONTEXT=384 TURNS=8
 # USER_TOKENS=160 REPLY_TOKENS=16 SESSION_IDS=1, as docs/benchmarks.md's
-# "Agent sessions on real workers" runs it); closed loop only. Each demand then sets the
-# sessions in flight instead: the KV demand is what the live sessions hold,
-# each tenant's context once plus each session's own turns, on average over
-# its life (TURNS + 1) / 2 x (USER_TOKENS + REPLY_TOKENS), so CONCURRENCY =
-# (demand x the cluster's KV tokens - TENANTS x CONTEXT) / that.
+# "Agent sessions on real workers" runs it). Closed loop, each demand then
+# sets the sessions in flight instead: the KV demand is what the live
+# sessions hold, each tenant's context once plus each session's own turns,
+# on average over its life (TURNS + 1) / 2 x (USER_TOKENS + REPLY_TOKENS),
+# so CONCURRENCY = (demand x the cluster's KV tokens - TENANTS x CONTEXT) /
+# that. Open loop (RATE > 0; RATE may then list several rates, "30 45 60",
+# and DEMANDS is not used), sessions start at RATE / TURNS a second and the
+# demand is what the run reaches: each row's first column is the KV the
+# live sessions held on average over the fleet's (router_sessions), and
+# its second the rate and the sessions in flight (mean, peak), which grow
+# where a policy's fleet serves less than is offered.
+# THINK_MS=T pauses T ms between a reply and the session's next turn
+# (router_sessions --think-ms), as an agent runs its tools: sessions live
+# longer, so an open-loop rate holds more of them, and more KV, at once.
 # WORKER_FLAGS adds flags to every worker (e.g. "--kv-eviction adaptive").
 # LOG_DIR=dir keeps each run's router logs there (with ROUTER_FLAGS="--log-level
 # debug", every decision and what the policy saw of each worker).
@@ -74,8 +83,12 @@ SKEW=${SKEW:-0}
 DEMANDS=${DEMANDS:-"0.5 1.0 1.5"}
 POLICIES=${POLICIES:-"prefix prefix+fetch approx_prefix least_load round_robin"}
 MODEL=${MODEL:-../shared/models/stories260K.gguf}
+# One run per point: a demand, or with TENANTS in the open loop a rate.
+points=$DEMANDS
 if [[ -n ${TENANTS:-} && $RATE != 0 ]]; then
-  echo "kv_pressure.sh: TENANTS=$TENANTS sets the sessions in flight from each demand, so it needs closed loop (RATE=0, not $RATE)" >&2
+  points=$RATE
+elif [[ $RATE == *" "* ]]; then
+  echo "kv_pressure.sh: RATE lists several rates ($RATE); that needs TENANTS (open-loop agent sessions)" >&2
   exit 2
 fi
 tmp=$(mktemp -d)
@@ -104,8 +117,15 @@ echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
 # The placement bound needs equal caches.
 worker_kv=${kv_sizes[0]}
 for size in "${kv_sizes[@]}"; do [[ $size == "$worker_kv" ]] || worker_kv=0; done
-for demand in $DEMANDS; do
-  if [[ -n ${TENANTS:-} ]]; then
+for point in $points; do
+  demand=$point
+  rate=$RATE
+  if [[ -n ${TENANTS:-} && $RATE != 0 ]]; then
+    tenants=$TENANTS
+    rate=$point
+    demand=open
+    label="$tenants, open loop $rate/s"
+  elif [[ -n ${TENANTS:-} ]]; then
     tenants=$TENANTS
     CONCURRENCY=$(python3 -c "print(max(1, round(($demand * $kv_total - $tenants * $CONTEXT) / (($TURNS + 1) / 2 * ($USER_TOKENS + $REPLY_TOKENS)))))")
     label="$tenants, $CONCURRENCY in flight"
@@ -117,14 +137,14 @@ for demand in $DEMANDS; do
     start_cluster "$WORKERS" "$policy" --model "$MODEL" ${WORKER_FLAGS:-}
     "$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
-      --concurrency "$CONCURRENCY" --rate "$RATE" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens "$USER_TOKENS" \
-      --reply-tokens "$REPLY_TOKENS" --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" \
+      --concurrency "$CONCURRENCY" --rate "$rate" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens "$USER_TOKENS" \
+      --reply-tokens "$REPLY_TOKENS" --think-ms "${THINK_MS:-0}" --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" \
       --worker-kv-tokens "$([[ $policy == *+fetch ]] && echo 0 || echo "$worker_kv")" \
       >"$tmp/sessions.out" || true
     json=$(tail -1 "$tmp/sessions.out")
     if [[ -n ${LOG_DIR:-} ]]; then
       mkdir -p "$LOG_DIR"
-      for f in "$tmp"/r*.err; do cp "$f" "$LOG_DIR/$demand-$policy-$(basename "$f")"; done
+      for f in "$tmp"/r*.err; do cp "$f" "$LOG_DIR/$point-$policy-$(basename "$f")"; done
     fi
     if [[ ${DETAIL:-0} == 1 ]]; then
       computed=()
@@ -141,7 +161,7 @@ for demand in $DEMANDS; do
       reasons=$(curl -s "http://$(field http "$tmp/r0.out")/metrics" |
         awk -F'[{}]' '$1 == "kvmesh_router_decisions_total" { split($2, l, "reason=\""); sub(/".*/, "", l[2]);
           split($3, v, " "); printf "%s %s, ", l[2], v[1] }' || true)
-      details+=("$(python3 -c "print(f'{float($demand):.0%}')") $policy: $(grep '^cached by turn' "$tmp/sessions.out" || echo 'no per-turn hits (router_sessions failed)');"\
+      details+=("$([[ $demand == open ]] && echo "$rate/s" || python3 -c "print(f'{float($demand):.0%}')") $policy: $(grep '^cached by turn' "$tmp/sessions.out" || echo 'no per-turn hits (router_sessions failed)');"\
 " prompt tokens computed per worker: ${computed[*]}; router 0's decisions: ${reasons%, }"\
 "; peer fetches: ${fetches%, }")
     fi
@@ -154,6 +174,9 @@ for demand in $DEMANDS; do
 import json, sys
 d, t, p, j = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 fail = f" ({j['failures']} failed)" if j['failures'] else ""
+if d == "open":  # the demand the run reached, and the sessions in flight
+    d = j['kv_demand']
+    t += f", {j['sessions_in_flight_mean']:.1f} (peak {j['sessions_in_flight_peak']}) in flight"
 placement = f"{100 * j['placement_bound']:.1f}%" if j['placement_bound'] >= 0 else "-"
 print(f"| {float(d):.0%} | {t} | {p} | {100 * j['hit_ratio']:.1f}% | {100 * j['hit_bound']:.1f}% | "
       f"{100 * j['capacity_bound']:.1f}% | "

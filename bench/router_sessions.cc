@@ -11,8 +11,12 @@
 //   build/bench/router_sessions --router 127.0.0.1:50050[,HOST:PORT…] [--sessions 16] [--turns 6]
 //       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
 //       [--tenants 1] [--tenant-skew 0] [--rate 0] [--trace FILE] [--session-ids 0|1]
-//       [--fleet-kv-tokens 0] [--worker-kv-tokens 0]
+//       [--fleet-kv-tokens 0] [--worker-kv-tokens 0] [--think-ms 0]
 //
+// --think-ms T pauses T ms between a reply and the session's next turn, as
+// an agent runs its tools or a user reads: the session's context waits in
+// a cache meanwhile, so at the same request rate more sessions are live and
+// the KV demand is higher.
 // --session-ids 1 names each session in its requests (session_id, as an
 // agent's X-Claude-Code-Session-Id or an OpenAI prompt_cache_key does), so
 // the router keeps it on its worker and counts its context as live there.
@@ -47,8 +51,13 @@
 // bound is what placement cost; the placement bound less the hit ratio
 // what the workers' eviction cost, with the overlap of requests in flight.
 //
-// Then time to first token (mean, p50, p90, measured by the client),
-// requests per second and per worker. Last line: one JSON object
+// Then the sessions in flight (their mean over the run and the most at
+// once) and the KV they held on average: each tenant's context once and
+// each live session's own turns, over the fleet's KV with
+// --fleet-kv-tokens. In the open loop that is the KV demand the run
+// reached, which grows where a policy's fleet falls behind. Then time to
+// first token (mean, p50, p90, measured by the client), requests per
+// second and per worker. Last line: one JSON object
 // (capacity_bound -1 without --fleet-kv-tokens, placement_bound -1 without
 // --worker-kv-tokens). --trace FILE writes one line per request
 // (tab-separated: seconds since the start when it was sent, session,
@@ -65,6 +74,7 @@
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -132,7 +142,7 @@ int main(int argc, char** argv) {
   std::string router = "127.0.0.1:50050";
   int sessions = 16, turns = 6, concurrency = 4, system_tokens = 256, user_tokens = 48,
       reply_tokens = 32, tenants = 1;
-  double rate = 0, skew = 0;
+  double rate = 0, skew = 0, think_ms = 0;
   int64_t fleet_kv_tokens = 0, worker_kv_tokens = 0;
   bool session_ids = false;
   std::string trace_path;
@@ -157,6 +167,8 @@ int main(int argc, char** argv) {
       tenants = std::max(1, v);
     else if (a == "--rate")
       rate = std::atof(argv[i + 1]);
+    else if (a == "--think-ms")
+      think_ms = std::atof(argv[i + 1]);
     else if (a == "--tenant-skew")
       skew = std::atof(argv[i + 1]);
     else if (a == "--trace")
@@ -175,6 +187,10 @@ int main(int argc, char** argv) {
   }
   if (!(skew >= 0)) {
     std::fprintf(stderr, "router_sessions: --tenant-skew must be >= 0\n");
+    return 2;
+  }
+  if (!(think_ms >= 0)) {
+    std::fprintf(stderr, "router_sessions: --think-ms must be >= 0\n");
     return 2;
   }
   // Several routers (comma-separated): turn t of session s goes through
@@ -222,6 +238,10 @@ int main(int argc, char** argv) {
   int64_t stayed = 0, later_turns = 0;
   int failures = 0;
   std::atomic<int> next_session{0};
+  // Sessions in flight: the most at once, and over time (session-seconds,
+  // and the seconds times tokens each held beyond its tenant's context).
+  int in_flight = 0, peak_in_flight = 0;
+  double session_seconds = 0, own_token_seconds = 0;
   const auto start = Clock::now();
   // One session: its turns, one after the other.
   auto run_session = [&](int s) {
@@ -229,9 +249,27 @@ int main(int argc, char** argv) {
     std::vector<int32_t> history = {1};
     const std::vector<int32_t>& system = systems[tenant_of[s]];
     history.insert(history.end(), system.begin(), system.end());
+    const size_t context = history.size();
+    auto held_since = Clock::now();
+    double own = 0;  // token-seconds of the session's own turns
+    // Counts the tokens held since the last call, then the history's now.
+    auto hold = [&] {
+      const auto now = Clock::now();
+      own += (history.size() - context) * std::chrono::duration<double>(now - held_since).count();
+      held_since = now;
+    };
+    const auto session_start = held_since;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      peak_in_flight = std::max(peak_in_flight, ++in_flight);
+    }
     std::string previous;
     for (int t = 0; t < turns; ++t) {
+      if (t > 0 && think_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(think_ms));
+      }
       const auto user = Random(rng, user_tokens);
+      hold();
       history.insert(history.end(), user.begin(), user.end());
       kvmesh::v1::Inference::Stub* stub = stubs[(s + t) % stubs.size()].get();
       kvmesh::v1::GenerateTextRequest req;
@@ -292,6 +330,7 @@ int main(int argc, char** argv) {
         stayed += worker == previous;
       }
       previous = worker;
+      hold();
       history.insert(history.end(), reply.begin(), reply.end());
       // The reply's last token is never fed back, so its KV is not computed.
       if (!history.empty()) {
@@ -302,6 +341,11 @@ int main(int argc, char** argv) {
         }
       }
     }
+    hold();
+    std::lock_guard<std::mutex> lock(mu);
+    --in_flight;
+    session_seconds += std::chrono::duration<double>(Clock::now() - session_start).count();
+    own_token_seconds += own;
   };
   std::vector<std::thread> threads;
   if (rate > 0) {
@@ -383,6 +427,18 @@ int main(int argc, char** argv) {
   }
   std::printf("; later turns on the previous turn's worker: %.1f%%\n",
               100.0 * stayed / std::max<int64_t>(1, later_turns));
+  // The KV the live sessions held on average: each tenant's context once,
+  // and each session's own turns for as long as it was live.
+  const double mean_in_flight = session_seconds / std::max(seconds, 1e-9);
+  const size_t tenants_used = std::set<int>(tenant_of.begin(), tenant_of.end()).size();
+  const double live_tokens = static_cast<double>(tenants_used) * system_tokens +
+                             own_token_seconds / std::max(seconds, 1e-9);
+  std::printf("sessions in flight: mean %.1f, peak %d; KV they held: %.0f tokens on average",
+              mean_in_flight, peak_in_flight, live_tokens);
+  if (fleet_kv_tokens > 0) {
+    std::printf(" = %.0f%% of the fleet's", 100.0 * live_tokens / fleet_kv_tokens);
+  }
+  std::printf("\n");
   std::printf("time to first token: mean %.1f ms, p50 %.1f ms, p90 %.1f ms\n", mean, p50, p90);
   std::printf("requests per second: %.2f\n", requests_per_s);
   std::printf("requests per worker:");
@@ -394,7 +450,8 @@ int main(int argc, char** argv) {
       "\"ttft_p50_ms\":%.2f,"
       "\"ttft_p90_ms\":%.2f,"
       "\"requests_per_s\":%.3f,\"max_load\":%d,\"min_load\":%d,\"seconds\":%.2f,"
-      "\"failures\":%d}\n",
+      "\"failures\":%d,\"sessions_in_flight_mean\":%.2f,\"sessions_in_flight_peak\":%d,"
+      "\"kv_demand\":%.4f}\n",
       static_cast<double>(cached_total) / std::max<int64_t>(1, prompt_total),
       static_cast<double>(bound_total) / std::max<int64_t>(1, prompt_total),
       fleet_kv_tokens > 0 ? static_cast<double>(capacity_total) / std::max<int64_t>(1, prompt_total)
@@ -402,6 +459,7 @@ int main(int argc, char** argv) {
       worker_kv_tokens > 0
           ? static_cast<double>(placement_total) / std::max<int64_t>(1, prompt_total)
           : -1.0,
-      mean, p50, p90, requests_per_s, max_load, min_load, seconds, failures);
+      mean, p50, p90, requests_per_s, max_load, min_load, seconds, failures, mean_in_flight,
+      peak_in_flight, fleet_kv_tokens > 0 ? live_tokens / fleet_kv_tokens : -1.0);
   return failures == 0 ? 0 : 1;
 }
