@@ -5,7 +5,8 @@
 #   stop_cluster
 #
 # POLICY may be "prefix+fetch": the prefix policy with peer fetch, or
-# "prefix+norefill": without pricing refill ratios. ROLES (one
+# "prefix+norefill": without pricing refill ratios, or "prefix+growth": with
+# a named session's turns to come priced (--prefix-session-growth-weight 1). ROLES (one
 # word per worker, e.g. "prefill decode") gives the workers roles, and
 # ROUTER_FLAGS more router flags. ROUTERS (default 1) routers over the same
 # workers; ROUTER is then their addresses, comma-separated. WORKER_CPUS (one
@@ -42,6 +43,10 @@ start_cluster() {
   if [[ $policy == *+norefill ]]; then
     policy=${policy%+norefill}
     router_flags+=(--prefix-refill-weight 0)
+  fi
+  if [[ $policy == *+growth ]]; then
+    policy=${policy%+growth}
+    router_flags+=(--prefix-session-growth-weight 1)
   fi
   for ((i = 0; i < workers; ++i)); do
     pin=()

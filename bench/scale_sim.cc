@@ -292,7 +292,8 @@ class Simulation {
     const int32_t hold = SessionHoldTokens(hint, static_cast<int32_t>(req.prompt_tokens),
                                            max_cacheable * kBlockTokens, false);
     if (!StickToSession(hint, views, hold, 2.0, 4, &d))
-      d = r.policy->Choose({static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens});
+      d = r.policy->Choose({static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens,
+                            o_.session_ids ? r.affinity.MeanLiveTokens(SimTime()) : 0});
     const int slot = views[d.index].slot;
     ++req.attempt;
     r.group->index.AddOptimistic(

@@ -433,8 +433,11 @@ std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
   const int32_t hold = SessionHoldTokens(
       hint, r.n_prompt, r.max_cacheable_blocks * group.block_size, r.options->prompt_logprobs());
   if (!StickToSession(hint, views, hold, options_.session_guard_ratio, options_.session_guard_slack,
-                      &plan.decision))
-    plan.decision = policy_->Choose({r.n_prompt, views, r.hashes, group.block_size});
+                      &plan.decision)) {
+    plan.decision =
+        policy_->Choose({r.n_prompt, views, r.hashes, group.block_size,
+                         r.options->session_id().empty() ? 0 : sessions_.MeanLiveTokens()});
+  }
   const Decision& d = plan.decision;
   if (GetLogLevel() == LogLevel::kDebug) LogDecision(r.n_prompt, views, d);
   plan.worker = conns[d.index]->worker;

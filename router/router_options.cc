@@ -43,6 +43,10 @@ void RouterOptions::Register(ConfigSchema* s) {
                "prefix policy: how much a worker's measured cache refills (blocks stored again "
                "soon after their eviction) multiply what a request placed there would evict "
                "(0: not at all)");
+  s->AddDouble("prefix_session_growth_weight", &prefix_session_growth_weight, 0, 100,
+               "prefix policy: how much of the live sessions' mean context a named session placed "
+               "on a worker counts toward what it would evict there, for the turns it will add "
+               "(0: only its request's uncached tokens)");
   s->AddBool("prefix_peer_fetch", &prefix_peer_fetch,
              "prefix policy: let a worker fetch the prompt blocks it lacks from the worker "
              "holding them (KV pages over gRPC) when that is cheaper than computing them");
@@ -191,6 +195,7 @@ PrefixPolicyWeights RouterOptions::weights() const {
   w.displacement_weight = prefix_displacement_weight;
   w.live_session_weight = prefix_live_session_weight;
   w.refill_weight = prefix_refill_weight;
+  w.session_growth_weight = prefix_session_growth_weight;
   w.peer_fetch = prefix_peer_fetch;
   w.default_fetch_tokens_per_s = prefix_fetch_tokens_per_s;
   w.fetch_overhead_seconds = prefix_fetch_overhead_ms / 1000;

@@ -35,32 +35,71 @@ void SessionAffinity::Record(const std::string& session, Hint hint, Clock::time_
     if (e.live) Count(e, -1);
     live_.splice(live_.begin(), e.live ? live_ : idle_, e.lru);
     if (e.hint.worker_id == hint.worker_id) hint.context_tokens += e.hint.context_tokens;
+    const double gap = std::chrono::duration<double>(now - e.used).count();
+    e.mean_gap_s = e.mean_gap_s < 0 ? gap : 0.75 * e.mean_gap_s + 0.25 * gap;
     e.hint = std::move(hint);
     e.used = now;
     e.live = true;
+    e.live_until = LiveUntil(e, now);
     Count(e, +1);
+    Queue(session, e);
     return;
   }
   live_.push_front(session);
-  const Entry& e =
-      sessions_.emplace(session, Entry{std::move(hint), now, true, live_.begin()}).first->second;
+  Entry& e =
+      sessions_.emplace(session, Entry{std::move(hint), now, true, live_.begin(), -1, now, {}})
+          .first->second;
+  e.live_until = LiveUntil(e, now);
   Count(e, +1);
+  Queue(session, e);
   while (sessions_.size() > max_sessions_) {
     Erase(sessions_.find(idle_.empty() ? live_.back() : idle_.back()));
   }
 }
 
+SessionAffinity::Clock::time_point SessionAffinity::LiveUntil(const Entry& e,
+                                                              Clock::time_point now) const {
+  if (e.mean_gap_s < 0) return now + live_window_;
+  const double window =
+      std::clamp(live_gaps_ * e.mean_gap_s, std::chrono::duration<double>(min_live_window_).count(),
+                 std::chrono::duration<double>(live_window_).count());
+  return now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(window));
+}
+
+void SessionAffinity::Queue(const std::string& session, Entry& e) {
+  if (e.queued_until != Clock::time_point() && e.queued_until <= e.live_until) return;
+  e.queued_until = e.live_until;
+  ends_.emplace(e.live_until, session);
+}
+
 void SessionAffinity::Expire(Clock::time_point now) {
-  while (!live_.empty()) {
-    auto it = sessions_.find(live_.back());
-    if (now - it->second.used <= live_window_) break;
-    Count(it->second, -1);
-    it->second.live = false;
-    idle_.splice(idle_.begin(), live_, it->second.lru);  // the newest idle
+  while (!ends_.empty() && ends_.top().first < now) {
+    const auto [when, session] = ends_.top();
+    ends_.pop();
+    auto it = sessions_.find(session);
+    if (it == sessions_.end() || it->second.queued_until != when) continue;  // stale
+    Entry& e = it->second;
+    e.queued_until = Clock::time_point();
+    if (!e.live) continue;
+    if (e.live_until >= now) {  // used since: queued again for its new end
+      Queue(session, e);
+      continue;
+    }
+    Count(e, -1);
+    e.live = false;
+    idle_.splice(idle_.begin(), live_, e.lru);  // the newest idle
   }
 }
 
+int64_t SessionAffinity::MeanLiveTokens(Clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Expire(now);
+  return live_sessions_ > 0 ? live_total_ / live_sessions_ : 0;
+}
+
 void SessionAffinity::Count(const Entry& e, int64_t sign) {
+  live_sessions_ += sign;
+  live_total_ += sign * e.hint.context_tokens;
   auto it = live_tokens_.try_emplace(e.hint.worker_id, 0).first;
   it->second += sign * e.hint.context_tokens;
   if (it->second == 0) live_tokens_.erase(it);

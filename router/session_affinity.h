@@ -8,12 +8,22 @@
 // recently used sessions are forgotten first, and any after `ttl`.
 // Thread-safe.
 //
-// It also sums, per worker, the context each session last sent there and
-// used within `live_window` keeps in the worker's cache (SessionTokens):
-// what its requests there added to the cache, so a prefix many sessions
-// share counts once, for the session that brought it. A worker whose live
-// sessions already fill its cache evicts one of them for every token a new
-// session brings, which the prefix policy prices.
+// It also sums, per worker, the context each live session last sent there
+// keeps in the worker's cache (SessionTokens): what its requests there
+// added to the cache, so a prefix many sessions share counts once, for the
+// session that brought it. A worker whose live sessions already fill its
+// cache evicts one of them for every token a new session brings, which the
+// prefix policy prices.
+//
+// No request says that a session has ended, so a session is live until it
+// has been idle for `live_gaps` times its own mean gap between requests
+// (at least `min_live_window`, at most `live_window`; `live_window` until
+// its second request shows a gap). An agent whose turns come a few seconds
+// apart has ended when it has been silent for a minute; one that runs
+// minute-long tools has not. With one window for all, sessions of a few
+// seconds that had ended still filled the sums for minutes, every cache
+// looked full of live sessions, and the policy stopped telling caches
+// apart (docs/benchmarks.md, "Agent sessions in the open loop").
 #pragma once
 
 #include <array>
@@ -23,9 +33,12 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "router/policies/policy.h"
@@ -55,11 +68,15 @@ class SessionAffinity {
   explicit SessionAffinity(size_t max_sessions = 100000,
                            std::chrono::seconds ttl = std::chrono::hours(1),
                            std::chrono::seconds live_window = std::chrono::minutes(5),
-                           std::chrono::seconds presume_window = std::chrono::seconds(2))
+                           std::chrono::seconds presume_window = std::chrono::seconds(2),
+                           double live_gaps = 4,
+                           std::chrono::seconds min_live_window = std::chrono::seconds(2))
       : max_sessions_(max_sessions),
         ttl_(ttl),
         live_window_(live_window),
-        presume_window_(presume_window) {}
+        presume_window_(presume_window),
+        live_gaps_(live_gaps),
+        min_live_window_(min_live_window) {}
 
   // Decisions for one session are serialized: Lock(session) before looking
   // up the hint and choosing, so same-session requests that arrive together
@@ -75,6 +92,8 @@ class SessionAffinity {
   std::optional<Hint> Find(const std::string& session, Clock::time_point now = Clock::now());
   void Record(const std::string& session, Hint hint, Clock::time_point now = Clock::now());
   size_t size() const;
+  // The mean context of the live sessions on their workers (0: none live).
+  int64_t MeanLiveTokens(Clock::time_point now = Clock::now());
 
   // Sets each view's session_tokens: the live sessions' context on its
   // worker, less the asking session's own (`hint`, which it would leave).
@@ -88,9 +107,16 @@ class SessionAffinity {
     Clock::time_point used;
     bool live = true;                      // in live_ (counted) or idle_
     std::list<std::string>::iterator lru;  // in live_ or idle_
+    double mean_gap_s = -1;                // between its requests; -1 until a second
+    Clock::time_point live_until;          // leaves the live sums then, unless used
+    Clock::time_point queued_until;        // its earliest entry in ends_
   };
 
-  // Moves sessions unused for live_window_ out of the live sums.
+  // The session's live_until after a request at `now`.
+  Clock::time_point LiveUntil(const Entry& e, Clock::time_point now) const;
+  // Queues the entry's live_until in ends_ unless an entry as early is queued.
+  void Queue(const std::string& session, Entry& e);
+  // Moves sessions whose live_until has passed out of the live sums.
   void Expire(Clock::time_point now);
   void Count(const Entry& e, int64_t sign);
   void Erase(std::unordered_map<std::string, Entry>::iterator it);
@@ -99,6 +125,8 @@ class SessionAffinity {
   const std::chrono::seconds ttl_;
   const std::chrono::seconds live_window_;
   const std::chrono::seconds presume_window_;
+  const double live_gaps_;
+  const std::chrono::seconds min_live_window_;
   std::array<std::mutex, 64> decide_mu_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> sessions_;
@@ -106,6 +134,13 @@ class SessionAffinity {
   std::list<std::string> live_;
   std::list<std::string> idle_;
   absl::flat_hash_map<std::string, int64_t> live_tokens_;  // by worker id
+  int64_t live_sessions_ = 0, live_total_ = 0;             // over every worker
+  // When live sessions end, earliest first. An entry whose time is not its
+  // session's queued_until is stale (an earlier one superseded it, or the
+  // session was forgotten), and is dropped when it comes up; so every live
+  // session has one current entry, no later than its live_until.
+  using End = std::pair<Clock::time_point, std::string>;
+  std::priority_queue<End, std::vector<End>, std::greater<End>> ends_;
 };
 
 }  // namespace kvmesh::router

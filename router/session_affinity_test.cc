@@ -107,5 +107,63 @@ TEST(SessionAffinityTest, SumsTheLiveSessionsOfEachWorker) {
   EXPECT_EQ(views[1].session_tokens, 0);
 }
 
+// A session is live until it has been idle for four of its own mean gaps
+// between requests, within [2 s, live_window]; until its second request,
+// for live_window. A session that sends a turn a second has ended after a
+// few silent seconds; one that pauses a minute between turns has not.
+TEST(SessionAffinityTest, ASessionIsLiveForFourOfItsOwnGaps) {
+  SessionAffinity sessions(100, 3600s, 300s);
+  const auto t0 = SessionAffinity::Clock::now();
+  auto tokens = [&](SessionAffinity::Clock::time_point now) {
+    std::vector<WorkerView> views(3);
+    views[0].id = "a";
+    views[1].id = "b";
+    views[2].id = "c";
+    sessions.SessionTokens(views, std::nullopt, now);
+    return std::vector<int64_t>{views[0].session_tokens, views[1].session_tokens,
+                                views[2].session_tokens};
+  };
+  sessions.Record("fast", {"a", 100, 0, 100}, t0);
+  sessions.Record("once", {"c", 50, 0, 50}, t0);  // no gap yet: live until t0 + 300 s
+  sessions.Record("burst", {"c", 10, 0, 10}, t0);
+  sessions.Record("burst", {"c", 20, 0, 10}, t0 + 100ms);  // 4 x 0.1 s, raised to 2 s
+  sessions.Record("fast", {"a", 200, 0, 100}, t0 + 1s);
+  sessions.Record("fast", {"a", 300, 0, 100}, t0 + 2s);  // gaps of 1 s: live until t0 + 6 s
+  EXPECT_EQ(tokens(t0 + 2s), (std::vector<int64_t>{300, 0, 70}));
+  EXPECT_EQ(sessions.MeanLiveTokens(t0 + 2s), (300 + 50 + 20) / 3);
+  EXPECT_EQ(tokens(t0 + 3s), (std::vector<int64_t>{300, 0, 50}));  // burst ended at 2.1 s
+  EXPECT_EQ(tokens(t0 + 5900ms), (std::vector<int64_t>{300, 0, 50}));
+  EXPECT_EQ(tokens(t0 + 6100ms), (std::vector<int64_t>{0, 0, 50}));  // fast ended
+  EXPECT_EQ(sessions.MeanLiveTokens(t0 + 6100ms), 50);
+  sessions.Record("slow", {"b", 100, 0, 100}, t0 + 10s);
+  sessions.Record("slow", {"b", 200, 0, 100}, t0 + 70s);  // a 60 s gap: until t0 + 310 s
+  EXPECT_EQ(tokens(t0 + 299s), (std::vector<int64_t>{0, 200, 50}));
+  EXPECT_EQ(tokens(t0 + 301s), (std::vector<int64_t>{0, 200, 0}));  // once ended
+  EXPECT_EQ(tokens(t0 + 311s), (std::vector<int64_t>{0, 0, 0}));
+  // Ended, not forgotten: its next turn brings it back, with what it holds.
+  EXPECT_TRUE(sessions.Find("fast", t0 + 311s).has_value());
+  sessions.Record("fast", {"a", 400, 0, 100}, t0 + 312s);
+  EXPECT_EQ(tokens(t0 + 312s), (std::vector<int64_t>{400, 0, 0}));
+  // Its gaps now average 0.75 x 1 s + 0.25 x 310 s: live for 300 s again.
+  EXPECT_EQ(tokens(t0 + 611s), (std::vector<int64_t>{400, 0, 0}));
+  EXPECT_EQ(tokens(t0 + 613s), (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(sessions.MeanLiveTokens(t0 + 613s), 0);  // none live
+}
+
+// A window never outlasts live_window, however long the session's gaps.
+TEST(SessionAffinityTest, NoSessionIsLivePastTheLongestWindow) {
+  SessionAffinity sessions(100, 3600s, 60s);
+  const auto t0 = SessionAffinity::Clock::now();
+  sessions.Record("s", {"a", 10, 0, 10}, t0);
+  sessions.Record("s", {"a", 20, 0, 10}, t0 + 50s);  // 4 × 50 s, held to 60 s
+  std::vector<WorkerView> views(1);
+  views[0].id = "a";
+  sessions.SessionTokens(views, std::nullopt, t0 + 110s);
+  EXPECT_EQ(views[0].session_tokens, 20);
+  views[0].session_tokens = 0;
+  sessions.SessionTokens(views, std::nullopt, t0 + 111s);
+  EXPECT_EQ(views[0].session_tokens, 0);
+}
+
 }  // namespace
 }  // namespace kvmesh::router

@@ -58,6 +58,12 @@ struct RoutingInput {
   // salt and tokens), and their size in tokens.
   std::span<const BlockHash> block_hashes;
   int32_t block_size = 0;
+  // For a request of a named session that the policy places (a new session,
+  // or one moving off its worker): the context a live session holds on its
+  // worker, on average (SessionAffinity::MeanLiveTokens). The session's turns
+  // to come will add about that much to the cache it is placed on. 0: no
+  // session, or none live.
+  int64_t session_growth_tokens = 0;
 };
 
 struct Decision {
@@ -96,6 +102,16 @@ struct PrefixPolicyWeights {
   // the cache's size) counts as well: every uncached token evicts live
   // context in that proportion, times this (0: only the empty blocks count).
   double live_session_weight = 1.0;
+  // A named session placed on a worker will add its turns to that cache: its
+  // request's uncached tokens count with this times the live sessions' mean
+  // context added (RoutingInput::session_growth_tokens), so that a session
+  // goes where its life fits, not only its first request. Off (0) by
+  // default: on four workers holding every tenant's short context it kept
+  // agent sessions balanced (p90 TTFT 58 against 184 ms), but in the
+  // simulator, where a tenant's long prefix is on few workers, it moved
+  // sessions off the holders and raised p90 at 50% demand
+  // (docs/benchmarks.md, "Agent sessions in the open loop").
+  double session_growth_weight = 0.0;
   // A cache that refills a share r of what it stores (its worker measures
   // r) thrashes: each token evicted there is recomputed and evicts another,
   // about 1 / (1 - r) times in all, which a fast worker's speed hides.

@@ -302,6 +302,29 @@ TEST(PolicyTest, ACacheThatThrashesWhileOthersHaveRoomCostsMore) {
   EXPECT_NE(p->Choose({1200, ws, none, 16}).index, 2);
 }
 
+// A named session brings its turns to come: priced at the live sessions'
+// mean context, they tip a new session away from a cache its live sessions
+// already fill most of, though that worker's queue is shorter.
+TEST(PolicyTest, ANamedSessionGoesWhereItsTurnsFit) {
+  const std::vector<BlockHash> none;
+  std::vector<WorkerView> ws = {W(0, 0, 400, 10000), W(1, 0, 400, 10000)};
+  for (WorkerView& v : ws) {
+    v.blocks_total = v.blocks_free = 256;  // 4,096 tokens, 3,072 of them empty
+    v.blocks_cached = 64;
+  }
+  ws[0].session_tokens = 3200;
+  ws[1].session_tokens = 1600;
+  ws[1].queued_prefill_tokens = 300;
+  auto p = MakePrefixPolicy({.session_growth_weight = 1});
+  // The request alone: 160 uncached tokens, 125 and 62 of them evicting live
+  // context; w1's queue decides (0.029 s against 0.052 s).
+  EXPECT_EQ(p->Choose({560, ws, none, 16}).index, 0);
+  // With 1,000 tokens to come: 906 and 453 (0.107 s against 0.091 s).
+  EXPECT_EQ(p->Choose({560, ws, none, 16, 1000}).index, 1);
+  // Off by default.
+  EXPECT_EQ(MakePrefixPolicy({})->Choose({560, ws, none, 16, 1000}).index, 0);
+}
+
 // A burst routed before any load report: the router's own requests still
 // prefilling on a worker count as its queue.
 TEST(PolicyTest, PrefixCountsItsOwnRequestsNotYetReported) {

@@ -57,6 +57,15 @@
 // as it is without session ids, where the router knows no live sessions to
 // tell whether they fit.
 //
+// A named session placed on a worker adds its turns to come to that cache.
+// With session_growth_weight > 0 its request counts that much of the live
+// sessions' mean context on top of its uncached tokens in what it would
+// displace, so sessions go where their lives fit. It is off by default: it
+// helps where every worker holds the tenants' contexts (sessions then
+// balance by what they will hold) and hurts where a tenant's long prefix is
+// on few workers (it moves sessions off the holders; docs/benchmarks.md,
+// "Agent sessions in the open loop").
+//
 // A host-tier hit is copied back rather than recomputed: cheaper than a miss
 // by the ratio of the two measured speeds, dearer than a device hit. A worker
 // that has not measured its restore speed has its host hits priced as misses.
@@ -157,8 +166,12 @@ class PrefixPolicy final : public Policy {
         const double faster = std::max(0.0, 1 - fleet_rate / rate);
         const double cascade =
             1 + w_.refill_weight * faster * std::max(0.0, r - fleet_refill) / (1 - r);
+        // A named session brings its turns to come as well (off by
+        // default: see the top).
+        const double brought =
+            uncached + w_.session_growth_weight * static_cast<double>(input.session_growth_tokens);
         displaced = w_.displacement_weight * cascade *
-                    std::max(std::max(0.0, uncached - empty), uncached * live);
+                    std::max(std::max(0.0, brought - empty), brought * live);
       }
       // The report lags; this router's own requests may not be in it yet.
       const double queue =
