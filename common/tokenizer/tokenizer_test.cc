@@ -185,6 +185,10 @@ constexpr double kSlowdown = 10;
 constexpr double kSlowdown = 1;
 #endif
 
+// Not a speed test (speed is measured in bench/): the bounds catch a loader
+// or encoder gone quadratic in the vocabulary or the text, which would take
+// minutes here. They sit far above a shared 2-core machine's times (load
+// 0.44 s idle, 1.03 s with other work running; encode 4 ms).
 TEST(TokenizerTest, LargeVocabularyLoadsAndEncodesQuickly) {
   using Clock = std::chrono::steady_clock;
   auto ms = [](Clock::time_point a, Clock::time_point b) {
@@ -208,8 +212,8 @@ TEST(TokenizerTest, LargeVocabularyLoadsAndEncodesQuickly) {
   EXPECT_EQ(tokenizer->Decode(ids), text);
   std::printf("[ timing   ] qwen2 load %.0f ms, encode %zu bytes %.1f ms\n", ms(start, loaded),
               text.size(), ms(encode_start, encoded));
-  EXPECT_LT(ms(start, loaded), 1000 * kSlowdown);
-  EXPECT_LT(ms(encode_start, encoded), 250 * kSlowdown);
+  EXPECT_LT(ms(start, loaded), 10000 * kSlowdown);
+  EXPECT_LT(ms(encode_start, encoded), 2500 * kSlowdown);
 }
 
 }  // namespace
