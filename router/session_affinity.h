@@ -18,12 +18,12 @@
 // No request says that a session has ended, so a session is live until it
 // has been idle for `live_gaps` times its own mean gap between requests
 // (at least `min_live_window`, at most `live_window`; `live_window` until
-// its second request shows a gap). An agent whose turns come a few seconds
-// apart has ended when it has been silent for a minute; one that runs
-// minute-long tools has not. With one window for all, sessions of a few
-// seconds that had ended still filled the sums for minutes, every cache
-// looked full of live sessions, and the policy stopped telling caches
-// apart (docs/benchmarks.md, "Agent sessions in the open loop").
+// its second request shows a gap). An agent whose turns come 5 s apart has
+// ended after 20 silent seconds; one that runs minute-long tools has not.
+// With one window for all, sessions of a few seconds that had ended still
+// filled the sums for minutes, every cache looked full of live sessions,
+// and the policy stopped telling caches apart (docs/benchmarks.md, "Agent
+// sessions in the open loop").
 #pragma once
 
 #include <array>
