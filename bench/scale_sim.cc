@@ -287,13 +287,13 @@ class Simulation {
     std::vector<const Candidate*> conns;
     const int32_t max_cacheable = static_cast<int32_t>((req.prompt_tokens - 1) / kBlockTokens);
     BuildWorkerViews(r.snap, candidates, match, max_cacheable, false, hint, &views, &conns);
-    r.affinity.SessionTokens(views, hint, SimTime());
+    const int64_t growth = r.affinity.SessionTokens(views, hint, SimTime());
     Decision d;
     const int32_t hold = SessionHoldTokens(hint, static_cast<int32_t>(req.prompt_tokens),
                                            max_cacheable * kBlockTokens, false);
     if (!StickToSession(hint, views, hold, 2.0, 4, &d))
-      d = r.policy->Choose({static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens,
-                            o_.session_ids ? r.affinity.MeanLiveTokens(SimTime()) : 0});
+      d = r.policy->Choose(
+          {static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens, growth});
     const int slot = views[d.index].slot;
     ++req.attempt;
     r.group->index.AddOptimistic(

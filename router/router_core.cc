@@ -428,15 +428,14 @@ std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
   std::vector<const Candidate*> conns;
   BuildWorkerViews(snap, candidates, match, r.max_cacheable_blocks, r.options->prompt_logprobs(),
                    hint, &views, &conns);
-  sessions_.SessionTokens(views, hint);
+  const int64_t mean_live = sessions_.SessionTokens(views, hint);
   Plan plan;
   const int32_t hold = SessionHoldTokens(
       hint, r.n_prompt, r.max_cacheable_blocks * group.block_size, r.options->prompt_logprobs());
   if (!StickToSession(hint, views, hold, options_.session_guard_ratio, options_.session_guard_slack,
                       &plan.decision)) {
-    plan.decision =
-        policy_->Choose({r.n_prompt, views, r.hashes, group.block_size,
-                         r.options->session_id().empty() ? 0 : sessions_.MeanLiveTokens()});
+    plan.decision = policy_->Choose({r.n_prompt, views, r.hashes, group.block_size,
+                                     r.options->session_id().empty() ? 0 : mean_live});
   }
   const Decision& d = plan.decision;
   if (GetLogLevel() == LogLevel::kDebug) LogDecision(r.n_prompt, views, d);

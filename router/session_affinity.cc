@@ -94,7 +94,7 @@ void SessionAffinity::Expire(Clock::time_point now) {
 int64_t SessionAffinity::MeanLiveTokens(Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
   Expire(now);
-  return live_sessions_ > 0 ? live_total_ / live_sessions_ : 0;
+  return MeanLive();
 }
 
 void SessionAffinity::Count(const Entry& e, int64_t sign) {
@@ -111,11 +111,11 @@ void SessionAffinity::Erase(std::unordered_map<std::string, Entry>::iterator it)
   sessions_.erase(it);
 }
 
-void SessionAffinity::SessionTokens(std::span<WorkerView> views, const std::optional<Hint>& hint,
-                                    Clock::time_point now) {
+int64_t SessionAffinity::SessionTokens(std::span<WorkerView> views, const std::optional<Hint>& hint,
+                                       Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
   Expire(now);
-  if (live_tokens_.empty()) return;
+  if (live_tokens_.empty()) return 0;
   for (WorkerView& v : views) {
     const auto it = live_tokens_.find(absl::string_view(v.id.data(), v.id.size()));
     if (it == live_tokens_.end()) continue;
@@ -124,6 +124,7 @@ void SessionAffinity::SessionTokens(std::span<WorkerView> views, const std::opti
       v.session_tokens = std::max<int64_t>(0, v.session_tokens - hint->context_tokens);
     }
   }
+  return MeanLive();
 }
 
 size_t SessionAffinity::size() const {

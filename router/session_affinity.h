@@ -97,9 +97,10 @@ class SessionAffinity {
 
   // Sets each view's session_tokens: the live sessions' context on its
   // worker, less the asking session's own (`hint`, which it would leave).
-  // Sessions past the window leave the sums first.
-  void SessionTokens(std::span<WorkerView> views, const std::optional<Hint>& hint,
-                     Clock::time_point now = Clock::now());
+  // Sessions past the window leave the sums first. Returns MeanLiveTokens
+  // as of the same moment.
+  int64_t SessionTokens(std::span<WorkerView> views, const std::optional<Hint>& hint,
+                        Clock::time_point now = Clock::now());
 
  private:
   struct Entry {
@@ -119,6 +120,7 @@ class SessionAffinity {
   // Moves sessions whose live_until has passed out of the live sums.
   void Expire(Clock::time_point now);
   void Count(const Entry& e, int64_t sign);
+  int64_t MeanLive() const { return live_sessions_ > 0 ? live_total_ / live_sessions_ : 0; }
   void Erase(std::unordered_map<std::string, Entry>::iterator it);
 
   const size_t max_sessions_;
