@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks router_sessions' reuse and capacity bounds against real workers
-# (CTest router_sessions_hit_bound, about 13 s):
+# (CTest router_sessions_hit_bound, about 17 s):
 #   - one worker with room for everything, one session at a time: the worker
 #     serves exactly what the bound says an unbounded cache could (so the
 #     bound counts blocks as a worker does), and the capacity bound of ample
@@ -16,7 +16,11 @@
 #     itself no more than the capacity bound of 512 tokens;
 #   - the sessions in flight and the KV they held on average, as
 #     router_sessions reports them: one session at a time holds the two
-#     tenants' contexts and part of its own turns.
+#     tenants' contexts and part of its own turns;
+#   - the open loop's arrivals: at a fixed pace session s starts at
+#     s x turns / rate seconds, with --arrivals poisson the starts are not
+#     that regular, every request is still served, and an unknown kind of
+#     arrivals is refused with a message that names it.
 #
 #   bench/hit_bound_check.sh BUILD_DIR MODEL
 set -euo pipefail
@@ -38,6 +42,15 @@ sessions() {  # $1, $2: KV tokens of the fleet and of each worker for the bounds
 }
 start_cluster 1 prefix --model "$MODEL"
 one=$(sessions 1048576 1048576 2)
+for arrivals in fixed poisson; do
+  "$B/bench/router_sessions" --router "$ROUTER" --sessions 8 --tenants 2 --turns 2 --rate 10 \
+    --arrivals "$arrivals" --think-ms 20 --system-tokens 100 --user-tokens 20 --reply-tokens 10 \
+    --trace "$tmp/$arrivals.trace" >"$tmp/$arrivals.out" || true
+done
+"$B/bench/router_sessions" --router "$ROUTER" --arrivals burst >/dev/null 2>"$tmp/burst.err" &&
+  echo "FAIL: --arrivals burst was accepted"
+grep -q "arrivals must be fixed or poisson, not 'burst'" "$tmp/burst.err" ||
+  echo "FAIL: --arrivals burst was refused without naming it: $(cat "$tmp/burst.err")"
 stop_cluster
 start_cluster 2 round_robin --model "$MODEL"
 two=$(sessions 2097152 1048576 2)
@@ -51,9 +64,10 @@ KV_MEMORY_EACH="$((bytes_per_token * 256)) $((bytes_per_token * 256))" \
   start_cluster 2 round_robin --model "$MODEL" --context-length 256
 tight=$(sessions 512 256 3)
 stop_cluster
-python3 - "$one" "$two" "$small" "$tight" <<'PY'
+python3 - "$one" "$two" "$small" "$tight" "$tmp" <<'PY'
 import json, sys
 one, two, small, tight = (json.loads(a) for a in sys.argv[1:5])
+tmp = sys.argv[5]
 print(f"one worker: hit ratio {one['hit_ratio']:.4f}, bound {one['hit_bound']:.4f}, capacity bound {one['capacity_bound']:.4f}")
 print(f"round robin on two: hit ratio {two['hit_ratio']:.4f}, bound {two['hit_bound']:.4f}, "
       f"capacity bound {two['capacity_bound']:.4f}, placement bound {two['placement_bound']:.4f}")
@@ -101,5 +115,26 @@ check(0.5 < one["sessions_in_flight_mean"] <= 1.0001,
       "one session at a time should be in flight for most of the run")
 check(200 < one["kv_demand"] * 1048576 <= 290 + 1e-3,
       "the live KV should be the two contexts and part of one session's 90 own tokens")
+# The arrivals: 8 sessions of 2 turns at 10 requests/s start 0.2 s apart
+# at a fixed pace; exponential gaps of that mean are not that regular.
+for arrivals in ("fixed", "poisson"):
+    with open(f"{tmp}/{arrivals}.out") as f:
+        result = json.loads(f.read().strip().splitlines()[-1])
+    starts, served = {}, 0
+    with open(f"{tmp}/{arrivals}.trace") as f:
+        for line in f:
+            served += 1
+            sent, session, _, turn = line.split("\t")[:4]
+            if turn == "0":
+                starts[int(session)] = float(sent)
+    off = max(abs(starts[s] - s * 0.2) for s in starts) if starts else -1
+    print(f"{arrivals} arrivals: {served} requests served, {result['failures']} failed, "
+          f"largest distance of a session's start from s x 0.2 s: {off:.3f} s")
+    check(result["failures"] == 0 and served == 16 and len(starts) == 8,
+          f"{arrivals} arrivals: all 8 sessions x 2 turns should be served")
+    if arrivals == "fixed":
+        check(0 <= off < 0.1, "fixed arrivals should start session s at s x turns / rate")
+    else:
+        check(off > 0.1, "poisson arrivals started every session at the fixed pace")
 sys.exit(1 if failures else 0)
 PY

@@ -23,7 +23,7 @@
 # as a fleet of mixed GPUs has; the demand is then over their sum.
 #
 #   [WORKERS=4] [ROUTERS=1] [KV_TOKENS=4096] [CONTEXT=1024] [USERS=4] [TURNS=2]
-#   [USER_TOKENS=32] [REPLY_TOKENS=16] [TENANTS=] [CONCURRENCY=8] [RATE=0] [THINK_MS=0] [SKEW=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
+#   [USER_TOKENS=32] [REPLY_TOKENS=16] [TENANTS=] [CONCURRENCY=8] [RATE=0] [THINK_MS=0] [ARRIVALS=fixed] [SKEW=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
 #   least_load round_robin"] [MODEL=../shared/models/stories260K.gguf] [BUILD_DIR=build]
 #   bench/kv_pressure.sh
 #
@@ -66,6 +66,10 @@
 # THINK_MS=T pauses T ms between a reply and the session's next turn
 # (router_sessions --think-ms), as an agent runs its tools: sessions live
 # longer, so an open-loop rate holds more of them, and more KV, at once.
+# ARRIVALS=poisson makes the open loop random (router_sessions --arrivals):
+# exponential gaps between session starts and exponential pauses of mean
+# THINK_MS, the same draws for every policy; fixed (the default) is the
+# regular pace.
 # WORKER_FLAGS adds flags to every worker (e.g. "--kv-eviction adaptive").
 # LOG_DIR=dir keeps each run's router logs there (with ROUTER_FLAGS="--log-level
 # debug", every decision and what the policy saw of each worker).
@@ -111,7 +115,7 @@ export KV_MEMORY_EACH
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "${ROUTERS:-1} router(s), $WORKERS workers with KV tokens $KV_TOKENS (bytes $KV_MEMORY_EACH), contexts of $CONTEXT tokens," \
   "tenant skew $SKEW," \
-  "$USERS users per tenant x $TURNS turns, $([[ $RATE != 0 ]] && echo "open loop at $RATE requests/s" ||
+  "$USERS users per tenant x $TURNS turns, $([[ $RATE != 0 ]] && echo "open loop at $RATE requests/s, ${ARRIVALS:-fixed} arrivals" ||
   { [[ -n ${TENANTS:-} ]] && echo "sessions in flight set by the demand"; } || echo "concurrency $CONCURRENCY"), $(basename "$MODEL")"
 echo
 echo "| KV demand | tenants | policy | hit ratio | hit bound | capacity bound | placement bound | TTFT p50 ms | TTFT p90 ms | requests/s | max/min requests |"
@@ -140,7 +144,7 @@ for point in $points; do
     "$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
       --concurrency "$CONCURRENCY" --rate "$rate" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens "$USER_TOKENS" \
-      --reply-tokens "$REPLY_TOKENS" --think-ms "${THINK_MS:-0}" --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" \
+      --reply-tokens "$REPLY_TOKENS" --think-ms "${THINK_MS:-0}" --arrivals "${ARRIVALS:-fixed}" --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" \
       --worker-kv-tokens "$([[ $policy == *+fetch ]] && echo 0 || echo "$worker_kv")" \
       >"$tmp/sessions.out" || true
     json=$(tail -1 "$tmp/sessions.out")

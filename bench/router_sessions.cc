@@ -12,6 +12,7 @@
 //       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
 //       [--tenants 1] [--tenant-skew 0] [--rate 0] [--trace FILE] [--session-ids 0|1]
 //       [--fleet-kv-tokens 0] [--worker-kv-tokens 0] [--think-ms 0]
+//       [--arrivals fixed|poisson]
 //
 // --think-ms T pauses T ms between a reply and the session's next turn, as
 // an agent runs its tools or a user reads: the session's context waits in
@@ -27,6 +28,13 @@
 // cluster does, as users would, so a policy that serves less than R
 // requests per second builds a queue that grows for the whole run (the
 // regime where routing decides TTFT).
+// --arrivals poisson makes the open loop random, as many independent users
+// are: the gaps between session starts are exponential with the same mean
+// (turns / R seconds) and each pause between turns is exponential with mean
+// --think-ms, drawn from fixed seeds, so every run and every policy sees the
+// same draws. The fixed pace (the default) sends perfectly regular,
+// identical sessions, which placing each new session on the next worker in
+// turn spreads exactly evenly; random traffic does not stay that even.
 //
 // Reports the prompt tokens served from cache (worker-reported) and, beside
 // them, the most any cache could have served: the prompt tokens, in whole
@@ -145,7 +153,7 @@ int main(int argc, char** argv) {
   double rate = 0, skew = 0, think_ms = 0;
   int64_t fleet_kv_tokens = 0, worker_kv_tokens = 0;
   bool session_ids = false;
-  std::string trace_path;
+  std::string trace_path, arrivals = "fixed";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::atoi(argv[i + 1]);
@@ -179,7 +187,15 @@ int main(int argc, char** argv) {
       fleet_kv_tokens = std::atoll(argv[i + 1]);
     else if (a == "--worker-kv-tokens")
       worker_kv_tokens = std::atoll(argv[i + 1]);
+    else if (a == "--arrivals")
+      arrivals = argv[i + 1];
   }
+  if (arrivals != "fixed" && arrivals != "poisson") {
+    std::fprintf(stderr, "router_sessions: --arrivals must be fixed or poisson, not '%s'\n",
+                 arrivals.c_str());
+    return 2;
+  }
+  const bool poisson = arrivals == "poisson";
   std::FILE* trace = nullptr;
   if (!trace_path.empty() && (trace = std::fopen(trace_path.c_str(), "w")) == nullptr) {
     std::fprintf(stderr, "router_sessions: cannot write --trace %s\n", trace_path.c_str());
@@ -246,6 +262,10 @@ int main(int argc, char** argv) {
   // One session: its turns, one after the other.
   auto run_session = [&](int s) {
     std::mt19937 rng(100 + s);
+    // The pauses draw from their own seed, so the tokens stay those of a
+    // fixed-pace run.
+    std::mt19937 pause_rng(50000 + s);
+    std::exponential_distribution<double> pause(think_ms > 0 ? 1.0 / think_ms : 1.0);
     std::vector<int32_t> history = {1};
     const std::vector<int32_t>& system = systems[tenant_of[s]];
     history.insert(history.end(), system.begin(), system.end());
@@ -266,7 +286,8 @@ int main(int argc, char** argv) {
     std::string previous;
     for (int t = 0; t < turns; ++t) {
       if (t > 0 && think_ms > 0) {
-        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(think_ms));
+        const double ms = poisson ? pause(pause_rng) : think_ms;
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
       }
       const auto user = Random(rng, user_tokens);
       hold();
@@ -349,9 +370,14 @@ int main(int argc, char** argv) {
   };
   std::vector<std::thread> threads;
   if (rate > 0) {
-    // Open loop: session s starts at s × turns / rate seconds.
+    // Open loop: session s starts at s × turns / rate seconds, or after
+    // exponential gaps of that mean.
+    std::mt19937 arrival_rng(31337);
+    std::exponential_distribution<double> gap(rate / turns);
+    double at = 0;
     for (int s = 0; s < sessions; ++s) {
-      std::this_thread::sleep_until(start + std::chrono::duration<double>(s * turns / rate));
+      if (s > 0) at = poisson ? at + gap(arrival_rng) : s * turns / rate;
+      std::this_thread::sleep_until(start + std::chrono::duration<double>(at));
       threads.emplace_back(run_session, s);
     }
   } else {

@@ -20,7 +20,8 @@
 //     workers do; 0: none), and it reports its load every --report-ms;
 //   - agents: --tenants tenants, each with a shared prefix (system prompt and
 //     tools) of --prefix-tokens; sessions of --turns turns, each turn adding a
-//     tool result of 500-2500 tokens and an answer of 100-700, then a pause
+//     tool result of 500-2500 tokens and an answer of 100-700 (drawn
+//     uniformly; --user-tokens and --reply-tokens set N or MIN,MAX), then a pause
 //     (exponential, mean --think-s); a finished session is replaced by a new
 //     one of the same tenant. The number of sessions is set by --demand, the
 //     distinct KV their contexts need over the fleet's capacity (sessions
@@ -84,7 +85,8 @@ class Simulation {
   Simulation(const Options& o, int routers) : o_(o), rng_(o.seed), n_routers_(routers) {}
 
   void Run() {
-    const double avg_turn = 1500 + 400;
+    const double avg_turn = (o_.user_tokens.first + o_.user_tokens.second) / 2.0 +
+                            (o_.reply_tokens.first + o_.reply_tokens.second) / 2.0;
     const double private_tokens = o_.turns / 2.0 * avg_turn;
     const double capacity = static_cast<double>(o_.workers) * o_.worker_blocks * kBlockTokens;
     const double shared = static_cast<double>(o_.tenants) * o_.prefix_tokens;
@@ -246,11 +248,13 @@ class Simulation {
   // A session's next turn: a tool result appended, sent to a random router.
   void Arrive(int s) {
     Session& session = sessions_[s];
-    session.history += static_cast<int64_t>(Uniform(500, 2500));
+    session.history += static_cast<int64_t>(Uniform(static_cast<double>(o_.user_tokens.first),
+                                                    static_cast<double>(o_.user_tokens.second)));
     auto req = std::make_unique<Request>();
     req->session = s;
     req->arrive = now_;
-    req->out_tokens = static_cast<int32_t>(Uniform(100, 700));
+    req->out_tokens = static_cast<int32_t>(Uniform(static_cast<double>(o_.reply_tokens.first),
+                                                   static_cast<double>(o_.reply_tokens.second)));
     req->prompt_tokens = o_.prefix_tokens + session.history;
     for (int64_t i = 0; i < o_.prefix_tokens / kBlockTokens; ++i)
       req->keys.push_back(TenantBlock(session.tenant, i));

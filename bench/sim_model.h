@@ -10,7 +10,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/sim_worker_cache.h"
@@ -43,6 +45,10 @@ struct Options {
   int tenants = 200;
   int64_t prefix_tokens = 12000;
   int turns = 30;
+  // Each turn appends a user message (a tool result) and a reply of sizes
+  // drawn uniformly from these ranges.
+  std::pair<int64_t, int64_t> user_tokens = {500, 2500};
+  std::pair<int64_t, int64_t> reply_tokens = {100, 700};
   double think_s = 2.0;
   double prefill_tps = 20000;
   // A fleet of unequal speeds (older GPUs beside newer ones): this share of
@@ -184,6 +190,12 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
     }
     return out;
   };
+  // "N" or "MIN,MAX": a range of token counts.
+  auto range = [&](const std::string& v) {
+    const std::vector<int> r = list(v);
+    if (r.size() > 2) throw std::invalid_argument(v);
+    return std::pair<int64_t, int64_t>(r.front(), r.back());
+  };
   const std::map<std::string, std::function<void(const std::string&)>> set = {
       {"--workers", [&](const std::string& v) { o->workers = std::stoi(v); }},
       {"--zones", [&](const std::string& v) { o->zones = std::stoi(v); }},
@@ -194,6 +206,8 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
       {"--tenants", [&](const std::string& v) { o->tenants = std::stoi(v); }},
       {"--prefix-tokens", [&](const std::string& v) { o->prefix_tokens = std::stoll(v); }},
       {"--turns", [&](const std::string& v) { o->turns = std::stoi(v); }},
+      {"--user-tokens", [&](const std::string& v) { o->user_tokens = range(v); }},
+      {"--reply-tokens", [&](const std::string& v) { o->reply_tokens = range(v); }},
       {"--think-s", [&](const std::string& v) { o->think_s = std::stod(v); }},
       {"--prefill-tps", [&](const std::string& v) { o->prefill_tps = std::stod(v); }},
       {"--slow-share", [&](const std::string& v) { o->slow_share = std::stod(v); }},
@@ -247,6 +261,9 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
   }
   if (o->workers < 1 || o->workers > router::kMaxWorkersPerModel)
     return "--workers must be 1.." + std::to_string(router::kMaxWorkersPerModel);
+  if (o->user_tokens.first < 1 || o->user_tokens.second < o->user_tokens.first ||
+      o->reply_tokens.first < 1 || o->reply_tokens.second < o->reply_tokens.first)
+    return "--user-tokens and --reply-tokens must be N or MIN,MAX with 1 <= MIN <= MAX";
   if (o->zones < 1 || o->tenants < 1 || o->turns < 1 || o->worker_blocks < 1)
     return "--zones, --tenants, --turns and --worker-blocks must be at least 1";
   if (o->demand <= 0 || o->prefill_tps <= 0 || o->decode_tps <= 0 || o->think_s <= 0)

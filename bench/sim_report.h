@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/sim_model.h"
@@ -28,6 +29,14 @@ inline void PrintRunHeader(const Options& o, int routers, int sessions) {
   } else {
     std::printf("%d sessions of %d tenants (KV demand %.0f%%)", sessions, o.tenants,
                 100 * o.demand);
+  }
+  if (o.user_tokens != Options().user_tokens || o.reply_tokens != Options().reply_tokens) {
+    const auto range = [](std::pair<int64_t, int64_t> r) {
+      return r.first == r.second ? std::to_string(r.first)
+                                 : std::to_string(r.first) + "-" + std::to_string(r.second);
+    };
+    std::printf(", turns of %s + %s tokens", range(o.user_tokens).c_str(),
+                range(o.reply_tokens).c_str());
   }
   std::printf(
       "%s\n\n"
