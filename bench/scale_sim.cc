@@ -85,14 +85,8 @@ class Simulation {
   Simulation(const Options& o, int routers) : o_(o), rng_(o.seed), n_routers_(routers) {}
 
   void Run() {
-    const double avg_turn = (o_.user_tokens.first + o_.user_tokens.second) / 2.0 +
-                            (o_.reply_tokens.first + o_.reply_tokens.second) / 2.0;
-    const double private_tokens = o_.turns / 2.0 * avg_turn;
-    const double capacity = static_cast<double>(o_.workers) * o_.worker_blocks * kBlockTokens;
-    const double shared = static_cast<double>(o_.tenants) * o_.prefix_tokens;
     const bool open = o_.session_rate > 0;
-    const int n_sessions =
-        open ? 0 : std::max(1, static_cast<int>((o_.demand * capacity - shared) / private_tokens));
+    const int n_sessions = open ? 0 : o_.ClosedLoopSessions();
     PrintRunHeader(o_, n_routers_, n_sessions);
     if (open) Push(NextSessionGap(), Kind::kNewSession, 0);
     for (int w = 0; w < o_.workers; ++w) workers_.emplace_back(o_.worker_blocks, o_.eviction);
@@ -103,7 +97,7 @@ class Simulation {
       session.uid = next_uid_++;
       // Sessions start mid-way (their history not cached anywhere yet).
       session.turn = static_cast<int>(rng_() % o_.turns);
-      session.history = session.turn * static_cast<int64_t>(avg_turn);
+      session.history = session.turn * static_cast<int64_t>(o_.MeanTurnTokens());
       sessions_.push_back(session);
       Push(Uniform(0, 10), Kind::kArrive, s);
     }

@@ -82,6 +82,20 @@ struct Options {
 
   // Whether some workers are slower than the rest.
   bool MixedSpeeds() const { return slow_share > 0 && slow_factor > 1; }
+  // A turn's mean tokens, its user message and reply together.
+  double MeanTurnTokens() const {
+    return (user_tokens.first + user_tokens.second) / 2.0 +
+           (reply_tokens.first + reply_tokens.second) / 2.0;
+  }
+  // The sessions --demand sets in the closed loop: the fleet's KV over
+  // --demand, less the tenants' prefixes, over a session's mean own tokens
+  // (half its turns).
+  int ClosedLoopSessions() const {
+    const double capacity = static_cast<double>(workers) * worker_blocks * kBlockTokens;
+    const double shared = static_cast<double>(tenants) * prefix_tokens;
+    return std::max(
+        1, static_cast<int>((demand * capacity - shared) / (turns / 2.0 * MeanTurnTokens())));
+  }
   // Whether worker `slot` is one of the --slow-share.
   bool Slow(int slot) const {
     return MixedSpeeds() && std::floor((slot + 1) * slow_share) > std::floor(slot * slow_share);
