@@ -6,7 +6,9 @@
 #
 # POLICY may be "prefix+fetch": the prefix policy with peer fetch, or
 # "prefix+norefill": without pricing refill ratios, or "prefix+growth": with
-# a named session's turns to come priced (--prefix-session-growth-weight 1). ROLES (one
+# a named session's turns to come priced (--prefix-session-growth-weight 1),
+# or "prefix+noload": without pricing the live sessions' next turns as load
+# (--prefix-session-load-weight 0). ROLES (one
 # word per worker, e.g. "prefill decode") gives the workers roles, and
 # ROUTER_FLAGS more router flags. ROUTERS (default 1) routers over the same
 # workers; ROUTER is then their addresses, comma-separated. WORKER_CPUS (one
@@ -47,6 +49,10 @@ start_cluster() {
   if [[ $policy == *+growth ]]; then
     policy=${policy%+growth}
     router_flags+=(--prefix-session-growth-weight 1)
+  fi
+  if [[ $policy == *+noload ]]; then
+    policy=${policy%+noload}
+    router_flags+=(--prefix-session-load-weight 0)
   fi
   for ((i = 0; i < workers; ++i)); do
     pin=()

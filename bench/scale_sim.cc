@@ -285,13 +285,13 @@ class Simulation {
     std::vector<const Candidate*> conns;
     const int32_t max_cacheable = static_cast<int32_t>((req.prompt_tokens - 1) / kBlockTokens);
     BuildWorkerViews(r.snap, candidates, match, max_cacheable, false, hint, &views, &conns);
-    const int64_t growth = r.affinity.SessionTokens(views, hint, SimTime());
+    const SessionAffinity::LiveSummary live = r.affinity.SessionTokens(views, hint, SimTime());
     Decision d;
     const int32_t hold = SessionHoldTokens(hint, static_cast<int32_t>(req.prompt_tokens),
                                            max_cacheable * kBlockTokens, false);
     if (!StickToSession(hint, views, hold, 2.0, 4, &d))
-      d = r.policy->Choose(
-          {static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens, growth});
+      d = r.policy->Choose({static_cast<int32_t>(req.prompt_tokens), views, hashes, kBlockTokens,
+                            live.mean_tokens, live.mean_turn_tokens});
     const int slot = views[d.index].slot;
     ++req.attempt;
     r.group->index.AddOptimistic(

@@ -257,6 +257,8 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
       {"--live-session-weight",
        [&](const std::string& v) { o->weights.live_session_weight = std::stod(v); }},
       {"--refill-weight", [&](const std::string& v) { o->weights.refill_weight = std::stod(v); }},
+      {"--session-load-weight",
+       [&](const std::string& v) { o->weights.session_load_weight = std::stod(v); }},
       {"--session-growth-weight",
        [&](const std::string& v) { o->weights.session_growth_weight = std::stod(v); }},
       {"--guard-ratio", [&](const std::string& v) { o->weights.guard_ratio = std::stod(v); }},

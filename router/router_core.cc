@@ -395,7 +395,8 @@ void LogDecision(int32_t n_prompt, const std::vector<WorkerView>& views, const D
             std::to_string(std::max(v.queued_prefill_tokens, v.prefill_inflight_tokens)) +
             " load " + std::to_string(v.load()) + " free " + std::to_string(v.blocks_free) + "/" +
             std::to_string(v.blocks_total) + " evictable " + std::to_string(v.blocks_cached) +
-            " sessions " + std::to_string(v.session_tokens) + " prefill/s " +
+            " sessions " + std::to_string(v.live_sessions) + "/" +
+            std::to_string(v.session_tokens) + " prefill/s " +
             std::to_string(static_cast<int64_t>(v.prefill_tokens_per_s)) + "]";
   }
   Log(LogLevel::kDebug, "router", line);
@@ -428,14 +429,16 @@ std::optional<RouterCore::Plan> RouterCore::PlanAttempt(
   std::vector<const Candidate*> conns;
   BuildWorkerViews(snap, candidates, match, r.max_cacheable_blocks, r.options->prompt_logprobs(),
                    hint, &views, &conns);
-  const int64_t mean_live = sessions_.SessionTokens(views, hint);
+  const SessionAffinity::LiveSummary live = sessions_.SessionTokens(views, hint);
   Plan plan;
   const int32_t hold = SessionHoldTokens(
       hint, r.n_prompt, r.max_cacheable_blocks * group.block_size, r.options->prompt_logprobs());
   if (!StickToSession(hint, views, hold, options_.session_guard_ratio, options_.session_guard_slack,
                       &plan.decision)) {
-    plan.decision = policy_->Choose({r.n_prompt, views, r.hashes, group.block_size,
-                                     r.options->session_id().empty() ? 0 : mean_live});
+    const bool named = !r.options->session_id().empty();
+    plan.decision =
+        policy_->Choose({r.n_prompt, views, r.hashes, group.block_size,
+                         named ? live.mean_tokens : 0, named ? live.mean_turn_tokens : 0});
   }
   const Decision& d = plan.decision;
   if (GetLogLevel() == LogLevel::kDebug) LogDecision(r.n_prompt, views, d);

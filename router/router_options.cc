@@ -47,6 +47,9 @@ void RouterOptions::Register(ConfigSchema* s) {
                "prefix policy: how much of the live sessions' mean context a named session placed "
                "on a worker counts toward what it would evict there, for the turns it will add "
                "(0: only its request's uncached tokens)");
+  s->AddDouble("prefix_session_load_weight", &prefix_session_load_weight, 0, 100,
+               "prefix policy: how much of a turn each live named session on a worker counts as "
+               "work queued ahead of a named session placed there (0: not at all)");
   s->AddBool("prefix_peer_fetch", &prefix_peer_fetch,
              "prefix policy: let a worker fetch the prompt blocks it lacks from the worker "
              "holding them (KV pages over gRPC) when that is cheaper than computing them");
@@ -196,6 +199,7 @@ PrefixPolicyWeights RouterOptions::weights() const {
   w.live_session_weight = prefix_live_session_weight;
   w.refill_weight = prefix_refill_weight;
   w.session_growth_weight = prefix_session_growth_weight;
+  w.session_load_weight = prefix_session_load_weight;
   w.peer_fetch = prefix_peer_fetch;
   w.default_fetch_tokens_per_s = prefix_fetch_tokens_per_s;
   w.fetch_overhead_seconds = prefix_fetch_overhead_ms / 1000;

@@ -30,6 +30,7 @@ struct RouterOptions {
   double prefix_live_session_weight = 1.0;
   double prefix_refill_weight = 1.0;
   double prefix_session_growth_weight = 0.0;
+  double prefix_session_load_weight = 1.0;
   bool prefix_peer_fetch = false;
   double prefix_fetch_tokens_per_s = 50000;
   double prefix_fetch_overhead_ms = 5;

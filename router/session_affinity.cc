@@ -34,6 +34,10 @@ void SessionAffinity::Record(const std::string& session, Hint hint, Clock::time_
     Entry& e = it->second;
     if (e.live) Count(e, -1);
     live_.splice(live_.begin(), e.live ? live_ : idle_, e.lru);
+    // A turn: what the prompt grew by since the session's last request
+    // (not what the worker computed, which under eviction is its history).
+    if (hint.prompt_tokens > e.hint.prompt_tokens)
+      e.turn_tokens = hint.prompt_tokens - e.hint.prompt_tokens;
     if (e.hint.worker_id == hint.worker_id) hint.context_tokens += e.hint.context_tokens;
     const double gap = std::chrono::duration<double>(now - e.used).count();
     e.mean_gap_s = e.mean_gap_s < 0 ? gap : 0.75 * e.mean_gap_s + 0.25 * gap;
@@ -100,9 +104,14 @@ int64_t SessionAffinity::MeanLiveTokens(Clock::time_point now) {
 void SessionAffinity::Count(const Entry& e, int64_t sign) {
   live_sessions_ += sign;
   live_total_ += sign * e.hint.context_tokens;
-  auto it = live_tokens_.try_emplace(e.hint.worker_id, 0).first;
-  it->second += sign * e.hint.context_tokens;
-  if (it->second == 0) live_tokens_.erase(it);
+  if (e.turn_tokens >= 0) {
+    turn_sessions_ += sign;
+    turn_total_ += sign * e.turn_tokens;
+  }
+  auto it = live_by_worker_.try_emplace(e.hint.worker_id).first;
+  it->second.tokens += sign * e.hint.context_tokens;
+  it->second.sessions += sign;
+  if (it->second.sessions == 0) live_by_worker_.erase(it);
 }
 
 void SessionAffinity::Erase(std::unordered_map<std::string, Entry>::iterator it) {
@@ -111,20 +120,23 @@ void SessionAffinity::Erase(std::unordered_map<std::string, Entry>::iterator it)
   sessions_.erase(it);
 }
 
-int64_t SessionAffinity::SessionTokens(std::span<WorkerView> views, const std::optional<Hint>& hint,
-                                       Clock::time_point now) {
+SessionAffinity::LiveSummary SessionAffinity::SessionTokens(std::span<WorkerView> views,
+                                                            const std::optional<Hint>& hint,
+                                                            Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
   Expire(now);
-  if (live_tokens_.empty()) return 0;
+  if (live_by_worker_.empty()) return {};
   for (WorkerView& v : views) {
-    const auto it = live_tokens_.find(absl::string_view(v.id.data(), v.id.size()));
-    if (it == live_tokens_.end()) continue;
-    v.session_tokens = it->second;
+    const auto it = live_by_worker_.find(absl::string_view(v.id.data(), v.id.size()));
+    if (it == live_by_worker_.end()) continue;
+    v.session_tokens = it->second.tokens;
+    v.live_sessions = it->second.sessions;
     if (hint && hint->worker_id == v.id) {
       v.session_tokens = std::max<int64_t>(0, v.session_tokens - hint->context_tokens);
+      v.live_sessions = std::max<int64_t>(0, v.live_sessions - 1);
     }
   }
-  return MeanLive();
+  return {MeanLive(), turn_sessions_ > 0 ? turn_total_ / turn_sessions_ : 0};
 }
 
 size_t SessionAffinity::size() const {

@@ -13,7 +13,10 @@
 // added to the cache, so a prefix many sessions share counts once, for the
 // session that brought it. A worker whose live sessions already fill its
 // cache evicts one of them for every token a new session brings, which the
-// prefix policy prices.
+// prefix policy prices. It also counts each worker's live sessions and
+// how many tokens a live session adds per turn (what its prompt grew by at
+// its latest request), so the policy can price the turns a worker's live
+// sessions will bring it.
 //
 // No request says that a session has ended, so a session is live until it
 // has been idle for `live_gaps` times its own mean gap between requests
@@ -95,12 +98,19 @@ class SessionAffinity {
   // The mean context of the live sessions on their workers (0: none live).
   int64_t MeanLiveTokens(Clock::time_point now = Clock::now());
 
-  // Sets each view's session_tokens: the live sessions' context on its
-  // worker, less the asking session's own (`hint`, which it would leave).
-  // Sessions past the window leave the sums first. Returns MeanLiveTokens
-  // as of the same moment.
-  int64_t SessionTokens(std::span<WorkerView> views, const std::optional<Hint>& hint,
-                        Clock::time_point now = Clock::now());
+  struct LiveSummary {
+    int64_t mean_tokens = 0;  // MeanLiveTokens
+    // The mean tokens a live session's prompt grew by at its latest
+    // request (0: no live session has sent a second request yet).
+    int64_t mean_turn_tokens = 0;
+  };
+
+  // Sets each view's session_tokens and live_sessions: the live sessions'
+  // context on its worker and their number, less the asking session's own
+  // (`hint`, which it would leave). Sessions past the window leave the sums
+  // first. Returns the fleet's means as of the same moment.
+  LiveSummary SessionTokens(std::span<WorkerView> views, const std::optional<Hint>& hint,
+                            Clock::time_point now = Clock::now());
 
  private:
   struct Entry {
@@ -111,6 +121,12 @@ class SessionAffinity {
     double mean_gap_s = -1;                // between its requests; -1 until a second
     Clock::time_point live_until;          // leaves the live sums then, unless used
     Clock::time_point queued_until;        // its earliest entry in ends_
+    // What its prompt grew by at its latest request (-1: none yet).
+    int64_t turn_tokens = -1;
+  };
+  struct WorkerLive {
+    int64_t tokens = 0;
+    int64_t sessions = 0;
   };
 
   // The session's live_until after a request at `now`.
@@ -135,8 +151,9 @@ class SessionAffinity {
   // Most recent first; every live session is more recent than every idle one.
   std::list<std::string> live_;
   std::list<std::string> idle_;
-  absl::flat_hash_map<std::string, int64_t> live_tokens_;  // by worker id
-  int64_t live_sessions_ = 0, live_total_ = 0;             // over every worker
+  absl::flat_hash_map<std::string, WorkerLive> live_by_worker_;  // by worker id
+  int64_t live_sessions_ = 0, live_total_ = 0;                   // over every worker
+  int64_t turn_sessions_ = 0, turn_total_ = 0;  // live sessions with turn_tokens known
   // When live sessions end, earliest first. An entry whose time is not its
   // session's queued_until is stale (an earlier one superseded it, or the
   // session was forgotten), and is dropped when it comes up; so every live

@@ -150,6 +150,40 @@ TEST(SessionAffinityTest, ASessionIsLiveForFourOfItsOwnGaps) {
   EXPECT_EQ(sessions.MeanLiveTokens(t0 + 613s), 0);  // none live
 }
 
+// Each worker's live sessions are counted, and a turn is what a session's
+// prompt grew by since its previous request, wherever that went: not what
+// the worker computed, which for a first request is the prefix it brought
+// and for a move or a cache that evicted it is the session's history.
+TEST(SessionAffinityTest, CountsLiveSessionsAndTheTokensOfATurn) {
+  SessionAffinity sessions(100, 3600s, 300s);
+  const auto t0 = SessionAffinity::Clock::now();
+  std::vector<WorkerView> views(2);
+  views[0].id = "a";
+  views[1].id = "b";
+  EXPECT_EQ(sessions.SessionTokens(views, std::nullopt, t0).mean_turn_tokens, 0);
+  sessions.Record("s1", {"a", 1000, 0, 1000}, t0);  // brought the prefix
+  sessions.Record("s2", {"a", 600, 0, 200}, t0);
+  sessions.Record("s3", {"b", 600, 0, 200}, t0);
+  EXPECT_EQ(sessions.SessionTokens(views, std::nullopt, t0).mean_turn_tokens, 0);  // no turn yet
+  EXPECT_EQ(views[0].live_sessions, 2);
+  EXPECT_EQ(views[1].live_sessions, 1);
+  sessions.Record("s1", {"a", 1150, 0, 150}, t0 + 1s);
+  sessions.Record("s2", {"a", 850, 0, 850}, t0 + 1s);    // evicted: computed its history again
+  sessions.Record("s3", {"a", 800, 0, 800}, t0 + 1s);    // moved: its history too
+  views[1].live_sessions = views[1].session_tokens = 0;  // as a fresh view
+  const SessionAffinity::LiveSummary live = sessions.SessionTokens(views, std::nullopt, t0 + 1s);
+  EXPECT_EQ(live.mean_turn_tokens, (150 + 250 + 200) / 3);
+  EXPECT_EQ(live.mean_tokens, (1150 + 1050 + 800) / 3);
+  EXPECT_EQ(views[0].live_sessions, 3);
+  EXPECT_EQ(views[1].live_sessions, 0);
+  // The asking session is left out of its own worker's count.
+  const auto hint = sessions.Find("s2", t0 + 1s);
+  ASSERT_TRUE(hint.has_value());
+  sessions.SessionTokens(views, hint, t0 + 1s);
+  EXPECT_EQ(views[0].live_sessions, 2);
+  EXPECT_EQ(views[0].session_tokens, 1150 + 800);
+}
+
 // A window never outlasts live_window, however long the session's gaps.
 TEST(SessionAffinityTest, NoSessionIsLivePastTheLongestWindow) {
   SessionAffinity sessions(100, 3600s, 60s);

@@ -36,6 +36,8 @@ struct WorkerView {
   // the asking one): context they keep in its cache and will extend
   // (SessionAffinity::SessionTokens).
   int64_t session_tokens = 0;
+  // How many live sessions those are: each will send it another turn.
+  int64_t live_sessions = 0;
   int32_t cached_tokens = 0;  // prompt tokens it holds (prefix match × block size)
   // Of cached_tokens, those only in its host-RAM tier (copied back before use).
   int32_t host_cached_tokens = 0;
@@ -64,6 +66,9 @@ struct RoutingInput {
   // to come will add about that much to the cache it is placed on. 0: no
   // session, or none live.
   int64_t session_growth_tokens = 0;
+  // For the same requests: the tokens a live session's later turn adds to
+  // its worker, on average (SessionAffinity::LiveSummary). 0: unknown.
+  int64_t session_turn_tokens = 0;
 };
 
 struct Decision {
@@ -112,6 +117,18 @@ struct PrefixPolicyWeights {
   // sessions off the holders and raised p90 at 50% demand
   // (docs/benchmarks.md, "Agent sessions in the open loop").
   double session_growth_weight = 0.0;
+  // A named session stays on the worker it is placed on, and so do the live
+  // sessions already there: each of them will bring that worker another turn
+  // (RoutingInput::session_turn_tokens) while the new session's turns come.
+  // Placing a session counts this times those turns, live_sessions ×
+  // session_turn_tokens, as work ahead of it (at the candidates' median
+  // speed): sessions spread by count as their turns will load the workers,
+  // which the queues of the moment do not show (most live sessions are
+  // between turns). A long prefix outweighs it until its holder carries
+  // many more sessions than the others. Only while the candidates' live
+  // sessions fit their caches, as for refill_weight (docs/benchmarks.md,
+  // "Live sessions priced as load"). 0: off.
+  double session_load_weight = 1.0;
   // A cache that refills a share r of what it stores (its worker measures
   // r) thrashes: each token evicted there is recomputed and evicts another,
   // about 1 / (1 - r) times in all, which a fast worker's speed hides.

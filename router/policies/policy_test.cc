@@ -325,6 +325,51 @@ TEST(PolicyTest, ANamedSessionGoesWhereItsTurnsFit) {
   EXPECT_EQ(MakePrefixPolicy({})->Choose({560, ws, none, 16, 1000}).index, 0);
 }
 
+// Live named sessions stay where they are and come back: a worker with
+// five of them will get five more turns, which its queue of the moment does
+// not show. Priced as work ahead, those turns send a new session to the
+// worker with one live session, though that one is prefilling now, and even
+// to one that must first compute the prompt's prefix; a long prefix still
+// outweighs them until its holder carries many more sessions. Once the live
+// sessions exceed the caches, the term is left out.
+TEST(PolicyTest, ANewSessionQueuesBehindTheTurnsOfTheLiveSessions) {
+  const std::vector<BlockHash> none;
+  std::vector<WorkerView> ws = {W(0, 0, 384, 10000), W(1, 0, 384, 10000)};
+  for (WorkerView& v : ws) v.blocks_total = v.blocks_free = 256;  // 4,096 tokens each
+  ws[0].live_sessions = 5;
+  ws[0].session_tokens = 1500;
+  ws[1].live_sessions = 1;
+  ws[1].session_tokens = 300;
+  ws[1].queued_prefill_tokens = 300;
+  // 176 uncached tokens each, 64 and 13 of them evicting live context: w1's
+  // queue alone decides (240 against 489).
+  EXPECT_EQ(MakePrefixPolicy({})->Choose({560, ws, none, 16}).index, 0);
+  // With turns of 176 tokens to come: 240 + 5 × 176 = 1,120 against
+  // 489 + 176 = 665.
+  EXPECT_EQ(MakePrefixPolicy({})->Choose({560, ws, none, 16, 0, 176}).index, 1);
+  EXPECT_EQ(MakePrefixPolicy({.session_load_weight = 0})->Choose({560, ws, none, 16, 0, 176}).index,
+            0);
+  // w1 without the prefix: 560 + 41 + 176 = 777, still under 1,120.
+  ws[1].cached_tokens = 0;
+  ws[1].queued_prefill_tokens = 0;
+  EXPECT_EQ(MakePrefixPolicy({})->Choose({560, ws, none, 16, 0, 176}).index, 1);
+  // Live sessions past the caches (8,300 tokens in 8,192): left out.
+  ws[0].session_tokens = 8000;
+  EXPECT_EQ(MakePrefixPolicy({})->Choose({560, ws, none, 16, 0, 176}).index, 0);
+
+  // A 12,000-token prefix on w0 only, turns of 1,900 tokens: 500 + 76 + 5 ×
+  // 1,900 = 10,076 against 12,500 on the empty w1, so the session stays...
+  std::vector<WorkerView> long_prefix = {W(0, 0, 12000, 10000), W(1, 0, 0, 10000)};
+  for (WorkerView& v : long_prefix) v.blocks_total = v.blocks_free = 4096;  // 65,536 tokens
+  long_prefix[0].live_sessions = 5;
+  long_prefix[0].session_tokens = 10000;
+  EXPECT_EQ(MakePrefixPolicy({})->Choose({12500, long_prefix, none, 16, 0, 1900}).index, 0);
+  // ...until its holder has seven more sessions than w1 (13,907).
+  long_prefix[0].live_sessions = 7;
+  long_prefix[0].session_tokens = 14000;
+  EXPECT_EQ(MakePrefixPolicy({})->Choose({12500, long_prefix, none, 16, 0, 1900}).index, 1);
+}
+
 // A burst routed before any load report: the router's own requests still
 // prefilling on a worker count as its queue.
 TEST(PolicyTest, PrefixCountsItsOwnRequestsNotYetReported) {

@@ -66,6 +66,23 @@
 // on few workers (it moves sessions off the holders; docs/benchmarks.md,
 // "Agent sessions in the open loop").
 //
+// Each live session on a worker will send it another turn, and a new named
+// session placed there will queue behind those turns for its life: the live
+// sessions' next turns (session_load_weight × live_sessions ×
+// session_turn_tokens, a turn being what a session's prompt grows by) count
+// as work ahead of the request, at the candidates' median speed. Sessions
+// then spread by count, as round robin spreads them, where the queues of
+// the moment show only the sessions mid-turn (most live ones are between
+// turns). A short prefix gives way to that (it is computed once on the new
+// worker); a long one outweighs it until its holder carries many more
+// sessions than the others. Like the refill ratio, the term applies only
+// while the candidates' live sessions fit their caches: past that, every
+// placement evicts someone, and spreading sessions off the holders of long
+// prefixes only multiplies their recomputes. Where a fleet runs past its
+// capacity it still costs (in the simulator's overloaded open loop, where
+// the tenants' placements made while it filled up persist; docs/benchmarks.md,
+// "Live sessions priced as load"): session_load_weight 0 turns it off.
+//
 // A host-tier hit is copied back rather than recomputed: cheaper than a miss
 // by the ratio of the two measured speeds, dearer than a device hit. A worker
 // that has not measured its restore speed has its host hits priced as misses.
@@ -135,7 +152,8 @@ class PrefixPolicy final : public Policy {
     std::nth_element(rates.begin(), rates.begin() + n / 2, rates.end());
     const double fleet_rate = rates[n / 2];
     double fleet_refill = 1.0;
-    if (live_sum > 0 && live_sum < capacity_sum) {
+    const bool sessions_fit = live_sum > 0 && live_sum < capacity_sum;
+    if (sessions_fit) {
       std::nth_element(refills.begin(), refills.begin() + n / 2, refills.end());
       fleet_refill = refills[n / 2];
     }
@@ -182,8 +200,14 @@ class PrefixPolicy final : public Policy {
               ? std::clamp(cached / static_cast<double>(input.prompt_tokens), 0.0, 1.0)
               : 0;
       const double ahead = share * std::min(queue, step) + (1 - share) * queue;
+      // The turns this worker's live sessions will bring (named sessions).
+      const double sessions_ahead =
+          sessions_fit ? w_.session_load_weight * static_cast<double>(v.live_sessions) *
+                             static_cast<double>(input.session_turn_tokens)
+                       : 0.0;
       cost[i] = (uncached + ahead + w_.tokens_per_running_request * v.load()) / rate +
-                displaced / fleet_rate + (price_host ? host / v.host_restore_tokens_per_s : 0.0);
+                (displaced + sessions_ahead) / fleet_rate +
+                (price_host ? host / v.host_restore_tokens_per_s : 0.0);
       // A fetch starts after w's device blocks: the pages go to the device,
       // and a prefix is device blocks first, so w's host-tier blocks are
       // fetched too (instead of restored).
