@@ -78,10 +78,10 @@
 // sessions than the others. Like the refill ratio, the term applies only
 // while the candidates' live sessions fit their caches: past that, every
 // placement evicts someone, and spreading sessions off the holders of long
-// prefixes only multiplies their recomputes. Where a fleet runs past its
-// capacity it still costs (in the simulator's overloaded open loop, where
-// the tenants' placements made while it filled up persist; docs/benchmarks.md,
-// "Live sessions priced as load"): session_load_weight 0 turns it off.
+// prefixes only multiplies their recomputes. Past capacity the simulator
+// still puts it 0-8% behind on p90, from placements made while the fleet
+// filled up (docs/benchmarks.md, "Live sessions priced as load");
+// session_load_weight 0 turns it off.
 //
 // A host-tier hit is copied back rather than recomputed: cheaper than a miss
 // by the ratio of the two measured speeds, dearer than a device hit. A worker
