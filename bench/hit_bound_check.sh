@@ -14,13 +14,17 @@
 #     the capacity bound of 256 tokens, which is under the reuse bound;
 #   - round robin on two such workers: no more than the placement bound,
 #     itself no more than the capacity bound of 512 tokens;
+#   - on those workers, what a least-recently-used cache of their size
+#     serves of the same requests (router_sessions' LRU replay, the model of
+#     a worker bench/scale_sim runs) is exactly what they served;
 #   - the sessions in flight and the KV they held on average, as
 #     router_sessions reports them: one session at a time holds the two
 #     tenants' contexts and part of its own turns;
 #   - the open loop's arrivals: at a fixed pace session s starts at
 #     s x turns / rate seconds, with --arrivals poisson the starts are not
-#     that regular, every request is still served, and an unknown kind of
-#     arrivals is refused with a message that names it.
+#     that regular (and --seed 1 draws others), every request is still
+#     served, and an unknown kind of arrivals is refused with a message that
+#     names it.
 #
 #   bench/hit_bound_check.sh BUILD_DIR MODEL
 set -euo pipefail
@@ -47,6 +51,9 @@ for arrivals in fixed poisson; do
     --arrivals "$arrivals" --think-ms 20 --system-tokens 100 --user-tokens 20 --reply-tokens 10 \
     --trace "$tmp/$arrivals.trace" >"$tmp/$arrivals.out" || true
 done
+"$B/bench/router_sessions" --router "$ROUTER" --sessions 8 --tenants 2 --turns 2 --rate 10 \
+  --arrivals poisson --seed 1 --think-ms 20 --system-tokens 100 --user-tokens 20 --reply-tokens 10 \
+  --trace "$tmp/seed1.trace" >"$tmp/seed1.out" || true
 "$B/bench/router_sessions" --router "$ROUTER" --arrivals burst >/dev/null 2>"$tmp/burst.err" &&
   echo "FAIL: --arrivals burst was accepted"
 grep -q "arrivals must be fixed or poisson, not 'burst'" "$tmp/burst.err" ||
@@ -59,15 +66,21 @@ bytes_per_token=$("$B/cli/kvmesh" kv-plan -m "$MODEL" --context 256 --kv-type f1
   python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_per_token"])')
 KV_MEMORY_EACH=$((bytes_per_token * 256)) start_cluster 1 prefix --model "$MODEL" --context-length 256
 small=$(sessions 256 256 3)
+# Skewed tenants on the same worker: recency decides what stays, so a cache
+# that kept blocks in the order stored (FIFO) would serve 9 points less.
+"$B/bench/router_sessions" --router "$ROUTER" --sessions 12 --tenants 4 --tenant-skew 1 --turns 3 \
+  --concurrency 1 --system-tokens 100 --user-tokens 20 --reply-tokens 10 \
+  --fleet-kv-tokens 256 --worker-kv-tokens 256 >"$tmp/skew.out" || true
+skew=$(tail -1 "$tmp/skew.out")
 stop_cluster
 KV_MEMORY_EACH="$((bytes_per_token * 256)) $((bytes_per_token * 256))" \
   start_cluster 2 round_robin --model "$MODEL" --context-length 256
 tight=$(sessions 512 256 3)
 stop_cluster
-python3 - "$one" "$two" "$small" "$tight" "$tmp" <<'PY'
+python3 - "$one" "$two" "$small" "$tight" "$skew" "$tmp" <<'PY'
 import json, sys
-one, two, small, tight = (json.loads(a) for a in sys.argv[1:5])
-tmp = sys.argv[5]
+one, two, small, tight, skew = (json.loads(a) for a in sys.argv[1:6])
+tmp = sys.argv[6]
 print(f"one worker: hit ratio {one['hit_ratio']:.4f}, bound {one['hit_bound']:.4f}, capacity bound {one['capacity_bound']:.4f}")
 print(f"round robin on two: hit ratio {two['hit_ratio']:.4f}, bound {two['hit_bound']:.4f}, "
       f"capacity bound {two['capacity_bound']:.4f}, placement bound {two['placement_bound']:.4f}")
@@ -106,6 +119,27 @@ check(tight["hit_ratio"] <= tight["placement_bound"] + 1e-4,
       "two workers of 256 tokens served more than their placement bound")
 check(tight["placement_bound"] <= tight["capacity_bound"] + 1e-4,
       "a placement bound over the capacity bound")
+# The LRU replay: one request at a time, a worker of 256 tokens evicts as a
+# least-recently-used cache of 16 blocks does, the model bench/scale_sim
+# runs, so the replay of its requests serves exactly what it served.
+print(f"LRU replay: one worker of 256 tokens {small['lru_replay']:.4f}, "
+      f"round robin on two {tight['lru_replay']:.4f}")
+check(small["hit_ratio"] < small["hit_bound"] - 0.02, "a worker of 256 tokens should evict")
+check(abs(small["lru_replay"] - small["hit_ratio"]) <= 1e-4,
+      "a worker of 256 tokens should serve what an LRU cache of its size serves")
+check(abs(tight["lru_replay"] - tight["hit_ratio"]) <= 1e-4,
+      "two workers of 256 tokens should serve what LRU caches of their size serve")
+check(abs(two["lru_replay"] - two["placement_bound"]) <= 1e-4,
+      "caches with room for everything: the LRU replay should be the placement bound")
+# Within a point where recency decides: the replay leaves out the block a
+# request's partly filled tail takes from the pool, which moves it 0.3-0.6
+# points here; keeping blocks in the order stored instead moves it 9.
+print(f"LRU replay, skewed tenants on one worker of 256 tokens: {skew['lru_replay']:.4f} "
+      f"against the worker's {skew['hit_ratio']:.4f}")
+check(not skew["failures"] and skew["hit_ratio"] < skew["hit_bound"] - 0.02,
+      "skewed tenants on a worker of 256 tokens should be served, with evictions")
+check(abs(skew["lru_replay"] - skew["hit_ratio"]) <= 0.01,
+      "skewed tenants: a worker of 256 tokens should serve within a point of an LRU cache of its size")
 # The sessions in flight and the KV they held: one at a time; two tenants'
 # 100-token contexts, and each session's own turns, at most 3 x 30 tokens.
 print(f"one worker: sessions in flight mean {one['sessions_in_flight_mean']:.2f}, "
@@ -136,5 +170,13 @@ for arrivals in ("fixed", "poisson"):
         check(0 <= off < 0.1, "fixed arrivals should start session s at s x turns / rate")
     else:
         check(off > 0.1, "poisson arrivals started every session at the fixed pace")
+        poisson_starts = starts
+# Another seed draws other starts, all served.
+with open(f"{tmp}/seed1.trace") as f:
+    seed1 = {int(l.split("\t")[1]): float(l.split("\t")[0]) for l in f if l.split("\t")[3] == "0"}
+moved = max(abs(seed1[s] - poisson_starts[s]) for s in seed1) if len(seed1) == 8 else -1
+print(f"poisson arrivals with --seed 1: {len(seed1)} sessions started, the largest move of a "
+      f"start from seed 0's: {moved:.3f} s")
+check(len(seed1) == 8 and moved > 0.1, "--seed 1 should start the 8 sessions at other times")
 sys.exit(1 if failures else 0)
 PY

@@ -23,7 +23,7 @@
 # as a fleet of mixed GPUs has; the demand is then over their sum.
 #
 #   [WORKERS=4] [ROUTERS=1] [KV_TOKENS=4096] [CONTEXT=1024] [USERS=4] [TURNS=2]
-#   [USER_TOKENS=32] [REPLY_TOKENS=16] [TENANTS=] [CONCURRENCY=8] [RATE=0] [THINK_MS=0] [ARRIVALS=fixed] [SKEW=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
+#   [USER_TOKENS=32] [REPLY_TOKENS=16] [TENANTS=] [CONCURRENCY=8] [RATE=0] [THINK_MS=0] [ARRIVALS=fixed] [SEED=0] [SKEW=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
 #   least_load round_robin"] [MODEL=../shared/models/stories260K.gguf] [BUILD_DIR=build]
 #   bench/kv_pressure.sh
 #
@@ -48,8 +48,11 @@
 # live sessions a cache holds. DETAIL=1 prints, after the table, each run's hit ratio by turn, how many
 # later turns stayed on the previous turn's worker, and the prompt tokens
 # each worker computed (its kvmesh_worker_prefill_tokens_total): where a
-# policy's work piled up; the first router's decisions by reason; and the
-# workers' peer fetches by result.
+# policy's work piled up; the first router's decisions by reason; the
+# workers' peer fetches by result; and with equal caches the LRU replay
+# (router_sessions): what a least-recently-used cache of a worker's size,
+# bench/scale_sim's model of a worker, would have served of the requests
+# each worker was sent, to set beside the hit ratio.
 # USER_TOKENS and REPLY_TOKENS size each turn's user message and reply.
 # TENANTS=N fixes the number of tenants, for agent-like traffic (few tenants,
 # sessions of many turns that grow: e.g. TENANTS=2 CONTEXT=384 TURNS=8
@@ -71,7 +74,8 @@
 # ARRIVALS=poisson makes the open loop random (router_sessions --arrivals):
 # exponential gaps between session starts and exponential pauses of mean
 # THINK_MS, the same draws for every policy; fixed (the default) is the
-# regular pace.
+# regular pace. SEED=N (router_sessions --seed) draws other traffic of the
+# same shape; 0 (the default) is the draw of the earlier runs.
 # WORKER_FLAGS adds flags to every worker (e.g. "--kv-eviction adaptive").
 # LOG_DIR=dir keeps each run's router logs there (with ROUTER_FLAGS="--log-level
 # debug", every decision and what the policy saw of each worker).
@@ -146,7 +150,8 @@ for point in $points; do
     "$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
       --concurrency "$CONCURRENCY" --rate "$rate" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens "$USER_TOKENS" \
-      --reply-tokens "$REPLY_TOKENS" --think-ms "${THINK_MS:-0}" --arrivals "${ARRIVALS:-fixed}" --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" \
+      --reply-tokens "$REPLY_TOKENS" --think-ms "${THINK_MS:-0}" --arrivals "${ARRIVALS:-fixed}" --seed "${SEED:-0}" \
+      --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" \
       --worker-kv-tokens "$([[ $policy == *+fetch ]] && echo 0 || echo "$worker_kv")" \
       >"$tmp/sessions.out" || true
     json=$(tail -1 "$tmp/sessions.out")
@@ -169,9 +174,10 @@ for point in $points; do
       reasons=$(curl -s "http://$(field http "$tmp/r0.out")/metrics" |
         awk -F'[{}]' '$1 == "kvmesh_router_decisions_total" { split($2, l, "reason=\""); sub(/".*/, "", l[2]);
           split($3, v, " "); printf "%s %s, ", l[2], v[1] }' || true)
+      lru=$(grep -o '^least-recently-used caches.*' "$tmp/sessions.out" | sed 's/.*= //' || true)
       details+=("$([[ $demand == open ]] && echo "$rate/s" || python3 -c "print(f'{float($demand):.0%}')") $policy: $(grep '^cached by turn' "$tmp/sessions.out" || echo 'no per-turn hits (router_sessions failed)');"\
 " prompt tokens computed per worker: ${computed[*]}; router 0's decisions: ${reasons%, }"\
-"; peer fetches: ${fetches%, }")
+"; peer fetches: ${fetches%, }${lru:+; the LRU replay: $lru}")
     fi
     if ! python3 -c 'import json,sys; json.loads(sys.argv[1])' "$json" 2>/dev/null; then
       echo "| ${demand} | $label | $policy | (router_sessions failed: see the workers' logs) | | | | | | | |"

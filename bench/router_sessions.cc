@@ -12,7 +12,7 @@
 //       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
 //       [--tenants 1] [--tenant-skew 0] [--rate 0] [--trace FILE] [--session-ids 0|1]
 //       [--fleet-kv-tokens 0] [--worker-kv-tokens 0] [--think-ms 0]
-//       [--arrivals fixed|poisson]
+//       [--arrivals fixed|poisson] [--seed 0]
 //
 // --think-ms T pauses T ms between a reply and the session's next turn, as
 // an agent runs its tools or a user reads: the session's context waits in
@@ -35,6 +35,9 @@
 // same draws. The fixed pace (the default) sends perfectly regular,
 // identical sessions, which placing each new session on the next worker in
 // turn spreads exactly evenly; random traffic does not stay that even.
+// --seed N draws other traffic of the same shape (tokens, tenants, starts
+// and pauses): one draw's p90 can differ from another's by more than two
+// policies differ (docs/benchmarks.md), so compare policies over several.
 //
 // Reports the prompt tokens served from cache (worker-reported) and, beside
 // them, the most any cache could have served: the prompt tokens, in whole
@@ -58,6 +61,10 @@
 // no request sent them offered). The capacity bound less the placement
 // bound is what placement cost; the placement bound less the hit ratio
 // what the workers' eviction cost, with the overlap of requests in flight.
+// Beside them, the LRU replay: what a least-recently-used cache of that
+// size (bench/scale_sim's model of a worker) would have served of the same
+// requests, in the order they were sent and their replies stored. Where it
+// equals the hit ratio the workers evicted as that model does.
 //
 // Then the sessions in flight (their mean over the run and the most at
 // once) and the KV they held on average: each tenant's context once and
@@ -66,8 +73,8 @@
 // reached, which grows where a policy's fleet falls behind. Then time to
 // first token (mean, p50, p90, measured by the client), requests per
 // second and per worker. Last line: one JSON object
-// (capacity_bound -1 without --fleet-kv-tokens, placement_bound -1 without
-// --worker-kv-tokens). --trace FILE writes one line per request
+// (capacity_bound -1 without --fleet-kv-tokens, placement_bound and
+// lru_replay -1 without --worker-kv-tokens). --trace FILE writes one line per request
 // (tab-separated: seconds since the start when it was sent, session,
 // tenant, turn, worker, prompt tokens, cached tokens, TTFT ms), to follow
 // where each tenant's requests went over a run.
@@ -78,6 +85,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <list>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -88,6 +96,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "bench/capacity_bound.h"
 #include "common/block_hash.h"
@@ -144,6 +153,44 @@ class UnboundedCache {
   absl::flat_hash_set<kvmesh::BlockHash, kvmesh::BlockHashHasher> held_;
 };
 
+// A worker's cache as bench/scale_sim models it (bench/sim_worker_cache.h):
+// blocks kept least recently used first, a request's blocks going back
+// with its first block the most recent (its last is evicted first). What it
+// serves of the requests a run sent a worker, set beside what the worker
+// served, tells whether the worker evicts as the simulator's model does.
+class LruCache {
+ public:
+  explicit LruCache(size_t capacity) : capacity_(capacity) {}
+
+  // Leading blocks of `blocks` held, at most `most`.
+  size_t Held(const std::vector<kvmesh::BlockHash>& blocks, size_t most) const {
+    size_t n = 0;
+    while (n < std::min(most, blocks.size()) && where_.contains(blocks[n])) ++n;
+    return n;
+  }
+  // Stores or refreshes `blocks`, the first the most recent; then evicts the
+  // least recent beyond the capacity.
+  void Use(const std::vector<kvmesh::BlockHash>& blocks) {
+    for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) {
+      auto it = where_.find(*b);
+      if (it != where_.end()) order_.erase(it->second);
+      order_.push_back(*b);
+      where_[*b] = std::prev(order_.end());
+    }
+    while (order_.size() > capacity_) {
+      where_.erase(order_.front());
+      order_.pop_front();
+    }
+  }
+
+ private:
+  size_t capacity_;
+  std::list<kvmesh::BlockHash> order_;  // least recent first
+  absl::flat_hash_map<kvmesh::BlockHash, std::list<kvmesh::BlockHash>::iterator,
+                      kvmesh::BlockHashHasher>
+      where_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -153,6 +200,7 @@ int main(int argc, char** argv) {
   double rate = 0, skew = 0, think_ms = 0;
   int64_t fleet_kv_tokens = 0, worker_kv_tokens = 0;
   bool session_ids = false;
+  uint32_t seed = 0;
   std::string trace_path, arrivals = "fixed";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -189,6 +237,8 @@ int main(int argc, char** argv) {
       worker_kv_tokens = std::atoll(argv[i + 1]);
     else if (a == "--arrivals")
       arrivals = argv[i + 1];
+    else if (a == "--seed")
+      seed = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
   }
   if (arrivals != "fixed" && arrivals != "poisson") {
     std::fprintf(stderr, "router_sessions: --arrivals must be fixed or poisson, not '%s'\n",
@@ -219,14 +269,16 @@ int main(int argc, char** argv) {
         grpc::CreateChannel(router.substr(at, comma - at), grpc::InsecureChannelCredentials())));
     at = comma + 1;
   }
-  std::mt19937 seed_rng(2024);
+  // Every draw's seed, moved by --seed (0: the draws of earlier runs).
+  const auto seeded = [&](uint32_t base) { return std::mt19937(base + 1000003u * seed); };
+  std::mt19937 seed_rng = seeded(2024);
   std::vector<std::vector<int32_t>> systems;
   for (int t = 0; t < tenants; ++t) systems.push_back(Random(seed_rng, system_tokens));
   std::vector<int> tenant_of(sessions);
   std::vector<double> popularity(tenants);
   for (int t = 0; t < tenants; ++t) popularity[t] = 1.0 / std::pow(t + 1.0, skew);
   std::discrete_distribution<int> draw(popularity.begin(), popularity.end());
-  std::mt19937 tenant_rng(7);
+  std::mt19937 tenant_rng = seeded(7);
   for (int s = 0; s < sessions; ++s) tenant_of[s] = skew > 0 ? draw(tenant_rng) : s % tenants;
 
   std::mutex mu;
@@ -261,10 +313,10 @@ int main(int argc, char** argv) {
   const auto start = Clock::now();
   // One session: its turns, one after the other.
   auto run_session = [&](int s) {
-    std::mt19937 rng(100 + s);
+    std::mt19937 rng = seeded(100 + s);
     // The pauses draw from their own seed, so the tokens stay those of a
     // fixed-pace run.
-    std::mt19937 pause_rng(50000 + s);
+    std::mt19937 pause_rng = seeded(50000 + s);
     std::exponential_distribution<double> pause(think_ms > 0 ? 1.0 / think_ms : 1.0);
     std::vector<int32_t> history = {1};
     const std::vector<int32_t>& system = systems[tenant_of[s]];
@@ -372,7 +424,7 @@ int main(int argc, char** argv) {
   if (rate > 0) {
     // Open loop: session s starts at s × turns / rate seconds, or after
     // exponential gaps of that mean.
-    std::mt19937 arrival_rng(31337);
+    std::mt19937 arrival_rng = seeded(31337);
     std::exponential_distribution<double> gap(rate / turns);
     double at = 0;
     for (int s = 0; s < sessions; ++s) {
@@ -422,6 +474,22 @@ int main(int argc, char** argv) {
       if (!w.empty()) placement_total += solve(worker_kv_tokens, w);
     }
   }
+  // The LRU replay: each worker's requests, in the order they were sent and
+  // their replies stored, through an LruCache of the worker's size.
+  int64_t lru_total = 0;
+  if (worker_kv_tokens > 0) {
+    std::map<std::string, LruCache> lru;
+    for (const Offer& o : offers) {
+      const std::string& w = worker_of[o.request];
+      if (w.empty()) continue;
+      LruCache& cache =
+          lru.try_emplace(w, static_cast<size_t>(worker_kv_tokens) / kBlock).first->second;
+      if (o.reusable > 0 && served[o.request]) {
+        lru_total += static_cast<int64_t>(cache.Held(o.blocks, o.reusable) * kBlock);
+      }
+      cache.Use(o.blocks);
+    }
+  }
   const double requests_per_s = ttfts.size() / std::max(seconds, 1e-9);
   int max_load = 0, min_load = per_worker.empty() ? 0 : 1 << 30;
   for (auto& [w, n] : per_worker) {
@@ -445,6 +513,9 @@ int main(int argc, char** argv) {
     std::printf("most caches of %lld tokens could serve where each request went: %lld = %.1f%%\n",
                 static_cast<long long>(worker_kv_tokens), static_cast<long long>(placement_total),
                 100.0 * placement_total / std::max<int64_t>(1, prompt_total));
+    std::printf("least-recently-used caches of %lld tokens over the same requests: %lld = %.1f%%\n",
+                static_cast<long long>(worker_kv_tokens), static_cast<long long>(lru_total),
+                100.0 * lru_total / std::max<int64_t>(1, prompt_total));
   }
   std::printf("cached by turn:");
   for (int t = 0; t < turns; ++t) {
@@ -477,7 +548,7 @@ int main(int argc, char** argv) {
       "\"ttft_p90_ms\":%.2f,"
       "\"requests_per_s\":%.3f,\"max_load\":%d,\"min_load\":%d,\"seconds\":%.2f,"
       "\"failures\":%d,\"sessions_in_flight_mean\":%.2f,\"sessions_in_flight_peak\":%d,"
-      "\"kv_demand\":%.4f}\n",
+      "\"kv_demand\":%.4f,\"lru_replay\":%.4f}\n",
       static_cast<double>(cached_total) / std::max<int64_t>(1, prompt_total),
       static_cast<double>(bound_total) / std::max<int64_t>(1, prompt_total),
       fleet_kv_tokens > 0 ? static_cast<double>(capacity_total) / std::max<int64_t>(1, prompt_total)
@@ -486,6 +557,8 @@ int main(int argc, char** argv) {
           ? static_cast<double>(placement_total) / std::max<int64_t>(1, prompt_total)
           : -1.0,
       mean, p50, p90, requests_per_s, max_load, min_load, seconds, failures, mean_in_flight,
-      peak_in_flight, fleet_kv_tokens > 0 ? live_tokens / fleet_kv_tokens : -1.0);
+      peak_in_flight, fleet_kv_tokens > 0 ? live_tokens / fleet_kv_tokens : -1.0,
+      worker_kv_tokens > 0 ? static_cast<double>(lru_total) / std::max<int64_t>(1, prompt_total)
+                           : -1.0);
   return failures == 0 ? 0 : 1;
 }

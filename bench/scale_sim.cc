@@ -31,7 +31,7 @@
 //     sessions (of random tenants, from their first turn) start at R a
 //     second whatever the fleet serves, and end after --turns turns, so a
 //     slow fleet holds more sessions at once, as agents' users keep arriving
-//     (the table's last column: sessions live at the phase's end). Agents
+//     (the table's last column: the sessions live, on average over the phase). Agents
 //     name their sessions (x-session-id) unless --session-ids 0.
 // The timeline (simulated seconds): warm-up, then four phases of --phase-s:
 // N routers; one router added (it first loads every worker's snapshot); the
@@ -234,9 +234,22 @@ class Simulation {
     session.tenant = static_cast<int>(rng_() % o_.tenants);
     session.uid = next_uid_++;
     sessions_.push_back(session);
-    ++live_sessions_;
+    CountLive(+1);
     Arrive(static_cast<int>(sessions_.size()) - 1);
     Push(NextSessionGap(), Kind::kNewSession, 0);
+  }
+
+  // Open loop: the live sessions change by `delta` now.
+  void CountLive(int delta) {
+    live_seconds_ += static_cast<double>(live_sessions_) * (now_ - live_since_);
+    live_since_ = now_;
+    live_sessions_ += delta;
+  }
+  // The sessions live on average over the phase now ending, of `span` s.
+  double MeanLive(double span) const {
+    const double seconds =
+        live_seconds_ + static_cast<double>(live_sessions_) * (now_ - live_since_);
+    return span > 0 ? seconds / span : static_cast<double>(live_sessions_);
   }
 
   // A session's next turn: a tool result appended, sent to a random router.
@@ -402,7 +415,7 @@ class Simulation {
     ++phase_.requests;
     if (++session.turn >= o_.turns) {
       if (o_.session_rate > 0) {  // open loop: it ends
-        --live_sessions_;
+        CountLive(-1);
         requests_[id].reset();
         return;
       }
@@ -537,6 +550,8 @@ class Simulation {
     }
     for (Worker& w : workers_) w.busy_s = w.prompt_tokens = w.cached_tokens = 0;
     phase_start_ = now_;
+    live_seconds_ = 0;
+    live_since_ = now_;
     if (p == 0) phase_name_ = "steady";
     if (p == 1) {
       AddRouter(true);
@@ -640,7 +655,7 @@ class Simulation {
     }
     const int live_routers = static_cast<int>(LiveRouters().size());
     phase_.PrintRow(phase_name_, live_routers, busy_sum > 0 ? busy_max / (busy_sum / alive) : 0.0,
-                    o_.session_rate > 0 ? live_sessions_ : static_cast<int64_t>(sessions_.size()));
+                    o_.session_rate > 0 ? MeanLive(span) : static_cast<double>(sessions_.size()));
     notes_.push_back(phase_.RecomputeNote(phase_name_));
     if (o_.MixedSpeeds()) notes_.push_back(SpeedNoteOfPhase());
     RouterRow row;
@@ -669,6 +684,8 @@ class Simulation {
   uint64_t seq_ = 0;
   uint64_t next_uid_ = 1;
   int64_t live_sessions_ = 0;  // open loop: started and not yet ended
+  double live_seconds_ = 0;    // session-seconds live since live_since_'s phase began
+  double live_since_ = 0;      // when live_sessions_ last changed or the phase began
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::vector<Worker> workers_;
   std::vector<std::unique_ptr<SimRouter>> routers_;

@@ -41,7 +41,7 @@ inline void PrintRunHeader(const Options& o, int routers, int sessions) {
   std::printf(
       "%s\n\n"
       "| phase | routers | requests | hit ratio | fleet held | TTFT p50 s | p90 s | "
-      "p99 s | retried | failed mid-stream | prefill busy max/mean | live sessions |\n"
+      "p99 s | retried | failed mid-stream | prefill busy max/mean | live sessions (mean) |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
       o.session_ids ? "" : ", no session ids");
 }
@@ -100,17 +100,17 @@ struct PhaseStats {
 
   // The phase's row of the main table.
   void PrintRow(const std::string& phase, int routers, double busy_max_over_mean,
-                int64_t live_sessions) const {
+                double live_sessions) const {
     const auto ratio = [&](int64_t n) {
       return 100.0 * static_cast<double>(n) /
              std::max<double>(1, static_cast<double>(prompt_tokens));
     };
     std::printf(
-        "| %s | %d | %lld | %.1f%% | %.1f%% | %.2f | %.2f | %.2f | %lld | %lld | %.1f | %lld |\n",
+        "| %s | %d | %lld | %.1f%% | %.1f%% | %.3f | %.3f | %.3f | %lld | %lld | %.1f | %.1f |\n",
         phase.c_str(), routers, static_cast<long long>(requests), ratio(hit_tokens),
         ratio(fleet_tokens), Percentile(ttft, 0.5), Percentile(ttft, 0.9), Percentile(ttft, 0.99),
         static_cast<long long>(retried), static_cast<long long>(failed), busy_max_over_mean,
-        static_cast<long long>(live_sessions));
+        live_sessions);
   }
 
   // "PHASE: X% of prefills computed over half their prompt, …".
