@@ -23,8 +23,8 @@
 #   - the open loop's arrivals: at a fixed pace session s starts at
 #     s x turns / rate seconds, with --arrivals poisson the starts are not
 #     that regular (and --seed 1 draws others), every request is still
-#     served, and an unknown kind of arrivals is refused with a message that
-#     names it.
+#     served, and an unknown kind of arrivals, an unknown option and an
+#     option without its value are refused with a message that names them.
 #
 #   bench/hit_bound_check.sh BUILD_DIR MODEL
 set -euo pipefail
@@ -58,6 +58,15 @@ done
   echo "FAIL: --arrivals burst was accepted"
 grep -q "arrivals must be fixed or poisson, not 'burst'" "$tmp/burst.err" ||
   echo "FAIL: --arrivals burst was refused without naming it: $(cat "$tmp/burst.err")"
+# A mistyped option, or one without its value, is refused by name, not ignored.
+"$B/bench/router_sessions" --router "$ROUTER" --sesions 4 >/dev/null 2>"$tmp/typo.err" &&
+  echo "FAIL: --sesions was accepted"
+grep -q "unknown option '--sesions'" "$tmp/typo.err" ||
+  echo "FAIL: --sesions was refused without naming it: $(cat "$tmp/typo.err")"
+"$B/bench/router_sessions" --router "$ROUTER" --seed >/dev/null 2>"$tmp/novalue.err" &&
+  echo "FAIL: --seed without a value was accepted"
+grep -q "option '--seed' needs a value" "$tmp/novalue.err" ||
+  echo "FAIL: --seed without a value was refused without naming it: $(cat "$tmp/novalue.err")"
 stop_cluster
 start_cluster 2 round_robin --model "$MODEL"
 two=$(sessions 2097152 1048576 2)

@@ -239,6 +239,17 @@ int main(int argc, char** argv) {
       arrivals = argv[i + 1];
     else if (a == "--seed")
       seed = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
+    else {
+      std::fprintf(stderr,
+                   "router_sessions: unknown option '%s' (the options are listed at the top of "
+                   "bench/router_sessions.cc)\n",
+                   a.c_str());
+      return 2;
+    }
+  }
+  if (argc % 2 == 0) {
+    std::fprintf(stderr, "router_sessions: option '%s' needs a value\n", argv[argc - 1]);
+    return 2;
   }
   if (arrivals != "fixed" && arrivals != "poisson") {
     std::fprintf(stderr, "router_sessions: --arrivals must be fixed or poisson, not '%s'\n",
