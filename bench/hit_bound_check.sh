@@ -22,9 +22,10 @@
 #     tenants' contexts and part of its own turns;
 #   - the open loop's arrivals: at a fixed pace session s starts at
 #     s x turns / rate seconds, with --arrivals poisson the starts are not
-#     that regular (and --seed 1 draws others), every request is still
-#     served, and an unknown kind of arrivals, an unknown option and an
-#     option without its value are refused with a message that names them.
+#     that regular (and --seed 1 draws others; --tenant-order random draws
+#     the sessions' tenants), every request is still served, and an unknown
+#     kind of arrivals or tenant order, an unknown option and an option
+#     without its value are refused with a message that names them.
 #
 #   bench/hit_bound_check.sh BUILD_DIR MODEL
 set -euo pipefail
@@ -52,8 +53,12 @@ for arrivals in fixed poisson; do
     --trace "$tmp/$arrivals.trace" >"$tmp/$arrivals.out" || true
 done
 "$B/bench/router_sessions" --router "$ROUTER" --sessions 8 --tenants 2 --turns 2 --rate 10 \
-  --arrivals poisson --seed 1 --think-ms 20 --system-tokens 100 --user-tokens 20 --reply-tokens 10 \
-  --trace "$tmp/seed1.trace" >"$tmp/seed1.out" || true
+  --arrivals poisson --seed 1 --tenant-order random --think-ms 20 --system-tokens 100 \
+  --user-tokens 20 --reply-tokens 10 --trace "$tmp/seed1.trace" >"$tmp/seed1.out" || true
+"$B/bench/router_sessions" --router "$ROUTER" --tenant-order zigzag >/dev/null 2>"$tmp/order.err" &&
+  echo "FAIL: --tenant-order zigzag was accepted"
+grep -q "tenant-order must be cycle or random, not 'zigzag'" "$tmp/order.err" ||
+  echo "FAIL: --tenant-order zigzag was refused without naming it: $(cat "$tmp/order.err")"
 "$B/bench/router_sessions" --router "$ROUTER" --arrivals burst >/dev/null 2>"$tmp/burst.err" &&
   echo "FAIL: --arrivals burst was accepted"
 grep -q "arrivals must be fixed or poisson, not 'burst'" "$tmp/burst.err" ||
@@ -180,12 +185,17 @@ for arrivals in ("fixed", "poisson"):
     else:
         check(off > 0.1, "poisson arrivals started every session at the fixed pace")
         poisson_starts = starts
-# Another seed draws other starts, all served.
+# Another seed draws other starts, all served; and --tenant-order random
+# draws each session's tenant instead of cycling through them (s mod 2).
 with open(f"{tmp}/seed1.trace") as f:
-    seed1 = {int(l.split("\t")[1]): float(l.split("\t")[0]) for l in f if l.split("\t")[3] == "0"}
+    first = [l.split("\t") for l in f if l.split("\t")[3] == "0"]
+seed1 = {int(l[1]): float(l[0]) for l in first}
+tenant = {int(l[1]): int(l[2]) for l in first}
 moved = max(abs(seed1[s] - poisson_starts[s]) for s in seed1) if len(seed1) == 8 else -1
 print(f"poisson arrivals with --seed 1: {len(seed1)} sessions started, the largest move of a "
-      f"start from seed 0's: {moved:.3f} s")
+      f"start from seed 0's: {moved:.3f} s; tenants drawn: {[tenant[s] for s in sorted(tenant)]}")
 check(len(seed1) == 8 and moved > 0.1, "--seed 1 should start the 8 sessions at other times")
+check(sorted(set(tenant.values())) == [0, 1] and any(tenant[s] != s % 2 for s in tenant),
+      "--tenant-order random should draw both tenants, not in turn")
 sys.exit(1 if failures else 0)
 PY

@@ -23,7 +23,7 @@
 # as a fleet of mixed GPUs has; the demand is then over their sum.
 #
 #   [WORKERS=4] [ROUTERS=1] [KV_TOKENS=4096] [CONTEXT=1024] [USERS=4] [TURNS=2]
-#   [USER_TOKENS=32] [REPLY_TOKENS=16] [TENANTS=] [CONCURRENCY=8] [RATE=0] [THINK_MS=0] [ARRIVALS=fixed] [SEED=0] [SKEW=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
+#   [USER_TOKENS=32] [REPLY_TOKENS=16] [TENANTS=] [CONCURRENCY=8] [RATE=0] [THINK_MS=0] [ARRIVALS=fixed] [SEED=0] [TENANT_ORDER=cycle] [SKEW=0] [DEMANDS="0.5 1.0 1.5"] [POLICIES="prefix prefix+fetch approx_prefix
 #   least_load round_robin"] [MODEL=../shared/models/stories260K.gguf] [BUILD_DIR=build]
 #   bench/kv_pressure.sh
 #
@@ -37,6 +37,11 @@
 # RATE > 0 makes the traffic open loop: RATE requests per second offered
 # whatever the cluster serves (router_sessions --rate), as llm-d's benchmark
 # offers a fixed QPS; 0 keeps CONCURRENCY sessions in flight (closed loop).
+# TENANT_ORDER=random draws each session's tenant uniformly
+# (router_sessions --tenant-order); cycle (the default) gives session s
+# tenant s mod tenants, which lines up with round robin's turn through the
+# workers, so that round robin keeps each tenant on the same workers by
+# chance wherever it places only a session's first turn (session ids).
 # SKEW > 0 draws each session's tenant with Zipf weights 1/(k+1)^SKEW
 # (router_sessions --tenant-skew) instead of in turn: a few tenants far
 # busier than the rest. The KV demand still counts every tenant's context.
@@ -79,7 +84,7 @@
 # WORKER_FLAGS adds flags to every worker (e.g. "--kv-eviction adaptive").
 # LOG_DIR=dir keeps each run's router logs there (with ROUTER_FLAGS="--log-level
 # debug", every decision and what the policy saw of each worker).
-set -euo pipefail
+set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
 WORKERS=${WORKERS:-4}
@@ -104,7 +109,11 @@ elif [[ $RATE == *" "* ]]; then
   exit 2
 fi
 tmp=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+# A sweep that stops early says where and why (twice one stopped after a
+# run without a word; neither was reproduced).
+trap 'echo "kv_pressure.sh: line $LINENO: \"$BASH_COMMAND\" failed (status $?)" >&2' ERR
+trap 'status=$?; kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"
+  [[ $status == 0 ]] || echo "kv_pressure.sh: stopped with status $status" >&2' EXIT
 . bench/cluster_lib.sh
 details=()
 bytes_per_token=$("$B/cli/kvmesh" kv-plan -m "$MODEL" --context "$CONTEXT" --kv-type f16 --json |
@@ -120,7 +129,7 @@ done
 export KV_MEMORY_EACH
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "${ROUTERS:-1} router(s), $WORKERS workers with KV tokens $KV_TOKENS (bytes $KV_MEMORY_EACH), contexts of $CONTEXT tokens," \
-  "tenant skew $SKEW," \
+  "tenant order ${TENANT_ORDER:-cycle}, tenant skew $SKEW," \
   "$USERS users per tenant x $TURNS turns, $([[ $RATE != 0 ]] && echo "open loop at $RATE requests/s, ${ARRIVALS:-fixed} arrivals" ||
   { [[ -n ${TENANTS:-} ]] && echo "sessions in flight set by the demand"; } || echo "concurrency $CONCURRENCY"), $(basename "$MODEL")"
 echo
@@ -149,7 +158,7 @@ for point in $points; do
     start_cluster "$WORKERS" "$policy" --model "$MODEL" ${WORKER_FLAGS:-}
     "$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
-      --concurrency "$CONCURRENCY" --rate "$rate" --tenant-skew "$SKEW" --system-tokens "$CONTEXT" --user-tokens "$USER_TOKENS" \
+      --concurrency "$CONCURRENCY" --rate "$rate" --tenant-skew "$SKEW" --tenant-order "${TENANT_ORDER:-cycle}" --system-tokens "$CONTEXT" --user-tokens "$USER_TOKENS" \
       --reply-tokens "$REPLY_TOKENS" --think-ms "${THINK_MS:-0}" --arrivals "${ARRIVALS:-fixed}" --seed "${SEED:-0}" \
       --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" \
       --worker-kv-tokens "$([[ $policy == *+fetch ]] && echo 0 || echo "$worker_kv")" \

@@ -1,16 +1,21 @@
 // Agent-like traffic through a kvmesh-router: N sessions × M turns. Every
 // session starts with its tenant's system prefix (one tenant unless
-// --tenants says more; session s belongs to tenant s mod T, so all tenants
-// are active at once and equally busy; with --tenant-skew S > 0 a session's
-// tenant is drawn instead, tenant k with weight 1/(k+1)^S (Zipf), the same
-// draws for every run, as a few tenants of a real service are far busier
-// than the rest), then each turn appends a user message and the model's
-// reply, so prompts grow and share prefixes — the traffic prefix-aware
-// routing is for.
+// --tenants says more), then each turn appends a user message and the
+// model's reply, so prompts grow and share prefixes — the traffic
+// prefix-aware routing is for. Session s belongs to tenant s mod T, so all
+// tenants are active at once and equally busy. With --tenant-order random
+// each session's tenant is drawn uniformly instead, as users of many
+// tenants arrive in no order: sessions that start in turn through the
+// tenants line up with a round-robin router's turn through the workers,
+// which then keeps each tenant on the same workers by chance. With
+// --tenant-skew S > 0 it is drawn with weight 1/(k+1)^S for tenant k
+// (Zipf), as a few tenants of a real service are far busier than the
+// rest. The draws are the same for every run of one --seed.
 //
 //   build/bench/router_sessions --router 127.0.0.1:50050[,HOST:PORT…] [--sessions 16] [--turns 6]
 //       [--concurrency 4] [--system-tokens 256] [--user-tokens 48] [--reply-tokens 32]
-//       [--tenants 1] [--tenant-skew 0] [--rate 0] [--trace FILE] [--session-ids 0|1]
+//       [--tenants 1] [--tenant-order cycle|random] [--tenant-skew 0] [--rate 0]
+//       [--trace FILE] [--session-ids 0|1]
 //       [--fleet-kv-tokens 0] [--worker-kv-tokens 0] [--think-ms 0]
 //       [--arrivals fixed|poisson] [--seed 0]
 //
@@ -201,7 +206,7 @@ int main(int argc, char** argv) {
   int64_t fleet_kv_tokens = 0, worker_kv_tokens = 0;
   bool session_ids = false;
   uint32_t seed = 0;
-  std::string trace_path, arrivals = "fixed";
+  std::string trace_path, arrivals = "fixed", tenant_order = "cycle";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::atoi(argv[i + 1]);
@@ -227,6 +232,8 @@ int main(int argc, char** argv) {
       think_ms = std::atof(argv[i + 1]);
     else if (a == "--tenant-skew")
       skew = std::atof(argv[i + 1]);
+    else if (a == "--tenant-order")
+      tenant_order = argv[i + 1];
     else if (a == "--trace")
       trace_path = argv[i + 1];
     else if (a == "--session-ids")
@@ -262,6 +269,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "router_sessions: cannot write --trace %s\n", trace_path.c_str());
     return 2;
   }
+  if (tenant_order != "cycle" && tenant_order != "random") {
+    std::fprintf(stderr, "router_sessions: --tenant-order must be cycle or random, not '%s'\n",
+                 tenant_order.c_str());
+    return 2;
+  }
   if (!(skew >= 0)) {
     std::fprintf(stderr, "router_sessions: --tenant-skew must be >= 0\n");
     return 2;
@@ -290,7 +302,12 @@ int main(int argc, char** argv) {
   for (int t = 0; t < tenants; ++t) popularity[t] = 1.0 / std::pow(t + 1.0, skew);
   std::discrete_distribution<int> draw(popularity.begin(), popularity.end());
   std::mt19937 tenant_rng = seeded(7);
-  for (int s = 0; s < sessions; ++s) tenant_of[s] = skew > 0 ? draw(tenant_rng) : s % tenants;
+  std::uniform_int_distribution<int> uniform(0, tenants - 1);
+  for (int s = 0; s < sessions; ++s) {
+    tenant_of[s] = skew > 0                   ? draw(tenant_rng)
+                   : tenant_order == "random" ? uniform(tenant_rng)
+                                              : s % tenants;
+  }
 
   std::mutex mu;
   std::vector<double> ttfts;
