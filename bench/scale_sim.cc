@@ -11,13 +11,17 @@
 //     request's last blocks evicted before its first; --eviction adaptive:
 //     as workers with --kv-eviction adaptive), prefills one request
 //     at a time at --prefill-tps tokens/s (cached blocks are free; a
-//     --slow-share of the workers --slow-factor times slower), and
-//     decodes every request at --decode-tps tokens/s each; it admits the
-//     queued request holding the most cached blocks first (of the first 16,
-//     as the worker's scheduler does); it batches its KV events every
-//     --event-ms and they reach each router --lag-ms later, each batch with
-//     the worker's load as it was sent (--load-with-events 1, as real
-//     workers do; 0: none), and it reports its load every --report-ms;
+//     --slow-share of the workers --slow-factor times slower; with
+//     --shared-cores N the workers share N cores for their prefills, as
+//     workers on one host do: with more prefilling than cores each goes at
+//     its speed x N / prefilling, and reports the speed its last prefill
+//     measured), and decodes every request at --decode-tps tokens/s each;
+//     it admits the queued request holding the most cached blocks first
+//     (of the first 16, as the worker's scheduler does); it batches its KV
+//     events every --event-ms and they reach each router --lag-ms later,
+//     each batch with the worker's load as it was sent (--load-with-events
+//     1, as real workers do; 0: none), and it reports its load every
+//     --report-ms;
 //   - agents: --tenants tenants, each with a shared prefix (system prompt and
 //     tools) of --prefix-tokens; sessions of --turns turns, each turn adding a
 //     tool result of 500-2500 tokens and an answer of 100-700 (drawn
@@ -120,8 +124,8 @@ class Simulation {
   }
 
  private:
-  void Push(double t, Kind kind, int64_t a, int64_t b = 0) {
-    events_.push({t, seq_++, kind, a, b});
+  void Push(double t, Kind kind, int64_t a, int64_t b = 0, int64_t c = 0) {
+    events_.push({t, seq_++, kind, a, b, c});
   }
   double NextSessionGap() {
     return now_ + std::exponential_distribution<double>(o_.session_rate)(rng_);
@@ -201,7 +205,7 @@ class Simulation {
         Arrive(static_cast<int>(e.a));
         break;
       case Kind::kPrefillDone:
-        PrefillDone(static_cast<int>(e.a), e.b);
+        PrefillDone(static_cast<int>(e.a), e.b, e.c);
         break;
       case Kind::kFinish:
         Finish(static_cast<int>(e.a));
@@ -371,20 +375,55 @@ class Simulation {
     phase_.fleet_tokens += std::min(req.fleet_held * kBlockTokens, req.prompt_tokens - 1);
     phase_.CountPrefill(cached, req.prompt_tokens, req.routed_held * kBlockTokens,
                         req.fleet_held * kBlockTokens);
+    if (o_.shared_cores > 0) {
+      w.prefill_left = w.prefill_tokens = static_cast<double>(req.prompt_tokens - cached);
+      w.prefill_tps = 0;
+      w.prefill_since = w.prefill_start = now_;
+      ++prefilling_;
+      Reshare();
+      return;
+    }
     const double seconds = static_cast<double>(req.prompt_tokens - cached) / o_.PrefillTps(slot);
     w.busy_s += seconds;
     w.prefill_end = now_ + seconds;
     Push(now_ + seconds, Kind::kPrefillDone, id, req.attempt);
   }
 
-  void PrefillDone(int id, int64_t attempt) {
+  // --shared-cores: the prefills in progress share the cores, so each one
+  // that starts or ends changes the others' speed. Brings every prefill's
+  // tokens left up to now and schedules its end at its new speed (the
+  // events scheduled before are void).
+  void Reshare() {
+    const double share =
+        prefilling_ > 0 ? std::min(1.0, o_.shared_cores / static_cast<double>(prefilling_)) : 1.0;
+    for (int slot = 0; slot < o_.workers; ++slot) {
+      Worker& w = workers_[slot];
+      if (w.prefilling < 0) continue;
+      w.prefill_left = std::max(0.0, w.prefill_left - w.prefill_tps * (now_ - w.prefill_since));
+      w.busy_s += now_ - w.prefill_since;
+      w.prefill_since = now_;
+      w.prefill_tps = o_.PrefillTps(slot) * share;
+      w.prefill_end = now_ + w.prefill_left / w.prefill_tps;
+      Push(w.prefill_end, Kind::kPrefillDone, w.prefilling, requests_[w.prefilling]->attempt,
+           ++w.prefill_version);
+    }
+  }
+
+  void PrefillDone(int id, int64_t attempt, int64_t version) {
     if (!requests_[id]) return;
     Request& req = *requests_[id];
     if (req.done || attempt != req.attempt) return;  // failed, or retried elsewhere
     Worker& w = workers_[req.worker];
+    if (o_.shared_cores > 0) {
+      if (version != w.prefill_version || w.prefilling != id) return;  // rescheduled since
+      w.busy_s += now_ - w.prefill_since;
+      if (now_ > w.prefill_start) w.measured_tps = w.prefill_tokens / (now_ - w.prefill_start);
+      --prefilling_;
+    }
     phase_.ttft.push_back(now_ - req.arrive);
     if (req.lease) req.lease->PrefillDone();
     w.prefilling = -1;
+    if (o_.shared_cores > 0) Reshare();
     w.decoding.push_back(id);
     Push(now_ + req.out_tokens / o_.decode_tps, Kind::kFinish, id);
     StartPrefill(req.worker);
@@ -518,10 +557,17 @@ class Simulation {
       const int64_t held = looked++ < 16 ? worker.cache.Held(q.keys) * kBlockTokens : 0;
       queued += static_cast<double>(q.prompt_tokens - std::min(held, q.prompt_tokens - 1));
     }
-    if (worker.prefilling >= 0)
+    if (worker.prefilling >= 0 && o_.shared_cores > 0) {
+      queued +=
+          std::max(0.0, worker.prefill_left - worker.prefill_tps * (now_ - worker.prefill_since));
+    } else if (worker.prefilling >= 0) {
       queued += std::max(0.0, worker.prefill_end - now_) * o_.PrefillTps(w);
+    }
     load.set_queued_prefill_tokens(static_cast<uint64_t>(queued));
-    load.set_prefill_tokens_per_s(o_.PrefillTps(w));
+    // Sharing cores, the speed its last prefill measured, as a worker
+    // measures its own.
+    load.set_prefill_tokens_per_s(
+        o_.shared_cores > 0 && worker.measured_tps > 0 ? worker.measured_tps : o_.PrefillTps(w));
     load.set_kv_blocks_total(static_cast<uint64_t>(o_.worker_blocks));
     load.set_kv_blocks_used(static_cast<uint64_t>(worker.cache.pinned()));
     load.set_kv_blocks_cached(static_cast<uint64_t>(worker.cache.unpinned()));
@@ -597,12 +643,14 @@ class Simulation {
         Push(now_ + 1, Kind::kArrive, req.session);
       }
       w.queue.clear();
+      if (w.prefilling >= 0 && o_.shared_cores > 0) --prefilling_;
       w.prefilling = -1;
       w.decoding.clear();
       w.cache.ForEach([&](uint64_t k) { --holders_[k]; });
       w.cache.Clear();
       pending_.erase(slot);
       Push(now_ + o_.detect_ms / 1000, Kind::kDetect, slot);
+      if (o_.shared_cores > 0) Reshare();
     }
     notes_.push_back("t=" + std::to_string(static_cast<int>(now_)) + " s: zone " +
                      std::to_string(zone) + " lost: " + std::to_string(lost_workers) +
@@ -683,6 +731,7 @@ class Simulation {
   double now_ = 0;
   uint64_t seq_ = 0;
   uint64_t next_uid_ = 1;
+  int prefilling_ = 0;         // --shared-cores: workers prefilling now
   int64_t live_sessions_ = 0;  // open loop: started and not yet ended
   double live_seconds_ = 0;    // session-seconds live since live_since_'s phase began
   double live_since_ = 0;      // when live_sessions_ last changed or the phase began

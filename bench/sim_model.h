@@ -57,6 +57,11 @@ struct Options {
   // --slow-factor times slower than --prefill-tps.
   double slow_share = 0;
   double slow_factor = 1;
+  // The workers share this many cores for their prefills (processor
+  // sharing: with more workers prefilling than cores, each goes at its
+  // speed x cores / prefilling), as workers on one host do; 0: each worker
+  // computes on its own, as workers with a GPU each do.
+  double shared_cores = 0;
   double decode_tps = 50;
   double event_ms = 50;
   double lag_ms = 20;
@@ -134,7 +139,14 @@ struct Worker {
   int prefilling = -1;
   std::vector<int> decoding;
   double prefill_end = 0;  // when the prefill in progress ends
-  double busy_s = 0;       // prefill time in the current phase
+  // With --shared-cores: the prefill in progress's tokens left, its speed
+  // since prefill_since, the version of its pending kPrefillDone, and the
+  // speed its last prefill measured (what the worker reports).
+  double prefill_left = 0, prefill_tps = 0, prefill_since = 0, prefill_start = 0;
+  double prefill_tokens = 0;
+  int64_t prefill_version = 0;
+  double measured_tps = 0;
+  double busy_s = 0;  // prefill time in the current phase
   // Prompt tokens its prefills were given and found cached, this phase.
   int64_t prompt_tokens = 0, cached_tokens = 0;
   int64_t served = 0;
@@ -182,6 +194,7 @@ struct Event {
   Kind kind;
   int64_t a;
   int64_t b = 0;  // a request's attempt (a retried request's old events are void)
+  int64_t c = 0;  // kPrefillDone with --shared-cores: the worker's prefill version
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -226,6 +239,7 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
       {"--prefill-tps", [&](const std::string& v) { o->prefill_tps = std::stod(v); }},
       {"--slow-share", [&](const std::string& v) { o->slow_share = std::stod(v); }},
       {"--slow-factor", [&](const std::string& v) { o->slow_factor = std::stod(v); }},
+      {"--shared-cores", [&](const std::string& v) { o->shared_cores = std::stod(v); }},
       {"--decode-tps", [&](const std::string& v) { o->decode_tps = std::stod(v); }},
       {"--event-ms", [&](const std::string& v) { o->event_ms = std::stod(v); }},
       {"--lag-ms", [&](const std::string& v) { o->lag_ms = std::stod(v); }},
@@ -284,6 +298,7 @@ inline std::string ParseOptions(int argc, char** argv, Options* o) {
     return "--zones, --tenants, --turns and --worker-blocks must be at least 1";
   if (o->demand <= 0 || o->prefill_tps <= 0 || o->decode_tps <= 0 || o->think_s <= 0)
     return "--demand, --prefill-tps, --decode-tps and --think-s must be positive";
+  if (!(o->shared_cores >= 0)) return "--shared-cores must be 0 (none shared) or positive";
   if (o->slow_share < 0 || o->slow_share > 1 || o->slow_factor < 1)
     return "--slow-share must be 0..1 and --slow-factor at least 1";
   if (o->session_rate < 0) return "--session-rate must be 0 (closed loop) or positive";
