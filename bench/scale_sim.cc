@@ -398,14 +398,17 @@ class Simulation {
         prefilling_ > 0 ? std::min(1.0, o_.shared_cores / static_cast<double>(prefilling_)) : 1.0;
     for (int slot = 0; slot < o_.workers; ++slot) {
       Worker& w = workers_[slot];
-      if (w.prefilling < 0) continue;
+      if (w.prefilling < 0 || !w.alive) continue;
       w.prefill_left = std::max(0.0, w.prefill_left - w.prefill_tps * (now_ - w.prefill_since));
       w.busy_s += now_ - w.prefill_since;
       w.prefill_since = now_;
       w.prefill_tps = o_.PrefillTps(slot) * share;
       w.prefill_end = now_ + w.prefill_left / w.prefill_tps;
+      // Versions unique over the fleet: a retried request's event from a
+      // lost worker never matches its new worker's.
+      w.prefill_version = ++prefill_versions_;
       Push(w.prefill_end, Kind::kPrefillDone, w.prefilling, requests_[w.prefilling]->attempt,
-           ++w.prefill_version);
+           w.prefill_version);
     }
   }
 
@@ -731,10 +734,11 @@ class Simulation {
   double now_ = 0;
   uint64_t seq_ = 0;
   uint64_t next_uid_ = 1;
-  int prefilling_ = 0;         // --shared-cores: workers prefilling now
-  int64_t live_sessions_ = 0;  // open loop: started and not yet ended
-  double live_seconds_ = 0;    // session-seconds live since live_since_'s phase began
-  double live_since_ = 0;      // when live_sessions_ last changed or the phase began
+  int prefilling_ = 0;            // --shared-cores: workers prefilling now
+  int64_t prefill_versions_ = 0;  // --shared-cores: the last prefill version given
+  int64_t live_sessions_ = 0;     // open loop: started and not yet ended
+  double live_seconds_ = 0;       // session-seconds live since live_since_'s phase began
+  double live_since_ = 0;         // when live_sessions_ last changed or the phase began
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::vector<Worker> workers_;
   std::vector<std::unique_ptr<SimRouter>> routers_;
