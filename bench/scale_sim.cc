@@ -238,22 +238,9 @@ class Simulation {
     session.tenant = static_cast<int>(rng_() % o_.tenants);
     session.uid = next_uid_++;
     sessions_.push_back(session);
-    CountLive(+1);
+    live_.Change(+1, now_);
     Arrive(static_cast<int>(sessions_.size()) - 1);
     Push(NextSessionGap(), Kind::kNewSession, 0);
-  }
-
-  // Open loop: the live sessions change by `delta` now.
-  void CountLive(int delta) {
-    live_seconds_ += static_cast<double>(live_sessions_) * (now_ - live_since_);
-    live_since_ = now_;
-    live_sessions_ += delta;
-  }
-  // The sessions live on average over the phase now ending, of `span` s.
-  double MeanLive(double span) const {
-    const double seconds =
-        live_seconds_ + static_cast<double>(live_sessions_) * (now_ - live_since_);
-    return span > 0 ? seconds / span : static_cast<double>(live_sessions_);
   }
 
   // A session's next turn: a tool result appended, sent to a random router.
@@ -375,11 +362,8 @@ class Simulation {
     phase_.fleet_tokens += std::min(req.fleet_held * kBlockTokens, req.prompt_tokens - 1);
     phase_.CountPrefill(cached, req.prompt_tokens, req.routed_held * kBlockTokens,
                         req.fleet_held * kBlockTokens);
-    if (o_.shared_cores > 0) {
-      w.prefill_left = w.prefill_tokens = static_cast<double>(req.prompt_tokens - cached);
-      w.prefill_tps = 0;
-      w.prefill_since = w.prefill_start = now_;
-      ++prefilling_;
+    if (shared_.on()) {
+      shared_.Start(w, static_cast<double>(req.prompt_tokens - cached), now_);
       Reshare();
       return;
     }
@@ -389,27 +373,13 @@ class Simulation {
     Push(now_ + seconds, Kind::kPrefillDone, id, req.attempt);
   }
 
-  // --shared-cores: the prefills in progress share the cores, so each one
-  // that starts or ends changes the others' speed. Brings every prefill's
-  // tokens left up to now and schedules its end at its new speed (the
-  // events scheduled before are void).
+  // --shared-cores: a prefill that starts or ends changes the others'
+  // speed; each gets its new end (SharedCores).
   void Reshare() {
-    const double share =
-        prefilling_ > 0 ? std::min(1.0, o_.shared_cores / static_cast<double>(prefilling_)) : 1.0;
-    for (int slot = 0; slot < o_.workers; ++slot) {
-      Worker& w = workers_[slot];
-      if (w.prefilling < 0 || !w.alive) continue;
-      w.prefill_left = std::max(0.0, w.prefill_left - w.prefill_tps * (now_ - w.prefill_since));
-      w.busy_s += now_ - w.prefill_since;
-      w.prefill_since = now_;
-      w.prefill_tps = o_.PrefillTps(slot) * share;
-      w.prefill_end = now_ + w.prefill_left / w.prefill_tps;
-      // Versions unique over the fleet: a retried request's event from a
-      // lost worker never matches its new worker's.
-      w.prefill_version = ++prefill_versions_;
-      Push(w.prefill_end, Kind::kPrefillDone, w.prefilling, requests_[w.prefilling]->attempt,
-           w.prefill_version);
-    }
+    shared_.Reshare(workers_, o_, now_, [&](int slot, double end, int64_t version) {
+      const int id = workers_[slot].prefilling;
+      Push(end, Kind::kPrefillDone, id, requests_[id]->attempt, version);
+    });
   }
 
   void PrefillDone(int id, int64_t attempt, int64_t version) {
@@ -417,16 +387,12 @@ class Simulation {
     Request& req = *requests_[id];
     if (req.done || attempt != req.attempt) return;  // failed, or retried elsewhere
     Worker& w = workers_[req.worker];
-    if (o_.shared_cores > 0) {
-      if (version != w.prefill_version || w.prefilling != id) return;  // rescheduled since
-      w.busy_s += now_ - w.prefill_since;
-      if (now_ > w.prefill_start) w.measured_tps = w.prefill_tokens / (now_ - w.prefill_start);
-      --prefilling_;
-    }
+    if (shared_.on() && (w.prefilling != id || !shared_.End(w, version, now_)))
+      return;  // rescheduled since
     phase_.ttft.push_back(now_ - req.arrive);
     if (req.lease) req.lease->PrefillDone();
     w.prefilling = -1;
-    if (o_.shared_cores > 0) Reshare();
+    if (shared_.on()) Reshare();
     w.decoding.push_back(id);
     Push(now_ + req.out_tokens / o_.decode_tps, Kind::kFinish, id);
     StartPrefill(req.worker);
@@ -457,7 +423,7 @@ class Simulation {
     ++phase_.requests;
     if (++session.turn >= o_.turns) {
       if (o_.session_rate > 0) {  // open loop: it ends
-        CountLive(-1);
+        live_.Change(-1, now_);
         requests_[id].reset();
         return;
       }
@@ -560,17 +526,16 @@ class Simulation {
       const int64_t held = looked++ < 16 ? worker.cache.Held(q.keys) * kBlockTokens : 0;
       queued += static_cast<double>(q.prompt_tokens - std::min(held, q.prompt_tokens - 1));
     }
-    if (worker.prefilling >= 0 && o_.shared_cores > 0) {
-      queued +=
-          std::max(0.0, worker.prefill_left - worker.prefill_tps * (now_ - worker.prefill_since));
+    if (worker.prefilling >= 0 && shared_.on()) {
+      queued += SharedCores::Left(worker, now_);
     } else if (worker.prefilling >= 0) {
       queued += std::max(0.0, worker.prefill_end - now_) * o_.PrefillTps(w);
     }
     load.set_queued_prefill_tokens(static_cast<uint64_t>(queued));
     // Sharing cores, the speed its last prefill measured, as a worker
     // measures its own.
-    load.set_prefill_tokens_per_s(
-        o_.shared_cores > 0 && worker.measured_tps > 0 ? worker.measured_tps : o_.PrefillTps(w));
+    load.set_prefill_tokens_per_s(shared_.on() && worker.measured_tps > 0 ? worker.measured_tps
+                                                                          : o_.PrefillTps(w));
     load.set_kv_blocks_total(static_cast<uint64_t>(o_.worker_blocks));
     load.set_kv_blocks_used(static_cast<uint64_t>(worker.cache.pinned()));
     load.set_kv_blocks_cached(static_cast<uint64_t>(worker.cache.unpinned()));
@@ -599,8 +564,7 @@ class Simulation {
     }
     for (Worker& w : workers_) w.busy_s = w.prompt_tokens = w.cached_tokens = 0;
     phase_start_ = now_;
-    live_seconds_ = 0;
-    live_since_ = now_;
+    live_.StartPhase(now_);
     if (p == 0) phase_name_ = "steady";
     if (p == 1) {
       AddRouter(true);
@@ -646,14 +610,14 @@ class Simulation {
         Push(now_ + 1, Kind::kArrive, req.session);
       }
       w.queue.clear();
-      if (w.prefilling >= 0 && o_.shared_cores > 0) --prefilling_;
+      if (w.prefilling >= 0 && shared_.on()) shared_.Lose();
       w.prefilling = -1;
       w.decoding.clear();
       w.cache.ForEach([&](uint64_t k) { --holders_[k]; });
       w.cache.Clear();
       pending_.erase(slot);
       Push(now_ + o_.detect_ms / 1000, Kind::kDetect, slot);
-      if (o_.shared_cores > 0) Reshare();
+      if (shared_.on()) Reshare();
     }
     notes_.push_back("t=" + std::to_string(static_cast<int>(now_)) + " s: zone " +
                      std::to_string(zone) + " lost: " + std::to_string(lost_workers) +
@@ -680,51 +644,15 @@ class Simulation {
   }
 
   // The phase's SpeedNote (sim_report.h): its work by class of speed.
-  std::string SpeedNoteOfPhase() const {
-    SpeedClass slow, fast;
-    for (int slot = 0; slot < o_.workers; ++slot) {
-      const Worker& w = workers_[slot];
-      if (!w.alive) continue;
-      SpeedClass& c = o_.Slow(slot) ? slow : fast;
-      ++c.workers;
-      c.prompt += w.prompt_tokens;
-      c.cached += w.cached_tokens;
-      c.busy_s += w.busy_s;
-    }
-    return SpeedNote(phase_name_, slow, fast, now_ - phase_start_);
-  }
-
   void EndPhase() {
     const double span = now_ - phase_start_;
-    double busy_max = 0, busy_sum = 0;
-    int alive = 0;
-    for (const Worker& w : workers_) {
-      if (!w.alive) continue;
-      ++alive;
-      busy_max = std::max(busy_max, w.busy_s);
-      busy_sum += w.busy_s;
-    }
     const int live_routers = static_cast<int>(LiveRouters().size());
-    phase_.PrintRow(phase_name_, live_routers, busy_sum > 0 ? busy_max / (busy_sum / alive) : 0.0,
-                    o_.session_rate > 0 ? MeanLive(span) : static_cast<double>(sessions_.size()));
+    phase_.PrintRow(
+        phase_name_, live_routers, BusyMaxOverMean(workers_),
+        o_.session_rate > 0 ? live_.Mean(now_, span) : static_cast<double>(sessions_.size()));
     notes_.push_back(phase_.RecomputeNote(phase_name_));
-    if (o_.MixedSpeeds()) notes_.push_back(SpeedNoteOfPhase());
-    RouterRow row;
-    row.phase = phase_name_;
-    for (const auto& r : routers_) {
-      if (!r->alive && r->decision_us.empty()) continue;
-      row.blocks_s.push_back(static_cast<double>(r->ingest_blocks) / span);
-      row.batches_s.push_back(static_cast<double>(r->ingest_batches) / span);
-      row.mib_s.push_back(static_cast<double>(r->ingest_bytes) / span / (1 << 20));
-      row.ingest_core.push_back(r->ingest_s / span);
-      row.ns_per_block.push_back(1e9 * r->ingest_s /
-                                 std::max<double>(1, static_cast<double>(r->ingest_blocks)));
-      row.decisions_s.push_back(static_cast<double>(r->decision_us.size()) / span);
-      row.decision_p50.push_back(Percentile(r->decision_us, 0.5));
-      row.decision_p99.push_back(Percentile(r->decision_us, 0.99));
-      row.index_blocks.push_back(static_cast<double>(r->group->index.size()));
-    }
-    router_rows_.push_back(std::move(row));
+    if (o_.MixedSpeeds()) notes_.push_back(SpeedNoteOf(phase_name_, workers_, o_, span));
+    router_rows_.push_back(RouterRowOf(phase_name_, routers_, span));
   }
 
   const Options o_;
@@ -734,11 +662,8 @@ class Simulation {
   double now_ = 0;
   uint64_t seq_ = 0;
   uint64_t next_uid_ = 1;
-  int prefilling_ = 0;            // --shared-cores: workers prefilling now
-  int64_t prefill_versions_ = 0;  // --shared-cores: the last prefill version given
-  int64_t live_sessions_ = 0;     // open loop: started and not yet ended
-  double live_seconds_ = 0;       // session-seconds live since live_since_'s phase began
-  double live_since_ = 0;         // when live_sessions_ last changed or the phase began
+  SharedCores shared_{o_.shared_cores};
+  LiveCount live_;  // open loop
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::vector<Worker> workers_;
   std::vector<std::unique_ptr<SimRouter>> routers_;

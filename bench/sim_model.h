@@ -153,6 +153,87 @@ struct Worker {
   bool alive = true;
 };
 
+// Open loop: the sessions live now, and the mean over the phase so far.
+class LiveCount {
+ public:
+  void Change(int delta, double now) {
+    seconds_ += static_cast<double>(live_) * (now - since_);
+    since_ = now;
+    live_ += delta;
+  }
+  void StartPhase(double now) {
+    seconds_ = 0;
+    since_ = now;
+  }
+  // The mean over the phase now ending, `span` s long.
+  double Mean(double now, double span) const {
+    const double seconds = seconds_ + static_cast<double>(live_) * (now - since_);
+    return span > 0 ? seconds / span : static_cast<double>(live_);
+  }
+
+ private:
+  int64_t live_ = 0;    // started and not yet ended
+  double seconds_ = 0;  // session-seconds live since the phase began
+  double since_ = 0;    // when live_ last changed or the phase began
+};
+
+// --shared-cores: the workers' prefills in progress share the cores
+// (processor sharing): with more workers prefilling than cores, each goes
+// at its speed x cores / prefilling. Start, End and Lose change who
+// prefills; Reshare then brings every prefill's tokens left up to now and
+// gives it its new speed and end, under a version unique over the fleet,
+// so that an end scheduled before (even a retried request's from a lost
+// worker) is void.
+class SharedCores {
+ public:
+  explicit SharedCores(double cores) : cores_(cores) {}
+  bool on() const { return cores_ > 0; }
+
+  void Start(Worker& w, double tokens, double now) {
+    w.prefill_left = w.prefill_tokens = tokens;
+    w.prefill_tps = 0;
+    w.prefill_since = w.prefill_start = now;
+    ++prefilling_;
+  }
+  // True when `version` is the worker's latest end: its prefill is done,
+  // its speed measured, and it no longer shares the cores.
+  bool End(Worker& w, int64_t version, double now) {
+    if (version != w.prefill_version) return false;
+    w.busy_s += now - w.prefill_since;
+    if (now > w.prefill_start) w.measured_tps = w.prefill_tokens / (now - w.prefill_start);
+    --prefilling_;
+    return true;
+  }
+  // A worker lost while prefilling.
+  void Lose() { --prefilling_; }
+  // Calls schedule(slot, end, version) for every live worker prefilling.
+  template <typename Schedule>
+  void Reshare(std::vector<Worker>& workers, const Options& o, double now, Schedule schedule) {
+    const double share =
+        prefilling_ > 0 ? std::min(1.0, cores_ / static_cast<double>(prefilling_)) : 1.0;
+    for (int slot = 0; slot < static_cast<int>(workers.size()); ++slot) {
+      Worker& w = workers[slot];
+      if (w.prefilling < 0 || !w.alive) continue;
+      w.prefill_left = Left(w, now);
+      w.busy_s += now - w.prefill_since;
+      w.prefill_since = now;
+      w.prefill_tps = o.PrefillTps(slot) * share;
+      w.prefill_end = now + w.prefill_left / w.prefill_tps;
+      w.prefill_version = ++versions_;
+      schedule(slot, w.prefill_end, w.prefill_version);
+    }
+  }
+  // Tokens left of w's prefill at `now`.
+  static double Left(const Worker& w, double now) {
+    return std::max(0.0, w.prefill_left - w.prefill_tps * (now - w.prefill_since));
+  }
+
+ private:
+  double cores_;
+  int prefilling_ = 0;
+  int64_t versions_ = 0;
+};
+
 struct SimRouter {
   std::unique_ptr<ModelGroup> group;
   std::vector<std::shared_ptr<FakeWorkerClient>> clients;

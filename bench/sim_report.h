@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +73,36 @@ inline std::string SpeedNote(const std::string& phase, const SpeedClass& slow,
   return head + describe("slow", slow) + "; " + describe("fast", fast);
 }
 
+// SpeedNote of a phase of `span_s`, from the live workers' counts.
+inline std::string SpeedNoteOf(const std::string& phase, const std::vector<Worker>& workers,
+                               const Options& o, double span_s) {
+  SpeedClass slow, fast;
+  for (int slot = 0; slot < static_cast<int>(workers.size()); ++slot) {
+    const Worker& w = workers[slot];
+    if (!w.alive) continue;
+    SpeedClass& c = o.Slow(slot) ? slow : fast;
+    ++c.workers;
+    c.prompt += w.prompt_tokens;
+    c.cached += w.cached_tokens;
+    c.busy_s += w.busy_s;
+  }
+  return SpeedNote(phase, slow, fast, span_s);
+}
+
+// The busiest live worker's prefill time over the live workers' mean (0
+// when none prefilled).
+inline double BusyMaxOverMean(const std::vector<Worker>& workers) {
+  double busy_max = 0, busy_sum = 0;
+  int alive = 0;
+  for (const Worker& w : workers) {
+    if (!w.alive) continue;
+    ++alive;
+    busy_max = std::max(busy_max, w.busy_s);
+    busy_sum += w.busy_s;
+  }
+  return busy_sum > 0 ? busy_max / (busy_sum / alive) : 0.0;
+}
+
 // What one phase measured of the requests.
 struct PhaseStats {
   int64_t requests = 0, prompt_tokens = 0, hit_tokens = 0, fleet_tokens = 0;
@@ -135,6 +166,29 @@ struct RouterRow {
   std::vector<double> blocks_s, batches_s, mib_s, ingest_core, ns_per_block, decisions_s,
       decision_p50, decision_p99, index_blocks;
 };
+
+// The phase's row for each router live in it or deciding in it, over
+// its `span_s`.
+inline RouterRow RouterRowOf(const std::string& phase,
+                             const std::vector<std::unique_ptr<SimRouter>>& routers,
+                             double span_s) {
+  RouterRow row;
+  row.phase = phase;
+  for (const auto& r : routers) {
+    if (!r->alive && r->decision_us.empty()) continue;
+    row.blocks_s.push_back(static_cast<double>(r->ingest_blocks) / span_s);
+    row.batches_s.push_back(static_cast<double>(r->ingest_batches) / span_s);
+    row.mib_s.push_back(static_cast<double>(r->ingest_bytes) / span_s / (1 << 20));
+    row.ingest_core.push_back(r->ingest_s / span_s);
+    row.ns_per_block.push_back(1e9 * r->ingest_s /
+                               std::max<double>(1, static_cast<double>(r->ingest_blocks)));
+    row.decisions_s.push_back(static_cast<double>(r->decision_us.size()) / span_s);
+    row.decision_p50.push_back(Percentile(r->decision_us, 0.5));
+    row.decision_p99.push_back(Percentile(r->decision_us, 0.99));
+    row.index_blocks.push_back(static_cast<double>(r->group->index.size()));
+  }
+  return row;
+}
 
 // The per-router table (the median router of each phase), then the notes
 // and how often a cache went over capacity with every block pinned.
