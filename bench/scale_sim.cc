@@ -392,10 +392,11 @@ class Simulation {
     phase_.ttft.push_back(now_ - req.arrive);
     if (req.lease) req.lease->PrefillDone();
     w.prefilling = -1;
-    if (shared_.on()) Reshare();
     w.decoding.push_back(id);
     Push(now_ + req.out_tokens / o_.decode_tps, Kind::kFinish, id);
     StartPrefill(req.worker);
+    // A next prefill started there has reshared the cores already.
+    if (shared_.on() && w.prefilling < 0) Reshare();
   }
 
   void Finish(int id) {
@@ -617,8 +618,8 @@ class Simulation {
       w.cache.Clear();
       pending_.erase(slot);
       Push(now_ + o_.detect_ms / 1000, Kind::kDetect, slot);
-      if (shared_.on()) Reshare();
     }
+    if (shared_.on()) Reshare();
     notes_.push_back("t=" + std::to_string(static_cast<int>(now_)) + " s: zone " +
                      std::to_string(zone) + " lost: " + std::to_string(lost_workers) +
                      " workers; " + std::to_string(retried) +

@@ -139,8 +139,9 @@ struct Worker {
   int prefilling = -1;
   std::vector<int> decoding;
   double prefill_end = 0;  // when the prefill in progress ends
-  // With --shared-cores: the prefill in progress's tokens left, its speed
-  // since prefill_since, the version of its pending kPrefillDone, and the
+  // With --shared-cores (SharedCores): the prefill in progress's tokens
+  // left, its speed since prefill_since, when it started and its tokens
+  // (to measure it), the version of its pending kPrefillDone, and the
   // speed its last prefill measured (what the worker reports).
   double prefill_left = 0, prefill_tps = 0, prefill_since = 0, prefill_start = 0;
   double prefill_tokens = 0;
