@@ -8,7 +8,8 @@
 # "prefix+norefill": without pricing refill ratios, or "prefix+growth": with
 # a named session's turns to come priced (--prefix-session-growth-weight 1),
 # or "prefix+noload": without pricing the live sessions' next turns as load
-# (--prefix-session-load-weight 0). ROLES (one
+# (--prefix-session-load-weight 0), or "prefix+load=W": those turns priced
+# at weight W (--prefix-session-load-weight W). ROLES (one
 # word per worker, e.g. "prefill decode") gives the workers roles, and
 # ROUTER_FLAGS more router flags. ROUTERS (default 1) routers over the same
 # workers; ROUTER is then their addresses, comma-separated. WORKER_CPUS (one
@@ -53,6 +54,10 @@ start_cluster() {
   if [[ $policy == *+noload ]]; then
     policy=${policy%+noload}
     router_flags+=(--prefix-session-load-weight 0)
+  fi
+  if [[ $policy == *+load=* ]]; then
+    router_flags+=(--prefix-session-load-weight "${policy##*+load=}")
+    policy=${policy%+load=*}
   fi
   for ((i = 0; i < workers; ++i)); do
     pin=()

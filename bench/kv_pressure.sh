@@ -33,7 +33,8 @@
 # prefix+growth is the prefix policy pricing a named session's turns to come
 # (--prefix-session-growth-weight 1); prefix+noload the prefix policy without
 # pricing the live named sessions' next turns as load
-# (--prefix-session-load-weight 0), as it was before that.
+# (--prefix-session-load-weight 0), as it was before that; prefix+load=W
+# prices them at weight W (the default is 1).
 # RATE > 0 makes the traffic open loop: RATE requests per second offered
 # whatever the cluster serves (router_sessions --rate), as llm-d's benchmark
 # offers a fixed QPS; 0 keeps CONCURRENCY sessions in flight (closed loop).

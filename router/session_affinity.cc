@@ -1,6 +1,7 @@
 #include "router/session_affinity.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace kvmesh::router {
 
@@ -33,6 +34,7 @@ void SessionAffinity::Record(const std::string& session, Hint hint, Clock::time_
   if (it != sessions_.end()) {
     Entry& e = it->second;
     if (e.live) Count(e, -1);
+    if (e.ended_requests > 0) Returned(e);
     live_.splice(live_.begin(), e.live ? live_ : idle_, e.lru);
     // A turn: what the prompt grew by since the session's last request
     // (not what the worker computed, which under eviction is its history).
@@ -41,6 +43,8 @@ void SessionAffinity::Record(const std::string& session, Hint hint, Clock::time_
     if (e.hint.worker_id == hint.worker_id) hint.context_tokens += e.hint.context_tokens;
     const double gap = std::chrono::duration<double>(now - e.used).count();
     e.mean_gap_s = e.mean_gap_s < 0 ? gap : 0.75 * e.mean_gap_s + 0.25 * gap;
+    fleet_gap_s_ = fleet_gap_s_ < 0 ? e.mean_gap_s : 0.98 * fleet_gap_s_ + 0.02 * e.mean_gap_s;
+    ++e.requests;
     e.hint = std::move(hint);
     e.used = now;
     e.live = true;
@@ -63,11 +67,51 @@ void SessionAffinity::Record(const std::string& session, Hint hint, Clock::time_
 
 SessionAffinity::Clock::time_point SessionAffinity::LiveUntil(const Entry& e,
                                                               Clock::time_point now) const {
-  if (e.mean_gap_s < 0) return now + live_window_;
+  const double gap = e.mean_gap_s >= 0 ? e.mean_gap_s : fleet_gap_s_;
+  if (gap < 0) return now + live_window_;
+  const double gaps = ended_total_ >= kLearnAfter ? gaps_ : live_gaps_;
   const double window =
-      std::clamp(live_gaps_ * e.mean_gap_s, std::chrono::duration<double>(min_live_window_).count(),
+      std::clamp(gaps * gap, std::chrono::duration<double>(min_live_window_).count(),
                  std::chrono::duration<double>(live_window_).count());
   return now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(window));
+}
+
+double SessionAffinity::LiveGaps(double continued, double most) {
+  // Newton on f(x) = x - c e^-x: increasing and concave, one root in [0, c],
+  // reached from below after the first step.
+  const double c = std::max(0.0, continued);
+  double x = std::min(1.0, c);
+  for (int i = 0; i < 32; ++i) {
+    const double ce = c * std::exp(-x);
+    const double step = (x - ce) / (1 + ce);
+    x -= step;
+    if (std::abs(step) < 1e-9) break;
+  }
+  return std::clamp(x, std::min(0.5, most), most);
+}
+
+double SessionAffinity::live_gaps_now() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ended_total_ >= kLearnAfter ? gaps_ : live_gaps_;
+}
+
+void SessionAffinity::Ended(Entry& e) {
+  if (ended_sessions_ >= kEndedKept) {
+    ended_sessions_ /= 2;
+    ended_requests_ /= 2;
+  }
+  ended_sessions_ += 1;
+  ended_requests_ += static_cast<double>(e.requests);
+  e.ended_requests = e.requests;
+  ++ended_total_;
+  gaps_ = LiveGaps(ended_requests_ / ended_sessions_ - 1, live_gaps_);
+}
+
+void SessionAffinity::Returned(Entry& e) {
+  ended_sessions_ = std::max(0.0, ended_sessions_ - 1);
+  ended_requests_ = std::max(0.0, ended_requests_ - static_cast<double>(e.ended_requests));
+  e.ended_requests = 0;
+  if (ended_sessions_ > 0) gaps_ = LiveGaps(ended_requests_ / ended_sessions_ - 1, live_gaps_);
 }
 
 void SessionAffinity::Queue(const std::string& session, Entry& e) {
@@ -91,6 +135,7 @@ void SessionAffinity::Expire(Clock::time_point now) {
     }
     Count(e, -1);
     e.live = false;
+    Ended(e);
     idle_.splice(idle_.begin(), live_, e.lru);  // the newest idle
   }
 }

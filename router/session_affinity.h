@@ -19,14 +19,29 @@
 // sessions will bring it.
 //
 // No request says that a session has ended, so a session is live until it
-// has been idle for `live_gaps` times its own mean gap between requests
-// (at least `min_live_window`, at most `live_window`; `live_window` until
-// its second request shows a gap). An agent whose turns come 5 s apart has
-// ended after 20 silent seconds; one that runs minute-long tools has not.
-// With one window for all, sessions of a few seconds that had ended still
-// filled the sums for minutes, every cache looked full of live sessions,
-// and the policy stopped telling caches apart (docs/benchmarks.md, "Agent
-// sessions in the open loop").
+// has been idle for a number of its own mean gaps between requests (at
+// least `min_live_window`, at most `live_window`). An agent whose turns come
+// 5 s apart has ended after some silent seconds; one that runs minute-long
+// tools has not. With one window for all, sessions of a few seconds that had
+// ended still filled the sums for minutes, every cache looked full of live
+// sessions, and the policy stopped telling caches apart (docs/benchmarks.md,
+// "Agent sessions in the open loop").
+//
+// How many gaps is learned from the sessions that ended: a window of x gaps
+// keeps each ended session counted for x gaps after its last request, and
+// drops a live one whose pause runs past x gaps for the rest of it. With
+// pauses exponential around a session's mean gap g and M requests per
+// session (M - 1 pauses before each end), the two balance, so the live
+// count is right on average, where x = (M - 1) e^-x: 1.5 gaps for sessions
+// of 8 requests, 2.2 for 20, 0.57 for 2 (LiveGaps; within [0.5,
+// `live_gaps`]). Until `kLearnAfter` sessions have ended it is `live_gaps`
+// (4). A fixed 4 gaps counted every ended session of 8 requests for half its
+// life again: the router saw 20 live sessions where 12 were, their contexts
+// overfilled the caches, and the policy's live-session load term stayed
+// off (docs/benchmarks.md, "The live window learned"). A session that comes
+// back after its window had not ended: its end is taken back. A session
+// without a gap of its own yet gets the mean gap of the sessions seen (an
+// average over their latest gaps), or `live_window` before there is one.
 #pragma once
 
 #include <array>
@@ -68,12 +83,11 @@ class SessionAffinity {
     bool recent = true;
   };
 
-  explicit SessionAffinity(size_t max_sessions = 100000,
-                           std::chrono::seconds ttl = std::chrono::hours(1),
-                           std::chrono::seconds live_window = std::chrono::minutes(5),
-                           std::chrono::seconds presume_window = std::chrono::seconds(2),
-                           double live_gaps = 4,
-                           std::chrono::seconds min_live_window = std::chrono::seconds(2))
+  explicit SessionAffinity(
+      size_t max_sessions = 100000, std::chrono::seconds ttl = std::chrono::hours(1),
+      std::chrono::seconds live_window = std::chrono::minutes(5),
+      std::chrono::seconds presume_window = std::chrono::seconds(2), double live_gaps = 4,
+      std::chrono::milliseconds min_live_window = std::chrono::milliseconds(500))
       : max_sessions_(max_sessions),
         ttl_(ttl),
         live_window_(live_window),
@@ -97,6 +111,14 @@ class SessionAffinity {
   size_t size() const;
   // The mean context of the live sessions on their workers (0: none live).
   int64_t MeanLiveTokens(Clock::time_point now = Clock::now());
+
+  // The live window in gaps that balances the ended sessions still counted
+  // against the live ones dropped: x = continued e^-x, where `continued`
+  // is the requests that follow a session's request before its end
+  // (M - 1), held to [0.5, most].
+  static double LiveGaps(double continued, double most);
+  // The window in gaps now (live_gaps until enough sessions have ended).
+  double live_gaps_now() const;
 
   struct LiveSummary {
     int64_t mean_tokens = 0;  // MeanLiveTokens
@@ -123,6 +145,8 @@ class SessionAffinity {
     Clock::time_point queued_until;        // its earliest entry in ends_
     // What its prompt grew by at its latest request (-1: none yet).
     int64_t turn_tokens = -1;
+    int64_t requests = 1;
+    int64_t ended_requests = 0;  // counted in ended_requests_ when it went idle (0: not)
   };
   struct WorkerLive {
     int64_t tokens = 0;
@@ -143,8 +167,15 @@ class SessionAffinity {
   const std::chrono::seconds ttl_;
   const std::chrono::seconds live_window_;
   const std::chrono::seconds presume_window_;
+  // A session went idle (ended, as far as is known), or came back.
+  void Ended(Entry& e);
+  void Returned(Entry& e);
+
+  static constexpr int64_t kLearnAfter = 32;  // sessions ended before the window is learned
+  static constexpr double kEndedKept = 4096;  // ended sessions the learning remembers
+
   const double live_gaps_;
-  const std::chrono::seconds min_live_window_;
+  const std::chrono::milliseconds min_live_window_;
   std::array<std::mutex, 64> decide_mu_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> sessions_;
@@ -154,6 +185,13 @@ class SessionAffinity {
   absl::flat_hash_map<std::string, WorkerLive> live_by_worker_;  // by worker id
   int64_t live_sessions_ = 0, live_total_ = 0;                   // over every worker
   int64_t turn_sessions_ = 0, turn_total_ = 0;  // live sessions with turn_tokens known
+  // Sessions ended (halved with the requests whenever past kEndedKept, so
+  // the traffic of the last hours counts) and their requests; the window
+  // in gaps they give (live_gaps_ until kLearnAfter have ended).
+  double ended_sessions_ = 0, ended_requests_ = 0;
+  int64_t ended_total_ = 0;
+  double gaps_ = 0;
+  double fleet_gap_s_ = -1;  // the mean of the sessions' latest gaps (-1: none yet)
   // When live sessions end, earliest first. An entry whose time is not its
   // session's queued_until is stale (an earlier one superseded it, or the
   // session was forgotten), and is dropped when it comes up; so every live

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace kvmesh::router {
 namespace {
 
@@ -107,10 +109,10 @@ TEST(SessionAffinityTest, SumsTheLiveSessionsOfEachWorker) {
   EXPECT_EQ(views[1].session_tokens, 0);
 }
 
-// A session is live until it has been idle for four of its own mean gaps
-// between requests, within [2 s, live_window]; until its second request,
-// for live_window. A session that sends a turn a second has ended after a
-// few silent seconds; one that pauses a minute between turns has not.
+// Until sessions have ended to learn from, a session is live until it has
+// been idle for four of its own mean gaps between requests, within
+// [0.5 s, live_window]; until its second request, for live_window. A session that sends a turn a
+// second has ended after a few silent seconds; one that pauses a minute between turns has not.
 TEST(SessionAffinityTest, ASessionIsLiveForFourOfItsOwnGaps) {
   SessionAffinity sessions(100, 3600s, 300s);
   const auto t0 = SessionAffinity::Clock::now();
@@ -125,13 +127,14 @@ TEST(SessionAffinityTest, ASessionIsLiveForFourOfItsOwnGaps) {
   };
   sessions.Record("fast", {"a", 100, 0, 100}, t0);
   sessions.Record("once", {"c", 50, 0, 50}, t0);  // no gap yet: live until t0 + 300 s
-  sessions.Record("burst", {"c", 10, 0, 10}, t0);
-  sessions.Record("burst", {"c", 20, 0, 10}, t0 + 100ms);  // 4 x 0.1 s, raised to 2 s
+  sessions.Record("burst", {"c", 10, 0, 10}, t0 + 1900ms);
+  sessions.Record("burst", {"c", 20, 0, 10}, t0 + 2s);  // 4 x 0.1 s, raised to 0.5 s
   sessions.Record("fast", {"a", 200, 0, 100}, t0 + 1s);
   sessions.Record("fast", {"a", 300, 0, 100}, t0 + 2s);  // gaps of 1 s: live until t0 + 6 s
   EXPECT_EQ(tokens(t0 + 2s), (std::vector<int64_t>{300, 0, 70}));
   EXPECT_EQ(sessions.MeanLiveTokens(t0 + 2s), (300 + 50 + 20) / 3);
-  EXPECT_EQ(tokens(t0 + 3s), (std::vector<int64_t>{300, 0, 50}));  // burst ended at 2.1 s
+  EXPECT_EQ(tokens(t0 + 2400ms), (std::vector<int64_t>{300, 0, 70}));
+  EXPECT_EQ(tokens(t0 + 2600ms), (std::vector<int64_t>{300, 0, 50}));  // burst ended at 2.5 s
   EXPECT_EQ(tokens(t0 + 5900ms), (std::vector<int64_t>{300, 0, 50}));
   EXPECT_EQ(tokens(t0 + 6100ms), (std::vector<int64_t>{0, 0, 50}));  // fast ended
   EXPECT_EQ(sessions.MeanLiveTokens(t0 + 6100ms), 50);
@@ -182,6 +185,63 @@ TEST(SessionAffinityTest, CountsLiveSessionsAndTheTokensOfATurn) {
   sessions.SessionTokens(views, hint, t0 + 1s);
   EXPECT_EQ(views[0].live_sessions, 2);
   EXPECT_EQ(views[0].session_tokens, 1150 + 800);
+}
+
+// The window in gaps balances the ended sessions still counted against the
+// live ones dropped in a long pause: x = (M - 1) e^-x for M requests per
+// session.
+TEST(SessionAffinityTest, TheLiveWindowBalancesEndedAgainstPausedSessions) {
+  EXPECT_NEAR(SessionAffinity::LiveGaps(7, 4), 1.5245, 1e-3);   // 8 requests
+  EXPECT_NEAR(SessionAffinity::LiveGaps(19, 4), 2.1698, 1e-3);  // 20
+  EXPECT_NEAR(SessionAffinity::LiveGaps(1, 4), 0.5671, 1e-3);   // 2
+  EXPECT_EQ(SessionAffinity::LiveGaps(0, 4), 0.5);              // one: held to 0.5
+  EXPECT_EQ(SessionAffinity::LiveGaps(1e6, 4), 4);              // held to the most
+  for (const double c : {1.0, 3.0, 7.0, 50.0}) {
+    const double x = SessionAffinity::LiveGaps(c, 100);
+    EXPECT_NEAR(x, c * std::exp(-x), 1e-6) << c;
+  }
+}
+
+// Sessions of 8 requests a second apart: once 32 have ended, a session is
+// live for 1.52 of its gaps after its last request, not 4, and one without a
+// gap yet for 1.52 of the sessions' mean gap, not live_window. A session
+// that pauses past its window and comes back had not ended: its end is taken
+// back, so sessions that pause mid-way do not teach a shorter window.
+TEST(SessionAffinityTest, LearnsTheLiveWindowFromTheSessionsThatEnded) {
+  SessionAffinity sessions(1000, 3600s, 300s);
+  const auto t0 = SessionAffinity::Clock::now();
+  auto live = [&](SessionAffinity::Clock::time_point now) {
+    std::vector<WorkerView> views(1);
+    views[0].id = "a";
+    sessions.SessionTokens(views, std::nullopt, now);
+    return views[0].live_sessions;
+  };
+  // Session k at t0 + 100 s × k, requests 1 s apart (0, 1, ..., 7 s),
+  // pausing `pause` after its fourth.
+  auto session = [&](const std::string& name, std::chrono::seconds start,
+                     std::chrono::seconds pause) {
+    for (int i = 0; i < 8; ++i) {
+      const auto at = t0 + start + std::chrono::seconds(i) + (i >= 4 ? pause : 0s);
+      sessions.Record(name, {"a", 100 * (i + 1), 0, 100}, at);
+    }
+  };
+  for (int k = 0; k < 32; ++k) session("s" + std::to_string(k), 100s * k, 0s);
+  EXPECT_EQ(sessions.live_gaps_now(), 4);  // the 32nd has not ended yet
+  EXPECT_EQ(live(t0 + 3100s + 7s + 3900ms), 1);
+  EXPECT_EQ(live(t0 + 3100s + 7s + 4100ms), 0);
+  EXPECT_NEAR(sessions.live_gaps_now(), 1.5245, 1e-3);
+  session("new", 3200s, 0s);  // last request at 3207 s
+  EXPECT_EQ(live(t0 + 3207s + 1400ms), 1);
+  EXPECT_EQ(live(t0 + 3207s + 1650ms), 0);
+  sessions.Record("first", {"a", 100, 0, 100}, t0 + 3300s);  // the sessions' gap: 1 s
+  EXPECT_EQ(live(t0 + 3300s + 1400ms), 1);
+  EXPECT_EQ(live(t0 + 3300s + 1650ms), 0);
+  // 32 sessions that pause 100 s after their fourth request, past their
+  // window: counted as ended then, taken back when they come back. Counted
+  // as 64 sessions of 4 requests they would teach 1.25 gaps.
+  for (int k = 0; k < 32; ++k) session("p" + std::to_string(k), 3400s + 1000s * k, 100s);
+  EXPECT_EQ(live(t0 + 40000s), 0);  // every one ended
+  EXPECT_NEAR(sessions.live_gaps_now(), 1.5245, 0.02);
 }
 
 // A window never outlasts live_window, however long the session's gaps.
