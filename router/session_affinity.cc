@@ -69,9 +69,8 @@ SessionAffinity::Clock::time_point SessionAffinity::LiveUntil(const Entry& e,
                                                               Clock::time_point now) const {
   const double gap = e.mean_gap_s >= 0 ? e.mean_gap_s : fleet_gap_s_;
   if (gap < 0) return now + live_window_;
-  const double gaps = ended_total_ >= kLearnAfter ? gaps_ : live_gaps_;
   const double window =
-      std::clamp(gaps * gap, std::chrono::duration<double>(min_live_window_).count(),
+      std::clamp(Gaps() * gap, std::chrono::duration<double>(min_live_window_).count(),
                  std::chrono::duration<double>(live_window_).count());
   return now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(window));
 }
@@ -92,7 +91,11 @@ double SessionAffinity::LiveGaps(double continued, double most) {
 
 double SessionAffinity::live_gaps_now() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return ended_total_ >= kLearnAfter ? gaps_ : live_gaps_;
+  return Gaps();
+}
+
+void SessionAffinity::Relearn() {
+  if (ended_sessions_ > 0) gaps_ = LiveGaps(ended_requests_ / ended_sessions_ - 1, live_gaps_);
 }
 
 void SessionAffinity::Ended(Entry& e) {
@@ -104,14 +107,14 @@ void SessionAffinity::Ended(Entry& e) {
   ended_requests_ += static_cast<double>(e.requests);
   e.ended_requests = e.requests;
   ++ended_total_;
-  gaps_ = LiveGaps(ended_requests_ / ended_sessions_ - 1, live_gaps_);
+  Relearn();
 }
 
 void SessionAffinity::Returned(Entry& e) {
   ended_sessions_ = std::max(0.0, ended_sessions_ - 1);
   ended_requests_ = std::max(0.0, ended_requests_ - static_cast<double>(e.ended_requests));
   e.ended_requests = 0;
-  if (ended_sessions_ > 0) gaps_ = LiveGaps(ended_requests_ / ended_sessions_ - 1, live_gaps_);
+  Relearn();
 }
 
 void SessionAffinity::Queue(const std::string& session, Entry& e) {

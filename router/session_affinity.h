@@ -170,6 +170,10 @@ class SessionAffinity {
   // A session went idle (ended, as far as is known), or came back.
   void Ended(Entry& e);
   void Returned(Entry& e);
+  // gaps_ from the ended sessions' mean requests.
+  void Relearn();
+  // The window in gaps: gaps_ once kLearnAfter sessions have ended, else live_gaps_.
+  double Gaps() const { return ended_total_ >= kLearnAfter ? gaps_ : live_gaps_; }
 
   static constexpr int64_t kLearnAfter = 32;  // sessions ended before the window is learned
   static constexpr double kEndedKept = 4096;  // ended sessions the learning remembers
