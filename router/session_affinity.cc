@@ -33,8 +33,11 @@ void SessionAffinity::Record(const std::string& session, Hint hint, Clock::time_
   auto it = sessions_.find(session);
   if (it != sessions_.end()) {
     Entry& e = it->second;
-    if (e.live) Count(e, -1);
-    if (e.ended_requests > 0) Returned(e);
+    if (e.live) {
+      Count(e, -1);
+    } else {
+      Returned(e);  // it had not ended
+    }
     live_.splice(live_.begin(), e.live ? live_ : idle_, e.lru);
     // A turn: what the prompt grew by since the session's last request
     // (not what the worker computed, which under eviction is its history).
@@ -98,22 +101,20 @@ void SessionAffinity::Relearn() {
   if (ended_sessions_ > 0) gaps_ = LiveGaps(ended_requests_ / ended_sessions_ - 1, live_gaps_);
 }
 
-void SessionAffinity::Ended(Entry& e) {
+void SessionAffinity::Ended(const Entry& e) {
   if (ended_sessions_ >= kEndedKept) {
     ended_sessions_ /= 2;
     ended_requests_ /= 2;
   }
   ended_sessions_ += 1;
   ended_requests_ += static_cast<double>(e.requests);
-  e.ended_requests = e.requests;
   ++ended_total_;
   Relearn();
 }
 
-void SessionAffinity::Returned(Entry& e) {
+void SessionAffinity::Returned(const Entry& e) {
   ended_sessions_ = std::max(0.0, ended_sessions_ - 1);
-  ended_requests_ = std::max(0.0, ended_requests_ - static_cast<double>(e.ended_requests));
-  e.ended_requests = 0;
+  ended_requests_ = std::max(0.0, ended_requests_ - static_cast<double>(e.requests));
   Relearn();
 }
 

@@ -145,8 +145,7 @@ class SessionAffinity {
     Clock::time_point queued_until;        // its earliest entry in ends_
     // What its prompt grew by at its latest request (-1: none yet).
     int64_t turn_tokens = -1;
-    int64_t requests = 1;
-    int64_t ended_requests = 0;  // counted in ended_requests_ when it went idle (0: not)
+    int64_t requests = 1;  // counted in ended_requests_ while it is idle (not live)
   };
   struct WorkerLive {
     int64_t tokens = 0;
@@ -160,16 +159,9 @@ class SessionAffinity {
   // Moves sessions whose live_until has passed out of the live sums.
   void Expire(Clock::time_point now);
   void Count(const Entry& e, int64_t sign);
-  int64_t MeanLive() const { return live_sessions_ > 0 ? live_total_ / live_sessions_ : 0; }
-  void Erase(std::unordered_map<std::string, Entry>::iterator it);
-
-  const size_t max_sessions_;
-  const std::chrono::seconds ttl_;
-  const std::chrono::seconds live_window_;
-  const std::chrono::seconds presume_window_;
   // A session went idle (ended, as far as is known), or came back.
-  void Ended(Entry& e);
-  void Returned(Entry& e);
+  void Ended(const Entry& e);
+  void Returned(const Entry& e);
   // gaps_ from the ended sessions' mean requests.
   void Relearn();
   // The window in gaps: gaps_ once kLearnAfter sessions have ended, else live_gaps_.
@@ -177,7 +169,13 @@ class SessionAffinity {
 
   static constexpr int64_t kLearnAfter = 32;  // sessions ended before the window is learned
   static constexpr double kEndedKept = 4096;  // ended sessions the learning remembers
+  int64_t MeanLive() const { return live_sessions_ > 0 ? live_total_ / live_sessions_ : 0; }
+  void Erase(std::unordered_map<std::string, Entry>::iterator it);
 
+  const size_t max_sessions_;
+  const std::chrono::seconds ttl_;
+  const std::chrono::seconds live_window_;
+  const std::chrono::seconds presume_window_;
   const double live_gaps_;
   const std::chrono::milliseconds min_live_window_;
   std::array<std::mutex, 64> decide_mu_;
