@@ -83,8 +83,10 @@
 # regular pace. SEED=N (router_sessions --seed) draws other traffic of the
 # same shape; 0 (the default) is the draw of the earlier runs.
 # WORKER_FLAGS adds flags to every worker (e.g. "--kv-eviction adaptive").
-# LOG_DIR=dir keeps each run's router logs there (with ROUTER_FLAGS="--log-level
-# debug", every decision and what the policy saw of each worker).
+# LOG_DIR=dir keeps each run's router logs there (POINT-POLICY-RUN-rN.err;
+# with ROUTER_FLAGS="--log-level debug", every decision and what the policy
+# saw of each worker) and its requests (router_sessions --trace:
+# POINT-POLICY-RUN.trace), RUN counting the runs of the sweep.
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
@@ -157,17 +159,22 @@ for point in $points; do
   fi
   for policy in $POLICIES; do
     start_cluster "$WORKERS" "$policy" --model "$MODEL" ${WORKER_FLAGS:-}
+    trace=()
+    if [[ -n ${LOG_DIR:-} ]]; then
+      mkdir -p "$LOG_DIR"
+      runs=$((${runs:-0} + 1))
+      trace=(--trace "$LOG_DIR/$point-$policy-$runs.trace")
+    fi
     "$B/bench/router_sessions" --router "$ROUTER" \
       --sessions $((tenants * USERS)) --tenants "$tenants" --turns "$TURNS" \
       --concurrency "$CONCURRENCY" --rate "$rate" --tenant-skew "$SKEW" --tenant-order "${TENANT_ORDER:-cycle}" --system-tokens "$CONTEXT" --user-tokens "$USER_TOKENS" \
       --reply-tokens "$REPLY_TOKENS" --think-ms "${THINK_MS:-0}" --arrivals "${ARRIVALS:-fixed}" --seed "${SEED:-0}" \
       --session-ids "${SESSION_IDS:-0}" --fleet-kv-tokens "$kv_total" \
       --worker-kv-tokens "$([[ $policy == *+fetch ]] && echo 0 || echo "$worker_kv")" \
-      >"$tmp/sessions.out" || true
+      ${trace[@]+"${trace[@]}"} >"$tmp/sessions.out" || true
     json=$(tail -1 "$tmp/sessions.out")
     if [[ -n ${LOG_DIR:-} ]]; then
-      mkdir -p "$LOG_DIR"
-      for f in "$tmp"/r*.err; do cp "$f" "$LOG_DIR/$point-$policy-$(basename "$f")"; done
+      for f in "$tmp"/r*.err; do cp "$f" "$LOG_DIR/$point-$policy-$runs-$(basename "$f")"; done
     fi
     if [[ ${DETAIL:-0} == 1 ]]; then
       computed=()
