@@ -141,6 +141,7 @@ echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
 # The placement bound needs equal caches.
 worker_kv=${kv_sizes[0]}
 for size in "${kv_sizes[@]}"; do [[ $size == "$worker_kv" ]] || worker_kv=0; done
+runs=0 # the sweep's runs so far (LOG_DIR's file names)
 for point in $points; do
   demand=$point
   rate=$RATE
@@ -162,7 +163,7 @@ for point in $points; do
     trace=()
     if [[ -n ${LOG_DIR:-} ]]; then
       mkdir -p "$LOG_DIR"
-      runs=$((${runs:-0} + 1))
+      runs=$((runs + 1))
       trace=(--trace "$LOG_DIR/$point-$policy-$runs.trace")
     fi
     "$B/bench/router_sessions" --router "$ROUTER" \
