@@ -188,8 +188,9 @@ class SessionAffinity {
   int64_t live_sessions_ = 0, live_total_ = 0;                   // over every worker
   int64_t turn_sessions_ = 0, turn_total_ = 0;  // live sessions with turn_tokens known
   // Sessions ended (halved with the requests whenever past kEndedKept, so
-  // the traffic of the last hours counts) and their requests; the window
-  // in gaps they give (live_gaps_ until kLearnAfter have ended).
+  // the traffic of the last hours counts) and their requests; how many
+  // have ended in all (less those taken back); the window in gaps they
+  // give (live_gaps_ until kLearnAfter have ended).
   double ended_sessions_ = 0, ended_requests_ = 0;
   int64_t ended_total_ = 0;
   double gaps_ = 0;

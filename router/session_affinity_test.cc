@@ -244,6 +244,25 @@ TEST(SessionAffinityTest, LearnsTheLiveWindowFromTheSessionsThatEnded) {
   EXPECT_NEAR(sessions.live_gaps_now(), 1.5245, 0.02);
 }
 
+// A session taken back (it came back after its window) has not ended: it
+// does not count towards the kLearnAfter ended sessions that start the
+// learning, or 16 sessions that each paused once would count as 32.
+TEST(SessionAffinityTest, ASessionTakenBackDoesNotCountAsEnded) {
+  SessionAffinity sessions(1000, 3600s, 300s);
+  const auto t0 = SessionAffinity::Clock::now();
+  for (int k = 0; k < 20; ++k) {
+    for (int i = 0; i < 8; ++i) {  // 1 s apart, 100 s of pause after the fourth
+      const auto at = t0 + 1000s * k + std::chrono::seconds(i) + (i >= 4 ? 100s : 0s);
+      sessions.Record("s" + std::to_string(k), {"a", 100 * (i + 1), 0, 100}, at);
+    }
+  }
+  std::vector<WorkerView> views(1);
+  views[0].id = "a";
+  sessions.SessionTokens(views, std::nullopt, t0 + 30000s);
+  EXPECT_EQ(views[0].live_sessions, 0);    // all 20 ended (and paused once each)
+  EXPECT_EQ(sessions.live_gaps_now(), 4);  // 20 ended, not 40: not learned yet
+}
+
 // A window never outlasts live_window, however long the session's gaps.
 TEST(SessionAffinityTest, NoSessionIsLivePastTheLongestWindow) {
   SessionAffinity sessions(100, 3600s, 60s);
