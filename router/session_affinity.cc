@@ -108,14 +108,12 @@ void SessionAffinity::Ended(const Entry& e) {
   }
   ended_sessions_ += 1;
   ended_requests_ += static_cast<double>(e.requests);
-  ++ended_total_;
   Relearn();
 }
 
 void SessionAffinity::Returned(const Entry& e) {
   ended_sessions_ = std::max(0.0, ended_sessions_ - 1);
   ended_requests_ = std::max(0.0, ended_requests_ - static_cast<double>(e.requests));
-  ended_total_ = std::max<int64_t>(0, ended_total_ - 1);
   Relearn();
 }
 

@@ -165,7 +165,7 @@ class SessionAffinity {
   // gaps_ from the ended sessions' mean requests.
   void Relearn();
   // The window in gaps: gaps_ once kLearnAfter sessions have ended, else live_gaps_.
-  double Gaps() const { return ended_total_ >= kLearnAfter ? gaps_ : live_gaps_; }
+  double Gaps() const { return ended_sessions_ >= kLearnAfter ? gaps_ : live_gaps_; }
 
   static constexpr int64_t kLearnAfter = 32;  // sessions ended before the window is learned
   static constexpr double kEndedKept = 4096;  // ended sessions the learning remembers
@@ -187,12 +187,11 @@ class SessionAffinity {
   absl::flat_hash_map<std::string, WorkerLive> live_by_worker_;  // by worker id
   int64_t live_sessions_ = 0, live_total_ = 0;                   // over every worker
   int64_t turn_sessions_ = 0, turn_total_ = 0;  // live sessions with turn_tokens known
-  // Sessions ended (halved with the requests whenever past kEndedKept, so
-  // the traffic of the last hours counts) and their requests; how many
-  // have ended in all (less those taken back); the window in gaps they
-  // give (live_gaps_ until kLearnAfter have ended).
+  // Sessions ended, less those taken back (halved with the requests
+  // whenever past kEndedKept, so the traffic of the last hours counts), and
+  // their requests; the window in gaps they give (live_gaps_ until
+  // kLearnAfter have ended).
   double ended_sessions_ = 0, ended_requests_ = 0;
-  int64_t ended_total_ = 0;
   double gaps_ = 0;
   double fleet_gap_s_ = -1;  // the mean of the sessions' latest gaps (-1: none yet)
   // When live sessions end, earliest first. An entry whose time is not its
